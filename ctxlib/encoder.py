@@ -1,0 +1,196 @@
+"""The one interface every page uses: `ctxlib.load(name).encode(texts)`.
+
+An Encoder turns texts into per-token, per-layer vectors:
+    out.tokens, out.spans, out.layers (n_layers, n_tokens, dim), out.layer_names, out.attentions
+Layer 0 is always the non-contextual layer. word2vec has only that layer.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import checkpoint
+from .tokens import Token, find_all, tokens_in_span
+
+MAX_CHARS = 2000  # longer texts are truncated by encode(); pages tell the user
+
+
+class WordNotFound(ValueError):
+    """The target word is not in text number `index`."""
+
+    def __init__(self, word: str, index: int, text: str):
+        self.word, self.index, self.text = word, index, text
+        short = text if len(text) <= 40 else text[:40] + "…"
+        super().__init__(f"'{word}' does not occur in sentence {index + 1} ({short!r}).")
+
+
+class OutOfVocabulary(KeyError):
+    """A word the model has no vector for (word2vec only; ELMo and BERT build vectors from characters)."""
+
+    def __init__(self, word: str, model: str):
+        self.word, self.model = word, model
+        super().__init__(word)
+
+    def __str__(self):
+        return f"'{self.word}' is not in the {self.model} vocabulary (it has no vector for unseen words)."
+
+
+@dataclass
+class Encoded:
+    """One text encoded: token strings, character spans into `text`, and every layer's vectors."""
+
+    text: str
+    tokens: list[str]
+    spans: list[tuple[int, int]]
+    layers: np.ndarray  # (n_layers, n_tokens, dim) float32
+    layer_names: list[str]
+    attentions: np.ndarray | None = None  # (n_layers, n_heads, n_tokens, n_tokens) or None
+    truncated: bool = False  # the text was longer than the model takes; only a prefix was encoded
+    known: list[bool] | None = None  # per token: in the training vocabulary
+    extra: dict = field(default_factory=dict)
+
+    def token_indices(self, start: int, end: int) -> list[int]:
+        return tokens_in_span([(t, a, b) for t, (a, b) in zip(self.tokens, self.spans)], start, end)
+
+
+class Encoder:
+    """Base class. Subclasses implement `_encode_tokens` (and usually `_tokenize`)."""
+
+    kind = "base"
+    word_level = True  # False for BERT (character tokens pooled into words)
+
+    def __init__(self, name: str, config: dict, summary: dict, path: Path | None = None):
+        self.name = name
+        self.config = config
+        self.summary = summary
+        self.path = path
+
+    # -- to implement --------------------------------------------------------------
+    @property
+    def layer_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def _tokenize(self, text: str, target: str | None) -> list[Token]:
+        from .tokens import segment
+
+        return segment(text, target)
+
+    def _encode_tokens(self, batch: list[list[Token]], texts: list[str]) -> list[Encoded]:
+        raise NotImplementedError
+
+    def in_vocab(self, word: str) -> bool:
+        return True
+
+    # -- shared ----------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return int(self.config.get("dim", self.config.get("hidden", 0)))
+
+    def encode(self, texts: list[str], target: str | None = None, batch_size: int = 32) -> list[Encoded]:
+        """Encode each text. With `target`, the target's span is kept as one token (word models)."""
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a list of texts")
+        out: list[Encoded] = []
+        for i in range(0, len(texts), batch_size):
+            chunk = list(texts[i:i + batch_size])
+            cut = [t[:MAX_CHARS] for t in chunk]
+            toks = [self._tokenize(t, target) for t in cut]
+            encs = self._encode_tokens(toks, cut)
+            for e, t in zip(encs, chunk):
+                e.truncated = e.truncated or len(t) > MAX_CHARS
+            out.extend(encs)
+        return out
+
+    def word_vectors(self, texts: list[str], word: str, occurrence: int = 0) -> np.ndarray:
+        """(n_texts, n_layers, dim): the vector of `word` in each text, mean-pooled over its tokens.
+
+        Raises WordNotFound naming the first text without the word.
+        """
+        vecs, _ = self.word_vectors_with_tokens(texts, word, occurrence)
+        return vecs
+
+    def word_vectors_with_tokens(self, texts: list[str], word: str, occurrence: int = 0):
+        """As word_vectors, plus for each text the list of token strings that were pooled."""
+        spans = []
+        for i, t in enumerate(texts):
+            found = find_all(t[:MAX_CHARS], word)
+            if not found:
+                raise WordNotFound(word, i, t)
+            spans.append(found[min(occurrence, len(found) - 1)])
+        encs = self.encode(texts, target=word)
+        out, pooled = [], []
+        for e, (a, b) in zip(encs, spans):
+            idx = e.token_indices(a, b)
+            if not idx:  # cannot happen for a found span, but never index an empty list
+                raise WordNotFound(word, len(out), e.text)
+            out.append(e.layers[:, idx, :].mean(axis=1))
+            pooled.append([e.tokens[j] for j in idx])
+        return np.stack(out).astype(np.float32), pooled
+
+    # -- nearest vocabulary words ------------------------------------------------------
+    def type_vectors(self, layer: int, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
+        """(words, (n, dim) matrix): the `max_words` most frequent vocabulary words, each encoded alone
+        (no context) and read at `layer`. For word2vec this is just the embedding table. Cached."""
+        key = (layer, max_words)
+        cache = self.__dict__.setdefault("_type_cache", {})
+        if key not in cache:
+            words = self.vocab_words(max_words)
+            mats = []
+            for i in range(0, len(words), 256):
+                chunk = words[i:i + 256]
+                mats.append(np.stack([e.layers[layer].mean(0) for e in self.encode(chunk)]))
+            m = np.concatenate(mats) if mats else np.zeros((0, self.dim), np.float32)
+            cache[key] = (words, m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
+        return cache[key]
+
+    def vocab_words(self, max_words: int = 10000) -> list[str]:
+        """The most frequent vocabulary words (no specials), most frequent first."""
+        raise NotImplementedError
+
+    def nearest_words(self, vector: np.ndarray, layer: int, topn: int = 5, exclude: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+        """Vocabulary words whose context-free vector at `layer` is closest (cosine) to `vector`."""
+        words, m = self.type_vectors(layer)
+        v = vector / max(float(np.linalg.norm(vector)), 1e-12)
+        sims = m @ v
+        order = np.argsort(-sims)
+        out = []
+        for i in order:
+            if words[i] in exclude:
+                continue
+            out.append((words[i], float(sims[i])))
+            if len(out) == topn:
+                break
+        return out
+
+    def info(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "layers": self.layer_names, "dim": self.dim,
+                "config": self.config, "summary": self.summary, "path": str(self.path) if self.path else None}
+
+
+_REGISTRY = {
+    "word2vec": "ctxlib.word2vec:Word2VecEncoder",
+    "elmo": "ctxlib.elmo:ElmoEncoder",
+    "bert": "ctxlib.bert:BertEncoder",
+}
+
+
+def load(name_or_path: str | os.PathLike) -> Encoder:
+    """Load a checkpoint by name (a folder under checkpoints/) or path. Raises CheckpointError with the rebuild command."""
+    d = checkpoint.resolve(name_or_path)
+    cfg = checkpoint.read_config(d)
+    kind = cfg["kind"]
+    if kind not in _REGISTRY:
+        raise checkpoint.CheckpointError(f"{d / 'config.json'}: unknown model kind {kind!r} (expected one of {list(_REGISTRY)}).")
+    mod, cls = _REGISTRY[kind].split(":")
+    return getattr(importlib.import_module(mod), cls).from_checkpoint(d)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))

@@ -1,0 +1,89 @@
+"""Tokenisation with character offsets.
+
+Word models (word2vec, ELMo) use jieba words; the target word's character span
+is always its own token (so 苹果 in 「苹果树」 is found). BERT uses characters:
+each CJK character is one token, runs of ASCII letters or digits stay together.
+Spans always index the caller's original text.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+
+Token = tuple[str, int, int]  # (token, start, end) with text[start:end] == original substring
+
+_jieba = None
+
+
+def _cut(text: str) -> list[str]:
+    global _jieba
+    if _jieba is None:
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        _jieba = jieba
+    return list(_jieba.cut(text))
+
+
+def find_all(text: str, word: str) -> list[tuple[int, int]]:
+    """Non-overlapping spans of `word` in `text`, compared after NFKC (full-width/half-width insensitive)."""
+    if not word:
+        return []
+    spans, i = [], 0
+    norm = unicodedata.normalize("NFKC", text)
+    w = unicodedata.normalize("NFKC", word)
+    if len(norm) != len(text):  # NFKC changed the length: fall back to raw matching
+        norm, w = text, word
+    while True:
+        j = norm.find(w, i)
+        if j < 0:
+            return spans
+        spans.append((j, j + len(w)))
+        i = j + len(w)
+
+
+def segment(text: str, target: str | None = None) -> list[Token]:
+    """jieba words of `text` (whitespace dropped); each occurrence of `target` is one token."""
+    pieces: list[tuple[int, int, bool]] = []
+    pos = 0
+    for a, b in find_all(text, target) if target else []:
+        if a > pos:
+            pieces.append((pos, a, False))
+        pieces.append((a, b, True))
+        pos = b
+    if pos < len(text):
+        pieces.append((pos, len(text), False))
+    out: list[Token] = []
+    for a, b, is_target in pieces:
+        if is_target:
+            out.append((text[a:b], a, b))
+            continue
+        off = a
+        for w in _cut(text[a:b]):
+            s = off
+            off += len(w)
+            if w.strip():
+                out.append((w, s, off))
+    return out
+
+
+_RUN = re.compile(r"[A-Za-z]+|[0-9]+|\S", re.UNICODE)
+
+
+def char_tokens(text: str) -> list[Token]:
+    """BERT-style Chinese tokens: one per CJK character (any non-space character), ASCII letter/digit runs kept whole."""
+    out = []
+    for m in _RUN.finditer(text):
+        out.append((m.group(0), m.start(), m.end()))
+    return out
+
+
+def norm_token(tok: str) -> str:
+    """The vocabulary form of a token (NFKC, lower-case Latin)."""
+    return unicodedata.normalize("NFKC", tok).lower()
+
+
+def tokens_in_span(tokens: list[Token], start: int, end: int) -> list[int]:
+    """Indices of tokens overlapping [start, end)."""
+    return [i for i, (_, a, b) in enumerate(tokens) if a < end and b > start]
