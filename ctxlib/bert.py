@@ -1,0 +1,579 @@
+"""A small character-level Chinese BERT: Devlin et al. (2019), "BERT: Pre-training of Deep
+Bidirectional Transformers for Language Understanding" (masked LM + next-sentence prediction).
+
+- `CharTokenizer`: one token per CJK character (as Google's Chinese BERT), ASCII
+  letter/digit runs kept whole, NFKC + lower-case; vocabulary from the train split.
+- `BertModel`: token + position + segment embeddings, L Transformer blocks, an MLM
+  head tied to the token embeddings that scores ONLY the masked positions during
+  training (the other 85% of the vocabulary projections are never computed), and an
+  NSP head on [CLS].
+- Blocks are **pre-LN** (LayerNorm before attention and MLP, one final LayerNorm),
+  not post-LN as in the paper: pre-LN keeps gradients well scaled without a long
+  warmup (Xiong et al. 2020, "On Layer Normalization in the Transformer
+  Architecture"), which matters when the whole pre-training budget is ~45 CPU
+  minutes. Layer outputs are the residual stream after each block; the last one has
+  the final LayerNorm applied (the vectors the MLM head reads), like HF GPT-2.
+- Attention: training uses `F.scaled_dot_product_attention` (the fused path);
+  whenever probabilities are asked for, they are computed explicitly (softmax of
+  QK^T/sqrt(d) with padding masked), so a visualiser always gets them.
+- `BertEncoder`: the app's interface (L+1 layers, attentions, fill_mask,
+  next_sentence, encode_pair); `train()` pre-trains; `run_eval()` fine-tunes on
+  review sentiment.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import checkpoint
+from .encoder import Encoded, Encoder
+from .tokens import char_tokens, norm_token
+from .vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+# ----------------------------------------------------------------------------- config
+@dataclass
+class BertConfig:
+    vocab_size: int = 0  # set from the tokenizer
+    hidden: int = 256  # model width D
+    layers: int = 4  # Transformer blocks L
+    heads: int = 4  # attention heads per block
+    ffn: int = 1024  # MLP inner width
+    max_len: int = 128  # longest input, [CLS] and [SEP]s included
+    dropout: float = 0.1  # on embeddings, attention output and MLP output
+    attn_dropout: float = 0.1  # on attention probabilities
+    type_vocab: int = 2  # segment ids (A, B)
+
+    def __post_init__(self):
+        if self.vocab_size < len(SPECIALS) + 1:
+            raise ValueError(f"vocab_size must be > {len(SPECIALS)} (specials + at least one token), got {self.vocab_size}")
+        if self.hidden <= 0 or self.layers <= 0 or self.heads <= 0 or self.ffn <= 0:
+            raise ValueError("hidden, layers, heads and ffn must be positive")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
+        if self.max_len < 8:
+            raise ValueError("max_len must be at least 8")
+        if not (0 <= self.dropout < 1 and 0 <= self.attn_dropout < 1):
+            raise ValueError("dropout rates must be in [0, 1)")
+
+
+# ----------------------------------------------------------------------------- tokenizer
+class CharTokenizer:
+    """Character tokens (tokens.char_tokens) mapped through a Vocab with BERT's specials first."""
+
+    def __init__(self, vocab: Vocab):
+        if vocab.itos[:len(SPECIALS)] != SPECIALS:
+            raise ValueError(f"the vocabulary must start with {SPECIALS}")
+        self.vocab = vocab
+        self.itos = vocab.itos
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = range(len(SPECIALS))
+        self.n_special = len(SPECIALS)
+
+    @classmethod
+    def build(cls, paragraphs, min_count: int = 2, max_size: int = 8000) -> "CharTokenizer":
+        seqs = ([norm_token(t) for t, _, _ in char_tokens(p.text)] for p in paragraphs)
+        return cls(Vocab.build(seqs, min_count=min_count, max_size=max_size, specials=SPECIALS, unk="[UNK]"))
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def token_id(self, tok: str) -> int:
+        return self.vocab.get(norm_token(tok))
+
+    def tokenize(self, text: str):
+        return char_tokens(text)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.token_id(t) for t, _, _ in char_tokens(text)]
+
+
+# ----------------------------------------------------------------------------- model
+class SelfAttention(nn.Module):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.heads = cfg.heads
+        self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
+        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.p_attn = cfg.attn_dropout
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, keep, need_weights: bool = False):
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, d)
+        p_drop = self.p_attn if self.training else 0.0
+        if need_weights:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B, H, T, T)
+            att = att.masked_fill(~keep, float("-inf")).float().softmax(-1).to(q.dtype)
+            probs = att
+            if p_drop:
+                att = F.dropout(att, p_drop)
+            y = att @ v  # (B, H, T, d)
+        else:
+            probs = None
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p_drop)  # (B, H, T, d)
+        y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return self.drop(self.proj(y)), probs
+
+
+class Block(nn.Module):
+    """Pre-LN Transformer block: x + Attn(LN(x)), then x + MLP(LN(x))."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.hidden)
+        self.attn = SelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.hidden)
+        self.mlp = nn.Sequential(nn.Linear(cfg.hidden, cfg.ffn), nn.GELU(), nn.Linear(cfg.ffn, cfg.hidden), nn.Dropout(cfg.dropout))
+
+    def forward(self, x, keep, need_weights=False):
+        a, probs = self.attn(self.ln1(x), keep, need_weights)
+        x = x + a
+        return x + self.mlp(self.ln2(x)), probs
+
+
+class BertModel(nn.Module):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.cfg = cfg
+        D = cfg.hidden
+        self.tok_emb = nn.Embedding(cfg.vocab_size, D)
+        self.pos_emb = nn.Embedding(cfg.max_len, D)
+        self.seg_emb = nn.Embedding(cfg.type_vocab, D)
+        self.emb_ln = nn.LayerNorm(D)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(D)
+        # MLM head: transform, then the token embeddings transposed (tied) + bias
+        self.mlm_dense = nn.Linear(D, D)
+        self.mlm_ln = nn.LayerNorm(D)
+        self.mlm_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        # NSP head on [CLS]: BERT's tanh pooler, then 2 classes (1 = IsNext)
+        self.pooler = nn.Linear(D, D)
+        self.nsp_head = nn.Linear(D, 2)
+        self.apply(self._init)
+        for n, p in self.named_parameters():  # GPT-2 style scaling of residual projections
+            if n.endswith("attn.proj.weight") or n.endswith("mlp.2.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * cfg.layers))
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, ids, segment_ids=None, need_weights: bool = False, all_layers: bool = False):
+        """ids, segment_ids: (B, T). Returns (layers, attentions): layers a list of L+1 (B, T, D) tensors
+        (or only the last when all_layers is False), attentions a list of L (B, H, T, T) or None."""
+        B, T = ids.shape
+        if T > self.cfg.max_len:
+            raise ValueError(f"sequence of {T} tokens is longer than max_len {self.cfg.max_len}")
+        if segment_ids is None:
+            segment_ids = torch.zeros_like(ids)
+        keep = (ids != 0).view(B, 1, 1, T)  # (B, 1, 1, T): True = may be attended to; [PAD] never is
+        pos = torch.arange(T, device=ids.device)
+        x = self.tok_emb(ids) + self.pos_emb(pos)[None] + self.seg_emb(segment_ids)  # (B, T, D)
+        x = self.drop(self.emb_ln(x))
+        layers, atts = [x], []
+        for i, blk in enumerate(self.blocks):
+            x, p = blk(x, keep, need_weights)
+            atts.append(p)
+            layers.append(self.ln_f(x) if i == len(self.blocks) - 1 else x)
+        if not all_layers:
+            layers = layers[-1:]
+        return layers, (atts if need_weights else None)
+
+    def mlm_logits(self, h):
+        """h: (N, D) final-layer vectors at the positions to predict -> (N, V) logits."""
+        h = self.mlm_ln(F.gelu(self.mlm_dense(h)))
+        return h @ self.tok_emb.weight.t() + self.mlm_bias  # (N, V)
+
+    def nsp_logits(self, h_cls):
+        return self.nsp_head(torch.tanh(self.pooler(h_cls)))  # (B, 2)
+
+    def loss(self, batch):
+        """MLM cross-entropy on the masked positions only + NSP cross-entropy. Returns (loss, non-pad tokens)."""
+        ids = batch["ids"]
+        (h,), _ = self.forward(ids, batch["segment_ids"])  # (B, T, D)
+        hm = h.reshape(-1, h.size(-1)).index_select(0, batch["mlm_pos"])  # (N, D): masked positions only
+        mlm = F.cross_entropy(self.mlm_logits(hm).float(), batch["mlm_labels"])
+        nsp = F.cross_entropy(self.nsp_logits(h[:, 0]).float(), batch["nsp"])
+        return mlm + nsp, int((ids != 0).sum())
+
+
+# ----------------------------------------------------------------------------- presets and training
+PRESETS = {
+    # tests: a few seconds on a slice of the corpus
+    "tiny": dict(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), batch=16, steps=60, lr=3e-3, warmup=5,
+                 max_paragraphs=400, min_count=1),
+    # the shipped model: ~45 min on one CPU thread (the time limit holds the budget; the schedule is planned for it)
+    # (no dropout: ~3 epochs in the budget is far from overfitting, and the fused attention path stays on)
+    "default": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
+                    batch=32, steps=4000, lr=1e-3, warmup=200, max_paragraphs=None, min_count=2, time_limit=2640.0,
+                    amp="bf16"),
+}
+
+
+class _BudgetTrainer:
+    """Makes the trainer's warmup + linear decay follow whichever budget runs out first, steps or
+    seconds, so a run stopped by its time limit still ends at the low learning rate."""
+
+    @staticmethod
+    def make(model, batches, tc, device, callback):
+        from .trainer import Trainer
+
+        class T(Trainer):
+            def lr_at(self, step):
+                if step == 0 or not hasattr(self, "_t0"):
+                    self._t0 = time.time()
+                c = self.cfg
+                if step < c.warmup or not c.time_limit:
+                    return super().lr_at(step)
+                frac = max((step - c.warmup) / max(1, c.steps - c.warmup), (time.time() - self._t0) / c.time_limit)
+                return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
+
+        return T(model, batches, tc, device=device, callback=callback)
+
+
+def _set_seed(seed: int):
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+
+def build_model(tok: CharTokenizer, model_kw: dict, seed: int = 0) -> BertModel:
+    _set_seed(seed)
+    return BertModel(BertConfig(vocab_size=len(tok), **model_kw))
+
+
+@torch.no_grad()
+def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 1000, batch: int = 64,
+                         seed: int = 1234) -> dict:
+    """Held-out MLM top-1 / top-5 accuracy (on all chosen positions) and NSP accuracy, on fixed examples."""
+    from .bert_data import Documents, collate, make_example
+
+    docs = Documents(paragraphs, tok)
+    rng = np.random.default_rng(seed)
+    exs = [make_example(rng, tok, docs, max_len=model.cfg.max_len) for _ in range(n)]
+    dev = next(model.parameters()).device
+    was = model.training
+    model.eval()
+    c1 = c5 = tot = nsp_ok = 0
+    for i in range(0, n, batch):
+        b = {k: v.to(dev) for k, v in collate(exs[i:i + batch]).items()}
+        (h,), _ = model(b["ids"], b["segment_ids"])
+        hm = h.reshape(-1, h.size(-1)).index_select(0, b["mlm_pos"])
+        top = model.mlm_logits(hm).topk(5, -1).indices  # (N, 5)
+        lab = b["mlm_labels"][:, None]
+        c1 += int((top[:, :1] == lab).sum())
+        c5 += int((top == lab).any(-1).sum())
+        tot += len(lab)
+        nsp_ok += int((model.nsp_logits(h[:, 0]).argmax(-1) == b["nsp"]).sum())
+    model.train(was)
+    return {"mlm_top1": round(c1 / max(tot, 1), 4), "mlm_top5": round(c5 / max(tot, 1), 4),
+            "nsp_acc": round(nsp_ok / n, 4), "n_examples": n, "n_masked": tot}
+
+
+def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
+          callback=None, paragraphs=None) -> Path:
+    """Pre-train with MLM + NSP on the train split of both sources and save a checkpoint (default checkpoints/bert)."""
+    from . import corpus
+    from .bert_data import Documents, PretrainBatches
+    from .trainer import TrainConfig
+
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
+    P = PRESETS[preset]
+    t0 = time.time()
+    if paragraphs is None:
+        paragraphs = corpus.load("all", "train")
+        if P.get("max_paragraphs"):
+            rng = np.random.default_rng(seed)
+            paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:P["max_paragraphs"]])]
+    tok = CharTokenizer.build(paragraphs, min_count=P["min_count"])
+    model = build_model(tok, P["model"], seed)
+    docs = Documents(paragraphs, tok)
+    batches = PretrainBatches(docs, P["batch"], model.cfg.max_len, seed=seed)
+    limit = time_limit or P.get("time_limit", 0.0)
+    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=P.get("amp", "auto"), time_limit=limit,
+                     log_every=max(1, P["steps"] // 50))
+    log.info("BERT %s: %d params, vocab %d, %d documents, preset %s", asdict(model.cfg),
+             sum(p.numel() for p in model.parameters()), len(tok), len(docs), preset)
+    summary = _BudgetTrainer.make(model, batches, tc, device, callback).run()
+    model = model.float().cpu()
+    summary["epochs"] = round(summary["steps"] * P["batch"] / max(1, len(docs.a_docs)), 3)
+    if preset != "tiny":
+        valid = corpus.load("all", "valid")
+        summary["valid"] = evaluate_pretraining(model, tok, valid, n=2000)
+        log.info("held-out: %s", summary["valid"])
+    summary["total_wall_s"] = round(time.time() - t0, 1)
+    summary["preset"], summary["seed"] = preset, seed
+    summary["command"] = f"python -m ctxlib train bert --preset {preset} --seed {seed}"
+    out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "bert"
+    checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(), model.state_dict(), summary, half=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- encoder (the app's interface)
+@functools.lru_cache(maxsize=1)
+def _train_word_counts() -> list[tuple[str, int]]:
+    from collections import Counter
+
+    from . import corpus
+
+    c = Counter()
+    for p in corpus.load("all", "train"):
+        c.update(p.words)
+    return c.most_common()
+
+
+class BertEncoder(Encoder):
+    kind = "bert"
+    word_level = False
+
+    def __init__(self, name, config, summary, path, model: BertModel, tok: CharTokenizer):
+        super().__init__(name, config, summary, path)
+        self.model = model.eval()
+        self.tok = tok
+
+    @classmethod
+    def from_checkpoint(cls, path) -> "BertEncoder":
+        cfg_json, vocab_json, sd = checkpoint.load(path)
+        try:
+            tok = CharTokenizer(Vocab.from_json(vocab_json))
+            model = BertModel(BertConfig(**cfg_json["config"]))
+        except (TypeError, ValueError, KeyError) as e:
+            raise checkpoint.CheckpointError(f"{Path(path) / 'config.json'} is not a valid BERT config ({e}). "
+                                             f"Rebuild with: python -m ctxlib train bert") from e
+        checkpoint.load_state_into(model, sd, path)
+        return cls(Path(path).name, cfg_json["config"], cfg_json.get("summary", {}), Path(path), model, tok)
+
+    @property
+    def layer_names(self) -> list[str]:
+        return ["embeddings"] + [f"layer {i + 1}" for i in range(self.model.cfg.layers)]
+
+    def _tokenize(self, text, target=None):
+        return char_tokens(text)  # the target is ignored: words are pooled over their characters
+
+    def in_vocab(self, word: str) -> bool:
+        return True
+
+    def vocab_words(self, max_words: int = 10000) -> list[str]:
+        out = []
+        for w, _ in _train_word_counts():
+            toks = char_tokens(w)
+            if toks and all(self.tok.token_id(t) != self.tok.unk_id for t, _, _ in toks) and any(c.isalnum() for c in w):
+                out.append(w)
+                if len(out) == max_words:
+                    break
+        return out
+
+    @torch.no_grad()
+    def _run(self, seqs: list[list[int]], segs: list[list[int]], need_weights: bool = True):
+        T = max(len(s) for s in seqs)
+        ids = torch.zeros(len(seqs), T, dtype=torch.long)
+        seg = torch.zeros(len(seqs), T, dtype=torch.long)
+        for i, (s, g) in enumerate(zip(seqs, segs)):
+            ids[i, :len(s)] = torch.tensor(s)
+            seg[i, :len(g)] = torch.tensor(g)
+        layers, atts = self.model(ids, seg, need_weights=need_weights, all_layers=True)
+        H = torch.stack(layers, 1).float().numpy()  # (B, L+1, T, D)
+        A = torch.stack(atts, 1).float().numpy() if need_weights else None  # (B, L, H, T, T)
+        return H, A
+
+    def _pack(self, text, toks, H, A, i, truncated, extra=None) -> Encoded:
+        n = len(toks)
+        known = [(a == b and t in SPECIALS) or self.tok.token_id(t) != self.tok.unk_id for t, a, b in toks]
+        return Encoded(text=text, tokens=[t for t, _, _ in toks], spans=[(a, b) for _, a, b in toks],
+                       layers=np.ascontiguousarray(H[i, :, :n]), layer_names=self.layer_names,
+                       attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
+                       truncated=truncated, known=known, extra=extra or {})
+
+    def _encode_tokens(self, batch, texts, need_weights: bool = True) -> list[Encoded]:
+        cap = self.model.cfg.max_len - 2
+        full, seqs, flags = [], [], []
+        for toks, text in zip(batch, texts):
+            flags.append(len(toks) > cap)
+            toks = [("[CLS]", 0, 0)] + list(toks[:cap]) + [("[SEP]", len(text), len(text))]
+            full.append(toks)
+            seqs.append([self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in toks[1:-1]] + [self.tok.sep_id])
+        H, A = self._run(seqs, [[0] * len(s) for s in seqs], need_weights)
+        return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
+
+    def _pair(self, a: str, b: str):
+        ta, tb = char_tokens(a), char_tokens(b)
+        cap = self.model.cfg.max_len - 3
+        truncated = len(ta) + len(tb) > cap
+        while len(ta) + len(tb) > cap:  # trim the longer side, as BERT's truncate_seq_pair
+            if len(ta) >= len(tb):
+                ta = ta[:-1]
+            else:
+                tb = tb[:-1]
+        n = len(a)
+        toks = ([("[CLS]", 0, 0)] + list(ta) + [("[SEP]", n, n)] + [(t, s + n, e + n) for t, s, e in tb]
+                + [("[SEP]", n + len(b), n + len(b))])
+        seg = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
+        ids = ([self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in ta] + [self.tok.sep_id]
+               + [self.tok.token_id(t) for t, _, _ in tb] + [self.tok.sep_id])
+        return toks, seg, ids, truncated
+
+    def encode_pair(self, a: str, b: str) -> Encoded:
+        """[CLS] a [SEP] b [SEP] in one sequence; text is a + b (spans of b shifted by len(a));
+        extra["segment_ids"] gives 0 for [CLS] a [SEP] and 1 for b [SEP]."""
+        toks, seg, ids, truncated = self._pair(a, b)
+        H, A = self._run([ids], [seg])
+        return self._pack(a + b, toks, H, A, 0, truncated, {"segment_ids": seg, "text_a": a, "text_b": b})
+
+    @torch.no_grad()
+    def fill_mask(self, text: str, topk: int = 5) -> list[dict]:
+        """Top-k candidates for each literal [MASK] in `text`, in order, from a softmax over the
+        non-special vocabulary: [{"index", "char_offset", "candidates": [(token, prob), ...]}]."""
+        if "[MASK]" not in text:
+            raise ValueError("the text has no [MASK]; write e.g. 今天天气很[MASK]")
+        toks, off = [], 0
+        mask_at = []
+        parts = text.split("[MASK]")
+        for k, part in enumerate(parts):
+            toks.extend((t, a + off, b + off) for t, a, b in char_tokens(part))
+            off += len(part)
+            if k < len(parts) - 1:
+                mask_at.append((len(toks) + 1, off))  # +1 for [CLS]
+                toks.append(("[MASK]", off, off + 6))
+                off += 6
+        cap = self.model.cfg.max_len - 2
+        if len(toks) > cap:
+            raise ValueError(f"the text is {len(toks)} tokens long; fill-mask takes at most {cap}")
+        ids = [self.tok.cls_id] + [self.tok.mask_id if t == "[MASK]" else self.tok.token_id(t) for t, _, _ in toks] + [self.tok.sep_id]
+        x = torch.tensor([ids])
+        (h,), _ = self.model(x, torch.zeros_like(x))
+        logits = self.model.mlm_logits(h[0, [i for i, _ in mask_at]]).float()  # (M, V)
+        logits[:, :self.tok.n_special] = float("-inf")
+        probs = logits.softmax(-1)
+        out = []
+        for (i, o), p in zip(mask_at, probs):
+            v, j = p.topk(min(topk, len(self.tok) - self.tok.n_special))
+            out.append({"index": i, "char_offset": o,
+                        "candidates": [(self.tok.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]})
+        return out
+
+    @torch.no_grad()
+    def next_sentence(self, a: str, b: str) -> float:
+        """P(IsNext): the NSP head's probability that b follows a."""
+        _, seg, ids, _ = self._pair(a, b)
+        (h,), _ = self.model(torch.tensor([ids]), torch.tensor([seg]))
+        return float(self.model.nsp_logits(h[:, 0]).float().softmax(-1)[0, 1])
+
+
+# ----------------------------------------------------------------------------- fine-tuning evaluation
+class _Classifier(nn.Module):
+    def __init__(self, bert: BertModel, n_classes: int = 2):
+        super().__init__()
+        self.bert = bert
+        self.head = nn.Linear(bert.cfg.hidden, n_classes)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, ids, seg):
+        (h,), _ = self.bert(ids, seg)
+        return self.head(self.drop(torch.tanh(self.bert.pooler(h[:, 0]))))  # (B, C): BERT's [CLS] recipe
+
+
+def _batch_ids(tok: CharTokenizer, texts: list[str], max_len: int) -> torch.Tensor:
+    seqs = [[tok.cls_id] + tok.encode(t)[:max_len - 2] + [tok.sep_id] for t in texts]
+    T = max(len(s) for s in seqs)
+    ids = torch.zeros(len(seqs), T, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s)
+    return ids
+
+
+def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: int = 0, out=None,
+             max_train: int = 4000, max_test: int = 1500, epochs: int = 1, lr: float = 1e-4, batch: int = 32) -> dict:
+    """Fine-tune BERT on [CLS] for review sentiment (corpus reviews train/test split), plus frozen
+    per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors."""
+    from . import analysis, corpus
+    from .encoder import load
+    from .trainer import resolve_device
+
+    if task != "sentiment":
+        raise ValueError(f"BERT evaluation supports task 'sentiment' only, got {task!r}")
+    t0 = time.time()
+    dev = resolve_device(device)
+    enc = load(model_name)
+    if not isinstance(enc, BertEncoder):
+        raise ValueError(f"{model_name} is not a BERT checkpoint")
+    rng = np.random.default_rng(seed)
+    tr = corpus.load("reviews", "train")
+    te = corpus.load("reviews", "test")
+    tr = [tr[i] for i in sorted(rng.permutation(len(tr))[:max_train])]
+    te = [te[i] for i in sorted(rng.permutation(len(te))[:max_test])]
+    xtr, ytr = [p.text for p in tr], np.array([p.label for p in tr])
+    xte, yte = [p.text for p in te], np.array([p.label for p in te])
+
+    # frozen probes, one per layer, on mean-pooled token vectors ([CLS]/[SEP] left out)
+    def pooled(texts):
+        feats = []
+        for i in range(0, len(texts), 64):
+            for e in enc._encode_tokens([char_tokens(t) for t in texts[i:i + 64]], texts[i:i + 64], need_weights=False):
+                feats.append(e.layers[:, 1:-1].mean(1) if len(e.tokens) > 2 else e.layers[:, 0])
+        return np.stack(feats)  # (n, L+1, D)
+
+    ftr, fte = pooled(xtr), pooled(xte)
+    per_layer = [round(analysis.probe_accuracy(ftr[:, j], ytr, fte[:, j], yte), 4) for j in range(ftr.shape[1])]
+    w2v = None
+    try:
+        wenc = load("word2vec")
+        def wmean(texts):
+            return np.stack([e.layers[0].mean(0) if len(e.tokens) else np.zeros(wenc.dim, np.float32) for e in wenc.encode(texts)])
+        w2v = round(analysis.probe_accuracy(wmean(xtr), ytr, wmean(xte), yte), 4)
+    except Exception as e:  # no shipped word2vec, or it cannot be read: report null, say why in the log
+        log.warning("word2vec baseline skipped: %s", e)
+
+    # fine-tuning: all weights, [CLS] pooler + linear head, 1 epoch, linear decay
+    torch.manual_seed(seed)
+    clf = _Classifier(copy.deepcopy(enc.model)).to(dev)  # the loaded encoder stays pre-trained
+    opt = torch.optim.AdamW(clf.parameters(), lr=lr, weight_decay=0.01)
+    steps = epochs * math.ceil(len(xtr) / batch)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps))
+    clf.train()
+    L = enc.model.cfg.max_len
+    for ep in range(epochs):
+        order = rng.permutation(len(xtr))
+        for k in range(0, len(order), batch):
+            idx = order[k:k + batch]
+            ids = _batch_ids(enc.tok, [xtr[i] for i in idx], L).to(dev)
+            loss = F.cross_entropy(clf(ids, torch.zeros_like(ids)), torch.tensor(ytr[idx], device=dev))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(clf.parameters(), 1.0)
+            opt.step()
+            sched.step()
+    clf.eval()
+    correct = 0
+    with torch.no_grad():
+        for k in range(0, len(xte), 128):
+            ids = _batch_ids(enc.tok, xte[k:k + 128], L).to(dev)
+            correct += int((clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy() == yte[k:k + 128]).sum())
+    result = {"task": "sentiment", "model": enc.name, "kind": "bert", "metric": "accuracy",
+              "score": round(correct / len(xte), 4), "per_layer_score": per_layer, "layer_names": enc.layer_names,
+              "mix_weights": None, "gamma": None, "expected_layer": None, "word2vec_score": w2v,
+              "n_train": len(xtr), "n_test": len(xte), "seconds": round(time.time() - t0, 1),
+              "method": f"fine-tune all weights on [CLS] (pooler + linear), {epochs} epoch, lr {lr}, batch {batch}; "
+                        "per_layer_score: frozen logistic probe on mean-pooled character vectors",
+              "seed": seed}
+    path = Path(out) if out else Path(enc.path) / "eval_sentiment.json"
+    checkpoint.atomic_write_json(path, result)
+    log.info("wrote %s", path)
+    return result

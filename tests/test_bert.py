@@ -1,0 +1,136 @@
+"""BERT: attention, bidirectionality, training, save/load, fill-mask, the Encoder interface."""
+import numpy as np
+import pytest
+import torch
+
+import ctxlib
+from ctxlib import checkpoint, corpus
+from ctxlib.bert import BertConfig, BertEncoder, BertModel, CharTokenizer, PRESETS, build_model, train
+from ctxlib.bert_data import Documents, collate, make_example
+
+
+@pytest.fixture(scope="module")
+def pars():
+    ps = corpus.load("all", "train")
+    rng = np.random.default_rng(0)
+    return [ps[i] for i in sorted(rng.permutation(len(ps))[:300])]
+
+
+@pytest.fixture(scope="module")
+def trained(pars, tmp_path_factory):
+    torch.set_num_threads(1)
+    out = train(preset="tiny", device="cpu", out=tmp_path_factory.mktemp("bert") / "tiny", seed=0, paragraphs=pars)
+    return out
+
+
+@pytest.fixture(scope="module")
+def enc(trained):
+    return ctxlib.load(trained)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        BertConfig(vocab_size=100, hidden=30, heads=4)
+    with pytest.raises(ValueError):
+        BertConfig(vocab_size=3)
+    with pytest.raises(ValueError):
+        BertConfig(vocab_size=100, dropout=1.5)
+
+
+def test_attention_rows_sum_to_one_and_pad_gets_none():
+    torch.manual_seed(0)
+    m = BertModel(BertConfig(vocab_size=50, hidden=32, layers=2, heads=4, ffn=64, max_len=16)).eval()
+    ids = torch.tensor([[2, 7, 8, 9, 10, 3], [2, 11, 3, 0, 0, 0]])  # second row padded
+    with torch.no_grad():
+        layers, atts = m(ids, torch.zeros_like(ids), need_weights=True, all_layers=True)
+    assert len(layers) == 3 and len(atts) == 2
+    for a in atts:  # (B, H, T, T)
+        assert a.shape == (2, 4, 6, 6)
+        assert torch.allclose(a[0].sum(-1), torch.ones(4, 6), atol=1e-5)
+        assert torch.allclose(a[1, :, :3].sum(-1), torch.ones(4, 3), atol=1e-5)
+        assert float(a[1, :, :, 3:].abs().max()) == 0.0  # no query attends to [PAD]
+    # the fused path (training) gives the same vectors as the explicit one (visualiser)
+    fused, _ = m(ids, torch.zeros_like(ids), need_weights=False, all_layers=True)
+    for x, y in zip(fused, layers):
+        assert torch.allclose(x[0], y[0], atol=1e-5) and torch.allclose(x[1, :3], y[1, :3], atol=1e-5)
+
+
+def test_tiny_model_loss_falls(trained, pars):
+    cfg, vocab, _ = checkpoint.load(trained)
+    tok = CharTokenizer(ctxlib.bert.Vocab.from_json(vocab))
+    docs = Documents(pars, tok)
+    rng = np.random.default_rng(99)
+    batch = collate([make_example(rng, tok, docs, max_len=64) for _ in range(64)])
+    fresh = build_model(tok, PRESETS["tiny"]["model"], seed=0).eval()
+    trained_model = ctxlib.load(trained).model
+    with torch.no_grad():
+        before = float(fresh.loss(batch)[0])
+        after = float(trained_model.loss(batch)[0])
+    assert after < before - 0.5, (before, after)
+    summary = checkpoint.read_config(trained)["summary"]
+    assert summary["steps"] == PRESETS["tiny"]["steps"] and summary["tokens_seen"] > 0
+
+
+def test_encode_shapes_specials_and_spans(enc):
+    text = "苹果手机很好用"
+    e = enc.encode([text, "今天天气很好。"])[0]
+    L = enc.model.cfg.layers
+    assert e.layer_names == ["embeddings"] + [f"layer {i}" for i in range(1, L + 1)]
+    assert e.tokens[0] == "[CLS]" and e.tokens[-1] == "[SEP]" and e.tokens[1:-1] == list(text)
+    assert e.spans[0] == (0, 0) and e.spans[-1] == (len(text), len(text))
+    assert all(text[a:b] == t for t, (a, b) in zip(e.tokens[1:-1], e.spans[1:-1]))
+    assert e.layers.shape == (L + 1, len(text) + 2, enc.dim) and e.layers.dtype == np.float32
+    assert e.attentions.shape == (L, enc.model.cfg.heads, len(text) + 2, len(text) + 2)
+    assert np.allclose(e.attentions.sum(-1), 1.0, atol=1e-4)
+    assert not e.truncated
+    assert e.token_indices(0, 2) == [1, 2]  # the zero-width [CLS]/[SEP] are never pooled
+    v = enc.word_vectors(["苹果真好吃", "苹果手机很好用"], "苹果")
+    assert v.shape == (2, L + 1, enc.dim)
+
+
+def test_truncation_flag(enc):
+    cap = enc.model.cfg.max_len - 2
+    e = enc.encode(["好" * (cap + 5), "好" * cap])
+    assert e[0].truncated and len(e[0].tokens) == cap + 2
+    assert not e[1].truncated and len(e[1].tokens) == cap + 2
+
+
+def test_bidirectional(enc):
+    a, b = enc.encode(["苹果手机很好用", "苹果手机很难用"])
+    assert np.allclose(a.layers[0, 1], b.layers[0, 1])  # embeddings: same character, same position
+    for j in range(1, a.layers.shape[0]):
+        assert not np.allclose(a.layers[j, 1], b.layers[j, 1], atol=1e-4)  # a LATER character changed 苹
+
+
+def test_save_load_round_trip(enc, trained, tmp_path):
+    cfg, vocab, sd = checkpoint.load(trained)
+    checkpoint.save(tmp_path / "copy", "bert", cfg["config"], vocab, enc.model.state_dict(), cfg["summary"])
+    enc2 = ctxlib.load(tmp_path / "copy")
+    x, y = enc.encode(["我们去公园吧"])[0], enc2.encode(["我们去公园吧"])[0]
+    assert np.array_equal(x.layers, y.layers) and np.array_equal(x.attentions, y.attentions)
+    assert isinstance(enc2, BertEncoder) and enc2.layer_names == enc.layer_names
+
+
+def test_fill_mask_distribution(enc):
+    text = "今天[MASK]气很[MASK]。"
+    out = enc.fill_mask(text, topk=5)
+    assert len(out) == 2
+    assert [o["char_offset"] for o in out] == [2, 10]
+    assert [o["index"] for o in out] == [3, 6]  # [CLS] 今 天 [MASK] 气 很 [MASK]
+    for o in out:
+        probs = [p for _, p in o["candidates"]]
+        assert len(probs) == 5 and probs == sorted(probs, reverse=True)
+        assert all(0 <= p <= 1 for p in probs) and sum(probs) <= 1 + 1e-6
+        assert not any(t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") for t, _ in o["candidates"])
+    with pytest.raises(ValueError):
+        enc.fill_mask("no mask here")
+
+
+def test_pair_and_next_sentence(enc):
+    e = enc.encode_pair("今天天气很好。", "我们去公园吧。")
+    seg = e.extra["segment_ids"]
+    assert e.tokens.count("[SEP]") == 2 and e.tokens[0] == "[CLS]"
+    assert len(seg) == len(e.tokens) and seg[:9] == [0] * 9 and set(seg[9:]) == {1}
+    assert e.attentions.shape[-1] == len(e.tokens)
+    p = enc.next_sentence("今天天气很好。", "我们去公园吧。")
+    assert 0.0 <= p <= 1.0
