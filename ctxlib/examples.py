@@ -279,3 +279,74 @@ def format_labelled_lines(sentences) -> str:
 def example_text(name: str) -> str:
     """The text-box form of an example set."""
     return format_labelled_lines(EXAMPLE_SETS[name]["sentences"])
+
+
+# -- checking what a user typed ----------------------------------------------------------------
+MAX_INPUT_CHARS = 5000  # a longer paste is cut here
+MAX_SENTENCES = 40  # more sentences make unreadable maps
+MAX_SENTENCE_CHARS = 300  # a longer sentence is cut to a window around the word
+MAX_WORD_CHARS = 12
+
+Message = tuple[str, str, str]  # (level: "error" | "warning" | "info", Chinese, English)
+
+
+def _window(sentence: str, start: int, end: int, size: int) -> str:
+    half = max(0, (size - (end - start)) // 2)
+    a = max(0, start - half)
+    b = min(len(sentence), a + size)
+    a = max(0, b - size)
+    return sentence[a:b]
+
+
+def check_inputs(word: str, text: str) -> tuple[str, list[tuple[str, str | None]], list[Message]]:
+    """Clean a target word and "sentence | label" text: (word, kept pairs, messages).
+
+    Never raises on bad input; an "error" message means nothing can be shown. Messages contain user
+    text verbatim, so the caller must escape them before rendering as markdown.
+    """
+    from .tokens import find_all
+
+    msgs: list[Message] = []
+    word = (word or "").strip()
+    if not word:
+        return word, [], [("error", "请输入一个目标词（例如：苹果）。", "Type a target word (for example 苹果).")]
+    if len(word) > MAX_WORD_CHARS or any(ch.isspace() for ch in word):
+        return word, [], [("error", f"目标词应是一个词（不超过 {MAX_WORD_CHARS} 个字、不含空格），现在是“{word[:20]}”。",
+                           f"The target should be one word (at most {MAX_WORD_CHARS} characters, no spaces); got '{word[:20]}'.")]
+    text = text or ""
+    if len(text) > MAX_INPUT_CHARS:
+        msgs.append(("warning", f"输入有 {len(text):,} 个字符，只使用前 {MAX_INPUT_CHARS:,} 个。",
+                     f"The input has {len(text):,} characters; only the first {MAX_INPUT_CHARS:,} are used."))
+        text = text[:MAX_INPUT_CHARS]
+    pairs = parse_labelled_lines(text)
+    if not pairs:
+        return word, [], msgs + [("error", "请至少输入一个句子，每行一句（可在句末加“| 标签”）。",
+                                  "Type at least one sentence, one per line (optionally ending in '| label').")]
+    kept, missing, cut = [], [], []
+    for i, (s, lab) in enumerate(pairs, 1):
+        spans = find_all(s, word)
+        if not spans:
+            missing.append((i, s))
+            continue
+        if len(s) > MAX_SENTENCE_CHARS:
+            s = _window(s, spans[0][0], spans[0][1], MAX_SENTENCE_CHARS)
+            cut.append(i)
+        kept.append((s, lab))
+    if missing:
+        nums = "、".join(str(i) for i, _ in missing[:10]) + ("…" if len(missing) > 10 else "")
+        nums_en = ", ".join(str(i) for i, _ in missing[:10]) + ("…" if len(missing) > 10 else "")
+        first = missing[0][1][:30]
+        msgs.append(("warning", f"第 {nums} 句不包含“{word}”，已跳过（例如：“{first}”）。",
+                     f"Sentence {nums_en} does not contain '{word}' and was skipped (e.g. '{first}')."))
+    if cut:
+        msgs.append(("info", f"第 {'、'.join(map(str, cut[:10]))} 句超过 {MAX_SENTENCE_CHARS} 个字，只保留目标词附近的部分。",
+                     f"Sentence {', '.join(map(str, cut[:10]))} is longer than {MAX_SENTENCE_CHARS} characters; "
+                     f"only the part around the word is used."))
+    if len(kept) > MAX_SENTENCES:
+        msgs.append(("warning", f"有 {len(kept)} 个句子，只使用前 {MAX_SENTENCES} 个。",
+                     f"{len(kept)} sentences given; only the first {MAX_SENTENCES} are used."))
+        kept = kept[:MAX_SENTENCES]
+    if not kept:
+        msgs.append(("error", f"没有一个句子包含“{word}”。检查目标词是否写对，或换一组句子。",
+                     f"No sentence contains '{word}'. Check the spelling of the word, or use other sentences."))
+    return word, kept, msgs

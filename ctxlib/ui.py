@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 import ctxlib
@@ -89,3 +90,337 @@ def escape_md(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# --- explorer helpers (app pages: home, type vs token, polysemy atlas) ---------------------------
+PAGE_DEFAULTS_KEY = "ctxlab_qp_loaded"
+
+
+def model_stamp(name: str) -> str:
+    """A string that changes when the loaded model changes (cache key part for st.cache_data)."""
+    enc, _ = try_load(name)
+    if enc is None:
+        return "missing"
+    path = getattr(enc, "path", None)
+    mtime = ""
+    try:
+        mtime = str((path / "config.json").stat().st_mtime_ns) if path else ""
+    except OSError:
+        pass
+    return f"{name}:{path}:{mtime}:{id(enc)}"
+
+
+def models_sidebar(key: str, default: tuple[str, ...] | None = None) -> list[str]:
+    """Sidebar multiselect of the loadable models; missing ones are listed greyed out with the command that builds them.
+
+    Reads and keeps the `models` query parameter (comma-separated)."""
+    status = model_status()
+    ok = [m for m in MODEL_ORDER if status[m] is None]
+    wkey = f"{key}_models"
+    if wkey not in st.session_state:
+        qp = [m for m in st.query_params.get("models", "").split(",") if m in ok]
+        st.session_state[wkey] = qp or [m for m in (default or ok) if m in ok]
+    chosen = st.sidebar.multiselect(t("模型", "Models"), ok, key=wkey,
+                                    help=t("只列出已训练好的模型。", "Only models with a checkpoint are listed."))
+    for m in MODEL_ORDER:
+        if status[m] is not None:
+            st.sidebar.caption(t(f"~~{m}~~ 不可用。构建命令：", f"~~{m}~~ not available. Build it with:") +
+                               f" `{checkpoint.rebuild_command(m)}`")
+    if not ok:
+        st.warning(t("还没有可用的模型。先训练一个：`python -m ctxlib train word2vec`（几分钟）。",
+                     "No model is available yet. Train one first: `python -m ctxlib train word2vec` (a few minutes)."))
+    st.query_params["models"] = ",".join(chosen)
+    return chosen
+
+
+def qp_init(key: str, param: str, default):
+    """Session-state value for widget `key`, taken from query parameter `param` on the session's first run."""
+    if key not in st.session_state:
+        st.session_state[key] = st.query_params.get(param, default) if param in st.query_params else default
+    return st.session_state[key]
+
+
+def sync_lang_param() -> None:
+    st.query_params["lang"] = lang()
+
+
+def _encode_word(enc, texts: list[str], word: str) -> dict:
+    """Vectors of `word` in each text plus what the page shows about tokenisation (no streamlit here)."""
+    from .tokens import find_all
+
+    vecs, pooled = enc.word_vectors_with_tokens(list(texts), word)  # (n, L, D)
+    encs = enc.encode(list(texts), target=word)
+    segs = []
+    for e in encs:
+        a, b = find_all(e.text, word)[0]
+        hit = set(e.token_indices(a, b))
+        segs.append(" / ".join(("【" + tok + "】") if j in hit else tok for j, tok in enumerate(e.tokens)))
+    alone = enc.word_vectors_with_tokens([word], word)[0][0]  # (L, D): the word encoded without context
+    return {"vecs": vecs.astype(np.float32), "pooled": pooled, "segmentation": segs, "type_vec": alone.astype(np.float32),
+            "layer_names": list(encs[0].layer_names) if encs else list(enc.layer_names),
+            "truncated": [bool(e.truncated) for e in encs], "in_vocab": bool(enc.in_vocab(word)),
+            "word_level": bool(getattr(enc, "word_level", True))}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def word_tokens(model: str, word: str, texts: tuple[str, ...], stamp: str) -> dict:
+    """Cached `_encode_word` for a loaded model (`stamp` = model_stamp(model))."""
+    return _encode_word(load_encoder(model), list(texts), word)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5) -> list[str]:
+    """For each text: the nearest vocabulary words of the word's token vector at `layer`, as one string."""
+    enc = load_encoder(model)
+    vecs = word_tokens(model, word, texts, stamp)["vecs"][:, layer, :]
+    return ["  ".join(f"{w} {s:.2f}" for w, s in enc.nearest_words(v, layer, topn=topn, exclude=(word,))) for v in vecs]
+
+
+def _atlas_vectors(enc, word: str, cap: int, seed: int = 0) -> dict:
+    """Token vectors of `word` at its corpus occurrences, plus one random other token per sentence (the baseline)."""
+    from . import corpus
+    from .tokens import segment
+
+    occ, total = corpus.occurrences(word, cap=cap, seed=seed)
+    rng = np.random.default_rng(seed)
+    vecs, base, contexts = [], [], []
+    keep = []
+    encs = enc.encode([o.text for o in occ], target=word) if occ else []
+    for o, e in zip(occ, encs):
+        idx = e.token_indices(o.start, o.end)
+        if not idx:
+            continue
+        others = [j for j, (a, b) in enumerate(e.spans) if b > a and j not in idx]
+        vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
+        base.append(e.layers[:, others[rng.integers(len(others))], :] if others else e.layers[:, idx[0], :])
+        contexts.append([w for w, _, _ in segment(o.text, word) if w != word])
+        keep.append(o)
+    names = list(encs[0].layer_names) if encs else list(enc.layer_names)
+    return {"texts": [o.text for o in keep], "spans": [(o.start, o.end) for o in keep],
+            "tags": [o.tag for o in keep], "sources": [o.source for o in keep], "total": total,
+            "vecs": np.stack(vecs).astype(np.float32) if vecs else np.zeros((0, len(names), enc.dim), np.float32),
+            "base": np.stack(base).astype(np.float32) if base else np.zeros((0, len(names), enc.dim), np.float32),
+            "contexts": contexts, "layer_names": names}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def atlas_vectors(model: str, word: str, cap: int, stamp: str) -> dict:
+    return _atlas_vectors(load_encoder(model), word, cap)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def projected(key: str, _X: np.ndarray, method: str) -> np.ndarray:
+    """Cached 2-D projection; `key` names the data (model/word/sentences/layer), `_X` is not hashed."""
+    from .projection import project
+
+    return project(_X, method)
+
+
+def find_first(text: str, word: str) -> tuple[int, int]:
+    """Span of the first occurrence of `word` (NFKC-insensitive), or (0, 0)."""
+    from .tokens import find_all
+
+    spans = find_all(text, word)
+    return spans[0] if spans else (0, 0)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return ctxlib.cosine(a, b)
+
+
+def cosine_matrix(X: np.ndarray) -> np.ndarray:
+    U = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    return np.clip(U @ U.T, -1.0, 1.0)
+
+
+def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]:
+    """One layer select per model with more than one layer (default: the top layer); kept in ?layers=elmo:2,bert:4."""
+    qp = {}
+    for part in st.query_params.get("layers", "").split(","):
+        m, _, j = part.partition(":")
+        if j.isdigit():
+            qp[m] = int(j)
+    multi = {m: ns for m, ns in layer_names.items() if len(ns) > 1}
+    out = {m: 0 for m in layer_names}
+    cols = st.columns(max(1, len(multi))) if multi else []
+    for col, (m, names) in zip(cols, multi.items()):
+        wkey = f"{key}_layer_{m}"
+        if wkey not in st.session_state or st.session_state[wkey] >= len(names):
+            st.session_state[wkey] = min(qp.get(m, len(names) - 1), len(names) - 1)
+        out[m] = col.selectbox(t(f"{m} 的层", f"{m} layer"), list(range(len(names))), key=wkey,
+                               format_func=lambda j, names=names: f"{j}: {names[j]}")
+    st.query_params["layers"] = ",".join(f"{m}:{j}" for m, j in out.items() if m in multi)
+    return out
+
+
+def sense_accuracy(data: dict, labels: list) -> dict | None:
+    """{model: (layer names, LOO nearest-centroid accuracy per layer)} on the labelled sentences, or None
+    when there are fewer than two labels with two sentences each."""
+    from collections import Counter
+
+    from .analysis import layer_sense_accuracy
+
+    idx = [i for i, lab in enumerate(labels) if lab]
+    counts = Counter(labels[i] for i in idx)
+    if len([c for c in counts.values() if c >= 2]) < 2:
+        return None
+    idx = [i for i in idx if counts[labels[i]] >= 2]
+    y = [labels[i] for i in idx]
+    return {m: (d["layer_names"], layer_sense_accuracy(d["vecs"][idx], y)) for m, d in data.items()}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _csv_bytes(key: str, _data: dict, texts: tuple, labels: tuple, word: str) -> bytes:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    dim = max((d["vecs"].shape[2] for d in _data.values()), default=0)
+    w.writerow(["model", "layer", "layer_name", "sentence_no", "sentence", "label", "word"] + [f"d{k}" for k in range(dim)])
+    for m, d in _data.items():
+        for j, name in enumerate(d["layer_names"]):
+            for i, s in enumerate(texts):
+                w.writerow([m, j, name, i + 1, s, labels[i] or "", word] + [f"{x:.6g}" for x in d["vecs"][i, j]])
+    return buf.getvalue().encode("utf-8-sig")  # BOM: Excel opens the Chinese text correctly
+
+
+def vectors_csv(data: dict, texts: tuple, labels: list, word: str) -> bytes:
+    """CSV of every model's, layer's and sentence's vector of the word."""
+    key = f"{[(m, model_stamp(m)) for m in data]}|{word}|{texts}|{labels}"
+    return _csv_bytes(key, data, tuple(texts), tuple(labels), word)
+
+
+def record_time(page: str, t0: float) -> float:
+    """Server time of this script run in ms; kept in session state and, if CTXLAB_TIMING_LOG is set, appended there."""
+    import os
+    import time
+
+    ms = (time.perf_counter() - t0) * 1000
+    st.session_state[f"{page}_server_ms"] = ms
+    log = os.environ.get("CTXLAB_TIMING_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{time.time():.3f}\t{page}\t{ms:.1f}\n")
+    return ms
+
+
+def demo_cosines(models: list[str], word: str, s1: str, s2: str) -> tuple[list[tuple[str, str, float]], list[tuple[str, str]]]:
+    """Home demo: [(model, layer name, cos of the word's vectors in s1 and s2)] and messages [(zh, en)]."""
+    from .tokens import find_all
+
+    word, s1, s2 = (word or "").strip(), (s1 or "").strip(), (s2 or "").strip()
+    if not word or not s1 or not s2:
+        return [], [("请填写目标词和两个句子。", "Fill in the word and both sentences.")]
+    missing = [lab for lab, s in (("A", s1), ("B", s2)) if not find_all(s, word)]
+    if missing:
+        return [], [(f"句子 {'、'.join(missing)} 里没有“{word}”。请在两个句子里都用上这个词。",
+                     f"Sentence {' and '.join(missing)} does not contain '{word}'. Use the word in both sentences.")]
+    rows, msgs = [], []
+    for m in models:
+        try:
+            d = word_tokens(m, word, (s1, s2), model_stamp(m))
+        except Exception as e:  # one broken model must not hide the others
+            msgs.append((f"{m} 出错：{e}", f"{m} failed: {e}"))
+            continue
+        if not d["in_vocab"] and m == "word2vec":
+            msgs.append((f"word2vec 的词表里没有“{word}”：它对没见过的词没有向量。ELMo 从字符构造向量。",
+                         f"'{word}' is not in word2vec's vocabulary: it has no vector for an unseen word. ELMo builds one from characters."))
+            continue
+        for j, name in enumerate(d["layer_names"]):
+            rows.append((m, name, cosine(d["vecs"][0, j], d["vecs"][1, j])))
+    return rows, msgs
+
+
+def _pick(summary: dict, *keys):
+    for k in keys:
+        if k in summary and summary[k] not in (None, ""):
+            return summary[k]
+    return None
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def model_rows(status: dict[str, str | None]) -> list[dict]:
+    """One row per standard model: loaded or not, size, and the training record from config.json's summary."""
+    rows = []
+    for m, err in status.items():
+        if err is not None:
+            rows.append({t("模型", "model"): m, t("状态", "status"): t("未找到：", "missing: ") + checkpoint.rebuild_command(m)})
+            continue
+        enc = load_encoder(m)
+        s = enc.summary or {}
+        val = {k: v for k, v in s.items() if isinstance(v, (int, float)) and any(x in k.lower() for x in (
+            "val", "ppl", "perplexity", "acc", "agree", "loss"))}
+        wall = _pick(s, "wall_s", "wall_time_s", "wall_time", "seconds")
+        rows.append({
+            t("模型", "model"): m, t("状态", "status"): t("已加载", "loaded"),
+            t("层", "layers"): len(enc.layer_names), t("维度", "dim"): enc.dim,
+            t("训练步数", "steps"): _fmt(_pick(s, "steps", "step", "updates")),
+            t("见过的词/字数", "tokens seen"): _fmt(_pick(s, "tokens_seen", "tokens", "words_seen", "words")),
+            t("设备", "device"): _fmt(_pick(s, "device")),
+            t("训练用时", "wall time"): (f"{wall / 60:.1f} min" if isinstance(wall, (int, float)) else _fmt(wall)),
+            t("验证指标", "validation"): "; ".join(f"{k}={_fmt(v)}" for k, v in list(val.items())[:4]),
+        })
+    return rows
+
+
+PAGE_LABELS = {"Type_vs_token": ("类型与实例", "Type vs token"), "Polysemy_atlas": ("多义词图谱", "Polysemy atlas")}
+
+
+def page_label(stem: str) -> str:
+    """'1_Type_vs_token' -> the page's name in the current language."""
+    name = stem.split("_", 1)[1] if stem[:1].isdigit() and "_" in stem else stem
+    zh, en = PAGE_LABELS.get(name, (name.replace("_", " "), name.replace("_", " ")))
+    return t(zh, en)
+
+
+def qp_choice(key: str, param: str, options: list[str]) -> str:
+    """Like qp_init for a radio/select: the query parameter is used only if it is one of `options`."""
+    if key not in st.session_state:
+        v = st.query_params.get(param)
+        st.session_state[key] = v if v in options else options[0]
+    return st.session_state[key]
+
+
+def model_radio(key: str) -> str | None:
+    """Sidebar radio of the loadable models (missing ones greyed out with their build command); ?model=..."""
+    status = model_status()
+    ok = [m for m in MODEL_ORDER if status[m] is None]
+    if not ok:
+        st.warning(t("还没有可用的模型。先训练一个：`python -m ctxlib train word2vec`（几分钟）。",
+                     "No model is available yet. Train one first: `python -m ctxlib train word2vec` (a few minutes)."))
+        return None
+    wkey = f"{key}_model"
+    if wkey not in st.session_state or st.session_state[wkey] not in ok:
+        qp = st.query_params.get("model")
+        st.session_state[wkey] = qp if qp in ok else ok[-1]
+    chosen = st.sidebar.radio(t("模型", "Model"), ok, key=wkey)
+    for m in MODEL_ORDER:
+        if status[m] is not None:
+            st.sidebar.caption(t(f"~~{m}~~ 不可用。构建命令：", f"~~{m}~~ not available. Build it with:") +
+                               f" `{checkpoint.rebuild_command(m)}`")
+    return chosen
+
+
+def atlas_csv(d: dict, layer: int, cats: list[str]) -> bytes:
+    """CSV of the atlas at one layer: sentence, tag, source, colour category, vector."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    X = d["vecs"][:, layer]
+    w.writerow(["sentence", "start", "end", "pos_tag", "source", "category", "layer_name"] + [f"d{k}" for k in range(X.shape[1])])
+    for i, s in enumerate(d["texts"]):
+        w.writerow([s, *d["spans"][i], d["tags"][i] or "", d["sources"][i], cats[i], d["layer_names"][layer]]
+                   + [f"{x:.6g}" for x in X[i]])
+    return buf.getvalue().encode("utf-8-sig")

@@ -1,0 +1,212 @@
+"""Plot builders for the app: arrays in, a Plotly figure out (no streamlit here).
+
+Hover text shows the sentence with the target word in 【】 brackets. User text
+is HTML-escaped before it reaches Plotly (which renders a subset of HTML in
+hover labels), so `<script>` in a sentence is shown as text, never run.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#bcbd22", "#7f7f7f")
+CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
+TYPE_COLOUR = "#111111"
+
+
+def escape(text: str) -> str:
+    """User text made safe for Plotly labels (it interprets <br>, <b>, <a> ...)."""
+    return html.escape(str(text), quote=False)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return [text[i:i + width] for i in range(0, len(text), width)] or [""]
+
+
+def mark_word(text: str, start: int, end: int, max_len: int = 90, width: int = 30) -> str:
+    """Hover text: `text` with text[start:end] in 【】, shortened around the word, escaped, wrapped with <br>."""
+    text = str(text)
+    start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
+    if end < start:
+        start, end = end, start
+    left, word, right = text[:start], text[start:end], text[end:]
+    room = max(0, max_len - len(word))
+    if len(left) + len(right) > room:
+        keep_left = min(len(left), room // 2)
+        keep_right = min(len(right), room - keep_left)
+        keep_left = min(len(left), room - keep_right)
+        left = ("…" + left[len(left) - keep_left:]) if keep_left < len(left) else left
+        right = (right[:keep_right] + "…") if keep_right < len(right) else right
+    marked = left + "【" + word + "】" + right
+    return "<br>".join(escape(line) for line in _wrap(marked, width))
+
+
+def short_label(text: str, n: int = 10) -> str:
+    text = str(text)
+    return text if len(text) <= n else text[:n] + "…"
+
+
+def _base_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left", font=dict(size=15)),
+                      height=height, margin=dict(l=10, r=10, t=45, b=10), font=dict(family=CJK_FONT),
+                      hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=-0.08))
+    return fig
+
+
+def _colour_map(values) -> dict:
+    cats = []
+    for v in values:
+        if v not in cats:
+            cats.append(v)
+    return {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(cats)}
+
+
+def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", title: str = "",
+                   type_name: str = "type", token_name: str = "token", height: int = 420) -> go.Figure:
+    """One model's map: row 0 of `coords` is the type vector (★), rows 1.. are its tokens.
+
+    Lines join the type point to each token. `hover[i]` is the (already marked and escaped) text of token i;
+    `labels[i]` (optional) colours the tokens by sense.
+    """
+    P = np.asarray(coords, dtype=float)
+    if P.ndim != 2 or P.shape[1] != 2 or len(P) < 1:
+        raise ValueError(f"coords must be (1 + n_tokens, 2), got {P.shape}")
+    T = P[1:]
+    if len(hover) != len(T):
+        raise ValueError("one hover text per token is needed")
+    labels = list(labels) if labels is not None else [None] * len(T)
+    fig = go.Figure()
+    lx, ly = [], []
+    for x, y in T:
+        lx += [P[0, 0], x, None]
+        ly += [P[0, 1], y, None]
+    fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="rgba(120,120,120,0.35)", width=1),
+                             hoverinfo="skip", showlegend=False))
+    colours = _colour_map(labels)
+    for lab, col in colours.items():
+        idx = [i for i, v in enumerate(labels) if v == lab]
+        name = escape(lab) if lab is not None else token_name
+        fig.add_trace(go.Scatter(
+            x=T[idx, 0], y=T[idx, 1], mode="markers", name=name,
+            marker=dict(size=11, color=col, line=dict(width=1, color="white"), opacity=0.9),
+            text=[hover[i] for i in idx], hovertemplate="%{text}<extra>" + name + "</extra>"))
+    fig.add_trace(go.Scatter(x=[P[0, 0]], y=[P[0, 1]], mode="markers", name=escape(type_name),
+                             marker=dict(symbol="star", size=20, color=TYPE_COLOUR, line=dict(width=1, color="white")),
+                             text=[type_hover or escape(type_name)], hovertemplate="%{text}<extra></extra>"))
+    fig.update_xaxes(showticklabels=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, zeroline=False, scaleanchor="x", scaleratio=1)
+    return _base_layout(fig, title, height)
+
+
+def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
+                       height: int = 420) -> go.Figure:
+    """Cosine-similarity matrix of n token vectors; `names` label the axes, `hover` (escaped) the cells."""
+    S = np.asarray(S, dtype=float)
+    n = len(names)
+    if S.shape != (n, n):
+        raise ValueError(f"S must be ({n}, {n}), got {S.shape}")
+    hover = hover or [escape(x) for x in names]
+    custom = [[f"{hover[i]}<br>↔<br>{hover[j]}" for j in range(n)] for i in range(n)]
+    axis = [f"{i + 1}. {escape(short_label(x))}" for i, x in enumerate(names)]
+    lo = float(np.nanmin(S)) if n else 0.0
+    fig = go.Figure(go.Heatmap(
+        z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99), zmax=1.0, colorscale="Viridis",
+        hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
+        text=np.round(S, 2) if n <= 16 else None, texttemplate="%{text}" if n <= 16 else None,
+        textfont=dict(size=9), colorbar=dict(thickness=10)))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10))
+    fig.update_xaxes(tickangle=-45, tickfont=dict(size=10))
+    return _base_layout(fig, title, height)
+
+
+def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chance: float | None = None,
+                         title: str = "", x_title: str = "layer", y_title: str = "accuracy",
+                         height: int = 340) -> go.Figure:
+    """Leave-one-out sense accuracy per layer: {model: (layer names, accuracies)}; one line per model."""
+    fig = go.Figure()
+    for i, (model, (names, accs)) in enumerate(results.items()):
+        fig.add_trace(go.Scatter(x=list(range(len(accs))), y=list(accs), mode="lines+markers", name=escape(model),
+                                 text=[escape(n) for n in names], marker=dict(size=9, color=PALETTE[i % len(PALETTE)]),
+                                 hovertemplate=escape(model) + " · %{text}<br>%{y:.2f}<extra></extra>"))
+    if chance is not None:
+        fig.add_hline(y=chance, line=dict(dash="dot", color="grey"), annotation_text=f"majority {chance:.2f}",
+                      annotation_position="bottom right")
+    fig.update_yaxes(range=[0, 1.05], title=y_title)
+    fig.update_xaxes(title=x_title, dtick=1)
+    return _base_layout(fig, title, height)
+
+
+def self_similarity_chart(results: dict[str, tuple[list[str], list[float], list[float]]], title: str = "",
+                          self_name: str = "self-similarity", base_name: str = "baseline (random tokens)",
+                          x_title: str = "layer", height: int = 340) -> go.Figure:
+    """{model: (layer names, self-similarity per layer, anisotropy baseline per layer)}: solid vs dotted lines."""
+    fig = go.Figure()
+    for i, (model, (names, selfsim, base)) in enumerate(results.items()):
+        col = PALETTE[i % len(PALETTE)]
+        x = list(range(len(names)))
+        txt = [escape(n) for n in names]
+        fig.add_trace(go.Scatter(x=x, y=list(selfsim), mode="lines+markers", name=f"{escape(model)}: {self_name}",
+                                 line=dict(color=col), text=txt,
+                                 hovertemplate="%{text}<br>%{y:.3f}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=x, y=list(base), mode="lines+markers", name=f"{escape(model)}: {base_name}",
+                                 line=dict(color=col, dash="dot"), marker=dict(symbol="x"), text=txt,
+                                 hovertemplate="%{text}<br>%{y:.3f}<extra></extra>"))
+    fig.update_yaxes(title="cos", range=[-0.05, 1.05])
+    fig.update_xaxes(title=x_title, dtick=1)
+    return _base_layout(fig, title, height)
+
+
+def atlas_map(coords, hover: list[str], colour_by: list[str], title: str = "",
+              cluster_words: dict[str, list[str]] | None = None, height: int = 560) -> go.Figure:
+    """Scatter of n occurrences coloured by a category (POS tag, source or cluster).
+
+    `cluster_words`, when given, maps a category to its label words, written at the category's centroid.
+    """
+    P = np.asarray(coords, dtype=float)
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"coords must be (n, 2), got {P.shape}")
+    if not (len(P) == len(hover) == len(colour_by)):
+        raise ValueError("coords, hover and colour_by differ in length")
+    fig = go.Figure()
+    cats = _colour_map(colour_by)
+    counts = {c: sum(1 for v in colour_by if v == c) for c in cats}
+    for cat, col in sorted(cats.items(), key=lambda kv: -counts[kv[0]]):
+        idx = [i for i, v in enumerate(colour_by) if v == cat]
+        name = f"{escape(cat)} ({len(idx)})"
+        fig.add_trace(go.Scattergl(x=P[idx, 0], y=P[idx, 1], mode="markers", name=name,
+                                   marker=dict(size=7, color=col, opacity=0.8),
+                                   text=[hover[i] for i in idx], hovertemplate="%{text}<extra>" + escape(cat) + "</extra>"))
+        if cluster_words and cluster_words.get(cat):
+            cx, cy = P[idx].mean(0)
+            fig.add_annotation(x=cx, y=cy, text="<b>" + escape(" · ".join(cluster_words[cat])) + "</b>",
+                               showarrow=False, font=dict(size=13, color=col, family=CJK_FONT),
+                               bgcolor="rgba(255,255,255,0.75)")
+    fig.update_xaxes(showticklabels=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, zeroline=False)
+    return _base_layout(fig, title, height)
+
+
+def cosine_bars(rows: list[tuple[str, str, float]], title: str = "", y_title: str = "cos",
+                height: int = 320) -> go.Figure:
+    """Home-page demo: one bar per (model, layer name, cosine of the two token vectors)."""
+    fig = go.Figure()
+    models = []
+    for m, _, _ in rows:
+        if m not in models:
+            models.append(m)
+    for i, m in enumerate(models):
+        sub = [(ln, c) for mm, ln, c in rows if mm == m]
+        fig.add_trace(go.Bar(x=[f"{escape(m)}<br>{escape(ln)}" for ln, _ in sub], y=[c for _, c in sub],
+                             name=escape(m), marker_color=PALETTE[i % len(PALETTE)],
+                             text=[f"{c:.3f}" for _, c in sub], textposition="outside",
+                             hovertemplate="%{x}<br>cos = %{y:.4f}<extra></extra>"))
+    lo = min([c for _, _, c in rows] + [0.0])
+    fig.update_yaxes(range=[min(lo - 0.05, 0), 1.12], title=y_title)
+    fig.update_layout(showlegend=False, bargap=0.25)
+    return _base_layout(fig, title, height)
+
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}

@@ -1,0 +1,82 @@
+"""Polysemy atlas: every corpus occurrence of a word, one point per token (after Coenen et al. 2019, Context Atlas)."""
+import time
+
+import streamlit as st
+
+from ctxlib import analysis, plots, ui
+from ctxlib.corpus import SOURCE_NAMES
+from ctxlib.projection import METHOD_NAMES, cluster_top_words, kmeans
+
+_t0 = time.perf_counter()
+st.set_page_config(page_title="Polysemy atlas · ctxlab", layout="wide")
+ui.language_switch()
+ui.sync_lang_param()
+t = ui.t
+st.title(t("多义词图谱：语料中的每一个实例", "Polysemy atlas: every occurrence in the corpus"))
+st.markdown(t(
+    "取出一个词在语料（人民日报 1998-01 和评论）中的所有出现，每个实例一个点。在上下文模型的高层，点会按词义或词性聚成几团；"
+    "word2vec 的所有点重合。右下的图是 Ethayarajh (2019) 的**自相似度**：同一个词各实例之间的平均余弦，"
+    "与随机词之间的平均余弦（各向异性基线）相比，越接近基线说明上下文改变得越多。",
+    "All occurrences of a word in the corpus (People's Daily 1998-01 and reviews), one point per token. At a contextual model's "
+    "higher layers the points gather by sense or part of speech; word2vec's all coincide. The chart below is Ethayarajh's (2019) "
+    "**self-similarity**: the mean cosine between the word's tokens, against the mean cosine between random tokens (the "
+    "anisotropy baseline); the closer to the baseline, the more the context changed the vectors."))
+
+model = ui.model_radio("at")
+ui.qp_choice("at_colour", "colour", ["pos", "source", "kmeans"])
+ui.qp_choice("at_proj", "proj", list(METHOD_NAMES))
+c1, c2, c3, c4 = st.columns([1, 1, 1, 1])
+word = c1.text_input(t("词", "Word"), value=ui.qp_init("at_word", "word", "活动"), key="at_word_w", max_chars=12).strip()
+cap = c2.select_slider(t("最多取多少个实例", "Cap on occurrences"), [50, 100, 200, 300, 500, 1000],
+                       value=int(ui.qp_init("at_cap", "cap", "300")) if ui.qp_init("at_cap", "cap", "300").isdigit() else 300,
+                       key="at_cap_w")
+colour = c3.radio(t("着色", "Colour by"), ["pos", "source", "kmeans"], horizontal=True, key="at_colour",
+                  format_func=lambda c: {"pos": t("词性（人民日报）", "POS (People's Daily)"), "source": t("语料来源", "source"),
+                                         "kmeans": t("k-means 聚类", "k-means cluster")}[c])
+k = c4.slider("k", 2, 8, 3, key="at_k", disabled=colour != "kmeans")
+method = st.sidebar.radio(t("投影", "Projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="at_proj")
+st.sidebar.caption(t("图右上角的相机按钮可下载 PNG。", "Download a PNG with the camera button at the top right of each plot."))
+if not word or model is None:
+    st.info(t("请输入一个词。", "Type a word.") if model else t("没有可用的模型。", "No model is available."))
+    st.stop()
+
+with st.spinner(t(f"正在查找并编码“{word}”的实例…", f"Finding and encoding the occurrences of {word}…")):
+    d = ui.atlas_vectors(model, word, int(cap), ui.model_stamp(model))
+n = len(d["texts"])
+if n < 3:
+    st.warning(ui.escape_md(t(f"语料里只找到 {d['total']} 个作为整词出现的“{word}”，太少，画不出图谱。试试 活动、发展、地、还、运动。",
+                              f"Only {d['total']} occurrences of '{word}' as a whole word in the corpus: too few for an atlas. "
+                              "Try 活动, 发展, 地, 还 or 运动.")))
+    st.stop()
+st.caption(t(f"语料中共有 {d['total']} 个实例，随机抽取 {n} 个（上限 {cap}）。", f"{d['total']} occurrences in the corpus; "
+             f"a random sample of {n} is shown (cap {cap})."))
+names = d["layer_names"]
+layer = st.select_slider(t("层", "Layer"), list(range(len(names))), value=len(names) - 1, key="at_layer",
+                         format_func=lambda j: f"{j}: {names[j]}") if len(names) > 1 else 0
+X = d["vecs"][:, layer]
+xy = ui.projected(f"atlas|{ui.model_stamp(model)}|{word}|{cap}|{layer}", X, method)
+clusters = kmeans(X, k) if colour == "kmeans" else None
+if colour == "kmeans":
+    cats = [f"C{c + 1}" for c in clusters]
+elif colour == "source":
+    cats = [SOURCE_NAMES.get(s, s) for s in d["sources"]]
+else:
+    cats = [tag or t("无（评论）", "none (reviews)") for tag in d["tags"]]
+words = cluster_top_words(d["contexts"], cats, topn=3, exclude=(word,)) if colour == "kmeans" else None
+hover = [plots.mark_word(s, a, b) + f"<br>{plots.escape(c)} · {plots.escape(src)}" for s, (a, b), c, src in
+         zip(d["texts"], d["spans"], cats, d["sources"])]
+st.plotly_chart(plots.atlas_map(xy, hover, cats, title=f"{word} · {model} · {names[layer]} · {METHOD_NAMES[method]}",
+                                cluster_words=words), config=plots.PLOTLY_CONFIG, key="atlas")
+if words:
+    st.dataframe([{t("聚类", "cluster"): c, t("实例数", "size"): cats.count(c), t("最常见的上下文词", "top context words"): " · ".join(ws)}
+                  for c, ws in sorted(words.items())], hide_index=True)
+
+sims = {model: (names, [analysis.self_similarity(d["vecs"][:, j]) for j in range(len(names))],
+                [analysis.anisotropy(d["base"][:, j]) for j in range(len(names))])}
+st.plotly_chart(plots.self_similarity_chart(sims, title=t(f"“{word}”的自相似度与各向异性基线", f"Self-similarity of {word} and the anisotropy baseline"),
+                                            self_name=t("自相似度", "self-similarity"), base_name=t("随机词基线", "random-token baseline"),
+                                            x_title=t("层", "layer")), config=plots.PLOTLY_CONFIG, key="selfsim")
+st.download_button(t("下载这一层的向量（CSV）", "Download this layer's vectors (CSV)"),
+                   ui.atlas_csv(d, layer, cats), file_name=f"ctxlab_atlas_{word}_{model}_layer{layer}.csv", mime="text/csv")
+st.query_params.update({"word": word, "cap": str(cap), "model": model, "layer": str(layer), "colour": colour, "proj": method})
+ui.record_time("atlas", _t0)
