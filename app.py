@@ -98,3 +98,4 @@ st.header(t("页面", "Pages"))
 for page in sorted(Path(__file__).parent.glob("pages/*.py")):
     st.page_link(str(page.relative_to(Path(__file__).parent)), label=ui.page_label(page.stem))
 ui.record_time("home", _t0)
+ui.prewarm_corpus()  # after the page is drawn: the atlas page needs the corpus

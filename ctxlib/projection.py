@@ -145,17 +145,17 @@ STOPWORDS = frozenset("的 了 在 是 和 与 及 也 就 都 而 又 很 对 �
                       "不 没 还 上 中 等 从 到 着 过 将 并 之 其 于 但 或 则 让 给 啊 吧 呢 吗 要 会 能 可以 说".split())
 
 
-def cluster_top_words(contexts: list[list[str]], clusters, topn: int = 3, exclude: tuple[str, ...] = ()) -> dict[int, list[str]]:
-    """{cluster id: up to `topn` context words}: frequent in the cluster and typical of it.
+def cluster_top_words(contexts: list[list[str]], clusters, topn: int = 3, exclude: tuple[str, ...] = ()) -> dict:
+    """{cluster id (any hashable): up to `topn` context words}: frequent in the cluster and typical of it.
 
     A word's score is count_in_cluster * (count_in_cluster / count_overall): frequency weighted by how
     much of the word's use falls in this cluster, so 的/了-like words that occur everywhere lose.
     """
-    clusters = [int(c) for c in clusters]
+    clusters = list(clusters)
     if len(contexts) != len(clusters):
         raise ValueError("contexts and clusters differ in length")
     overall: Counter = Counter()
-    per: dict[int, Counter] = {}
+    per: dict = {}
     for words, c in zip(contexts, clusters):
         seen = {w for w in words if _is_content(w) and w not in exclude and w not in STOPWORDS}
         overall.update(seen)

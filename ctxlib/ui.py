@@ -93,9 +93,6 @@ def escape_md(text: str) -> str:
 
 
 # --- explorer helpers (app pages: home, type vs token, polysemy atlas) ---------------------------
-PAGE_DEFAULTS_KEY = "ctxlab_qp_loaded"
-
-
 def model_stamp(name: str) -> str:
     """A string that changes when the loaded model changes (cache key part for st.cache_data)."""
     enc, _ = try_load(name)
@@ -424,3 +421,20 @@ def atlas_csv(d: dict, layer: int, cats: list[str]) -> bytes:
         w.writerow([s, *d["spans"][i], d["tags"][i] or "", d["sources"][i], cats[i], d["layer_names"][layer]]
                    + [f"{x:.6g}" for x in X[i]])
     return buf.getvalue().encode("utf-8-sig")
+
+
+@st.cache_resource(show_spinner=False)
+def prewarm_corpus():
+    """Load the corpus once per server in a background thread, so the atlas's first visit does not wait ~10 s.
+
+    Off when CTXLAB_NO_PREWARM is set (tests)."""
+    import os
+    import threading
+
+    if os.environ.get("CTXLAB_NO_PREWARM"):
+        return None
+    from . import corpus
+
+    th = threading.Thread(target=corpus.load, args=("all",), daemon=True, name="ctxlab-corpus-prewarm")
+    th.start()
+    return th

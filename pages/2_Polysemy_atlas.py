@@ -26,7 +26,7 @@ model = ui.model_radio("at")
 ui.qp_choice("at_colour", "colour", ["pos", "source", "kmeans"])
 ui.qp_choice("at_proj", "proj", list(METHOD_NAMES))
 c1, c2, c3, c4 = st.columns([1, 1, 1, 1])
-word = c1.text_input(t("词", "Word"), value=ui.qp_init("at_word", "word", "活动"), key="at_word_w", max_chars=12).strip()
+word = c1.text_input(t("词", "Word"), value=ui.qp_init("at_word", "word", "发展"), key="at_word_w", max_chars=12).strip()
 cap = c2.select_slider(t("最多取多少个实例", "Cap on occurrences"), [50, 100, 200, 300, 500, 1000],
                        value=int(ui.qp_init("at_cap", "cap", "300")) if ui.qp_init("at_cap", "cap", "300").isdigit() else 300,
                        key="at_cap_w")

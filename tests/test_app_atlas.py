@@ -1,0 +1,83 @@
+"""AppTest for the Polysemy atlas: corpus occurrences, layer slider, colourings, clusters, self-similarity."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import app_fakes
+from ctxlib import corpus
+from ctxlib.examples import EXAMPLE_SETS
+from ctxlib.tokens import find_all
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "2_Polysemy_atlas.py")
+TITLE = "Polysemy atlas: every occurrence in the corpus"
+
+
+def fake_occurrences(word, source="all", split=None, cap=500, seed=0):
+    ex = EXAMPLE_SETS.get(word)
+    if ex is None:
+        return [], 0
+    occ = []
+    for i, (s, lab) in enumerate(ex["sentences"]):
+        a, b = find_all(s, word)[0]
+        occ.append(corpus.Occurrence(s, a, b, "n" if lab == "名词" else "v", "pd" if i % 3 else "reviews", "train"))
+    return occ[:cap], len(occ)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    monkeypatch.setattr(corpus, "occurrences", fake_occurrences)
+    return app_fakes.install(monkeypatch)
+
+
+def _run(**qp):
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    for k, v in qp.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_atlas_default_renders(fakes):
+    at = _run(lang="en")
+    assert at.title[0].value == TITLE
+    assert len(at.get("plotly_chart")) == 2  # the atlas and the self-similarity chart
+    assert "12 occurrences in the corpus" in " ".join(c.value for c in at.caption)
+    assert at.radio(key="at_model").value == "bert"
+
+
+def test_atlas_kmeans_labels_clusters_and_layers(fakes):
+    at = _run(lang="en", word="活动", colour="kmeans", model="elmo")
+    assert at.radio(key="at_colour").value == "kmeans"
+    table = at.dataframe[0].value
+    assert len(table) == 3 and table.iloc[:, 1].sum() == 12
+    at.select_slider(key="at_layer").set_value(0).run()
+    assert not at.exception
+    assert at.query_params["layer"] in ("0", ["0"])
+
+
+def test_atlas_word_without_occurrences(fakes):
+    at = _run(lang="en", word="龘靐")
+    assert "too few for an atlas" in " ".join(w.value for w in at.warning).replace("\\", "")
+    assert not at.get("plotly_chart")
+
+
+def test_atlas_empty_word(fakes):
+    at = _run(lang="en")
+    at.text_input(key="at_word_w").set_value("  ").run()
+    assert not at.exception and at.info
+
+
+def test_atlas_real_corpus():
+    """The real corpus and whatever checkpoint exists (slow the first time: the corpus loads in ~10 s)."""
+    from ctxlib import checkpoint
+
+    if not checkpoint.available():
+        pytest.skip("no checkpoints in checkpoints/ yet (python -m ctxlib train word2vec)")
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = _run(lang="en", word="发展", cap="100", colour="pos")
+    assert at.title[0].value == TITLE and not at.error
+    assert "a random sample of 100" in " ".join(c.value for c in at.caption)

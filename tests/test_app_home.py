@@ -1,0 +1,67 @@
+"""AppTest for the home page: lecture, live 苹果 demo (word2vec's cosine is exactly 1), models table, bad input."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import app_fakes
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _no_prewarm(monkeypatch):
+    monkeypatch.setenv("CTXLAB_NO_PREWARM", "1")
+
+
+def _run(lang="en"):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["lang"] = lang
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_home_renders_demo_and_models(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run()
+    assert at.title[0].value == "ctxlab: contextual word embeddings"
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    bars = {tr["name"]: tr["text"] for tr in spec["data"]}
+    assert bars["word2vec"] == ["1.000"]  # one vector per type: identical in both sentences
+    assert len(bars["elmo"]) == 3 and any(float(x) < 0.999 for x in bars["elmo"])
+    table = at.dataframe[0].value
+    assert list(table.iloc[:, 0]) == ["word2vec", "elmo", "bert"]
+    md = " ".join(m.value for m in at.markdown)
+    assert "2L+1" in md and "[MASK]" in md and "class vs instance" in md
+    assert len(at.get("page_link")) >= 2
+
+
+def test_home_in_chinese_and_missing_models(monkeypatch):
+    app_fakes.install(monkeypatch, names=("word2vec",))
+    at = _run("zh")
+    assert at.title[0].value.startswith("ctxlab：")
+    table = at.dataframe[0].value
+    assert any("python -m ctxlib train elmo" in str(v) for v in table.iloc[:, 1])
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("home_b_w", "香蕉很好吃", "Sentence B does not contain"),
+    ("home_a_w", "", "Fill in the word and both sentences"),
+    ("home_word_w", "龘靐", "Sentence A and B does not contain"),
+])
+def test_home_bad_input(monkeypatch, field, value, needle):
+    app_fakes.install(monkeypatch)
+    at = _run()
+    at.text_input(key=field).set_value(value).run()
+    assert not at.exception
+    assert needle in " ".join(w.value for w in at.warning).replace("\\", "")
+
+
+def test_home_script_in_sentence_is_text(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run()
+    at.text_input(key="home_a_w").set_value("苹果<script>alert(1)</script>").run()
+    assert not at.exception
+    assert "<script>" not in at.get("plotly_chart")[0].proto.spec

@@ -1,0 +1,123 @@
+"""AppTest for the Type vs token page: default example, sense accuracy, bad input, URL state."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import app_fakes
+from ctxlib import checkpoint
+from ctxlib.examples import EXAMPLE_SETS
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "1_Type_vs_token.py")
+TITLE = "Type vs token: how many vectors does a word have?"
+
+
+def _xs(trace):
+    """x values of a trace from a plotly spec (plotly 6+ ships numpy arrays as base64 typed arrays)."""
+    import base64
+
+    import numpy as np
+
+    x = trace["x"]
+    if isinstance(x, dict):
+        return np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"])).tolist()
+    return [v for v in x if v is not None]
+
+
+def _run(at=None, **qp):
+    at = at or AppTest.from_file(PAGE, default_timeout=60)
+    for k, v in qp.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at, kind):
+    return " ".join(e.value for e in getattr(at, kind))
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    return app_fakes.install(monkeypatch)
+
+
+def test_default_example_renders_three_models(fakes):
+    at = _run(lang="en")
+    assert [t.value for t in at.title] == [TITLE]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3 * 2 + 1  # a map and a heatmap per model, and the sense-accuracy chart
+    spec = json.loads(charts[0].proto.spec)
+    hover = [h for tr in spec["data"] if tr.get("text") for h in tr["text"]]
+    assert any("【苹果】" in h for h in hover)
+    names = [tr.get("name") for tr in spec["data"]]
+    assert "水果" in names and "品牌" in names
+    # word2vec: every token is the type vector, so all points project onto the star
+    xs = {round(x, 6) for tr in spec["data"][1:] for x in _xs(tr)}
+    assert xs == {0.0}
+    assert not at.error
+
+
+def test_example_set_switch_and_url(fakes):
+    at = _run(lang="zh")
+    at.selectbox(key="tt_set").select_index(list(EXAMPLE_SETS).index("活动")).run()
+    assert at.text_input(key="tt_word").value == "活动"
+    assert at.text_area(key="tt_text").value.count("\n") == len(EXAMPLE_SETS["活动"]["sentences"]) - 1
+    assert at.query_params["set"] == ["活动"] or at.query_params["set"] == "活动"
+    assert at.title[0].value.startswith("类型与实例")
+
+
+def test_shared_link_restores_state(fakes):
+    at = _run(lang="en", word="打", s="我打电话 | a\n他打篮球 | b\n你打电话 | a\n她打排球 | b", models="elmo", proj="pca")
+    assert at.text_input(key="tt_word").value == "打"
+    assert at.multiselect(key="tt_models").value == ["elmo"]
+    assert len(at.get("plotly_chart")) == 2 + 1
+
+
+@pytest.mark.parametrize("word,text,kind,needle", [
+    ("苹果", "", "error", "at least one sentence"),
+    ("", "苹果真好吃", "error", "target word"),
+    ("苹果", "香蕉很甜\n苹果真好吃 | 水果\n苹果手机 | 品牌", "warning", "Sentence 1 does not contain"),
+    ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
+    ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
+    ("龘靐", "龘靐真好吃\n我爱龘靐", "warning", "not in word2vec"),
+])
+def test_bad_input_gives_a_message(fakes, word, text, kind, needle):
+    at = _run(lang="en")
+    at.text_input(key="tt_word").set_value(word)
+    at.text_area(key="tt_text").set_value(text).run()
+    assert not at.exception
+    assert needle.replace(".", "") in _texts(at, kind).replace("\\", "").replace(".", ""), _texts(at, kind)
+
+
+def test_script_tag_is_shown_as_text(fakes):
+    at = _run(lang="en")
+    at.text_area(key="tt_text").set_value("苹果<script>alert(1)</script>好吃 | a\n苹果<b>手机</b> | b").run()
+    assert not at.exception
+    for chart in at.get("plotly_chart"):
+        assert "<script>" not in chart.proto.spec and "<b>手机" not in chart.proto.spec
+    assert "&lt;script&gt;" in at.get("plotly_chart")[0].proto.spec
+    seg = [d for d in at.dataframe]
+    assert any("<script>" in str(d.value.to_dict()) for d in seg)  # shown literally in the table
+
+
+def test_missing_models_are_greyed_with_command(monkeypatch):
+    app_fakes.install(monkeypatch, names=("word2vec",))
+    at = _run(lang="en")
+    side = " ".join(c.value for c in at.sidebar.caption)
+    assert "python -m ctxlib train elmo" in side and "python -m ctxlib train bert" in side
+    assert len(at.get("plotly_chart")) == 3  # word2vec's map, heatmap and (flat) accuracy chart
+    
+    
+def test_real_checkpoints_if_present():
+    names = [m for m in ("word2vec", "elmo", "bert") if m in checkpoint.available()]
+    if not names:
+        pytest.skip("no checkpoints in checkpoints/ yet (python -m ctxlib train word2vec)")
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = _run(lang="en")
+    assert at.title[0].value == TITLE
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= 2 * len(names)

@@ -1,0 +1,117 @@
+"""Plot builders and projections, tested without streamlit."""
+import json
+
+import numpy as np
+import pytest
+
+from ctxlib import plots
+from ctxlib.projection import cluster_top_words, kmeans, pca, project
+
+
+def test_mark_word_brackets_escapes_and_shortens():
+    assert plots.mark_word("苹果真好吃", 0, 2) == "【苹果】真好吃"
+    s = plots.mark_word("<script>alert(1)</script>苹果", 25, 27)
+    assert "<script>" not in s and "&lt;script&gt;" in s and "【苹果】" in s
+    long = "啊" * 500 + "苹果" + "哦" * 500
+    m = plots.mark_word(long, 500, 502, max_len=60, width=1000)
+    assert "【苹果】" in m and m.startswith("…") and m.endswith("…") and len(m) <= 66
+    assert plots.mark_word("abcdef", 2, 3, width=3).count("<br>") == 2  # wrapped
+
+
+def test_type_token_map_traces():
+    coords = np.array([[0, 0], [1, 1], [2, 0], [0, 2]], float)
+    fig = plots.type_token_map(coords, ["a", "b", "c"], labels=["x", "y", "x"], title="t")
+    names = [tr.name for tr in fig.data]
+    assert "x" in names and "y" in names and "type" in names
+    lines = fig.data[0]
+    assert list(lines.x) == [0, 1, None, 0, 2, None, 0, 0, None]  # type point to each token
+    star = [tr for tr in fig.data if tr.name == "type"][0]
+    assert star.marker.symbol == "star" and list(star.x) == [0]
+    x_trace = [tr for tr in fig.data if tr.name == "x"][0]
+    assert list(x_trace.text) == ["a", "c"]
+    with pytest.raises(ValueError):
+        plots.type_token_map(coords, ["a"])
+
+
+def test_user_text_never_reaches_plotly_unescaped():
+    evil = "<script>alert(1)</script>"
+    fig = plots.type_token_map(np.zeros((2, 2)), [plots.mark_word(evil, 0, 1)], labels=[evil], title=evil)
+    spec = fig.to_json()
+    assert "<script>" not in spec and "\\u003cscript" not in spec.lower()
+    fig = plots.similarity_heatmap(np.eye(2), [evil, "b"])
+    assert "<script>" not in json.dumps(fig.to_plotly_json(), default=str)
+
+
+def test_similarity_heatmap():
+    S = np.array([[1, 0.5], [0.5, 1]])
+    fig = plots.similarity_heatmap(S, ["苹果真好吃", "苹果手机很好用"])
+    assert fig.data[0].z.shape == (2, 2) and fig.data[0].zmax == 1.0
+    assert fig.data[0].x[0].startswith("1. ")
+    with pytest.raises(ValueError):
+        plots.similarity_heatmap(np.eye(3), ["a", "b"])
+
+
+def test_line_charts_and_bars():
+    fig = plots.layer_accuracy_chart({"elmo": (["l0", "l1", "l2"], [0.5, 0.8, 0.9]), "bert": (["e", "1"], [0.6, 1.0])}, chance=0.5)
+    assert [tr.name for tr in fig.data] == ["elmo", "bert"] and list(fig.data[0].y) == [0.5, 0.8, 0.9]
+    fig = plots.self_similarity_chart({"bert": (["e", "1"], [0.9, 0.5], [0.3, 0.2])})
+    assert len(fig.data) == 2 and fig.data[1].line.dash == "dot"
+    fig = plots.cosine_bars([("word2vec", "type", 1.0), ("elmo", "l1", 0.7), ("elmo", "l2", 0.6)])
+    assert [tr.name for tr in fig.data] == ["word2vec", "elmo"] and list(fig.data[1].y) == [0.7, 0.6]
+
+
+def test_atlas_map_with_cluster_words():
+    xy = np.array([[0, 0], [0, 1], [5, 5], [5, 6]], float)
+    fig = plots.atlas_map(xy, list("abcd"), ["C1", "C1", "C2", "C2"], cluster_words={"C1": ["经济"], "C2": ["文艺"]})
+    assert len(fig.data) == 2 and len(fig.layout.annotations) == 2
+    texts = sorted(a.text for a in fig.layout.annotations)
+    assert "经济" in texts[0] or "经济" in texts[1]
+    centres = {a.text: (a.x, a.y) for a in fig.layout.annotations}
+    assert (0, 0.5) in centres.values() and (5, 5.5) in centres.values()
+
+
+def test_pca_matches_svd_and_handles_degenerate_input():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 5)) * np.array([5, 2, 1, 0.1, 0.1])
+    P = pca(X)
+    assert P.shape == (20, 2)
+    assert abs(np.var(P[:, 0]) - np.linalg.svd(X - X.mean(0), compute_uv=False)[0] ** 2 / 20) < 1e-6
+    assert np.allclose(pca(X), pca(X))  # deterministic signs
+    assert np.all(pca(np.ones((4, 3))) == 0)  # word2vec: all tokens identical
+    assert pca(np.ones((1, 3))).shape == (1, 2)
+    with pytest.raises(ValueError):
+        project(X, "lda")
+    with pytest.raises(ValueError):
+        project(np.array([[np.nan, 1.0], [1.0, 2.0]]))
+
+
+def test_tsne_separates_two_groups():
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 0.1, (8, 6)) + 3, rng.normal(0, 0.1, (8, 6)) - 3])
+    X[:, 0] += np.r_[np.zeros(8), np.ones(8)] * 10
+    P = project(X, "tsne")
+    assert P.shape == (16, 2)
+    a, b = P[:8].mean(0), P[8:].mean(0)
+    spread = max(np.linalg.norm(P[:8] - a, axis=1).max(), np.linalg.norm(P[8:] - b, axis=1).max())
+    assert np.linalg.norm(a - b) > spread
+    assert np.all(project(np.ones((6, 3)), "tsne") == 0)
+
+
+def test_kmeans_finds_the_groups():
+    rng = np.random.default_rng(2)
+    A = rng.normal(0, 0.05, (10, 4)) + np.array([1, 0, 0, 0])
+    B = rng.normal(0, 0.05, (6, 4)) + np.array([0, 1, 0, 0])
+    c = kmeans(np.vstack([A, B]), 2)
+    assert len(set(c[:10])) == 1 and len(set(c[10:])) == 1 and c[0] != c[10]
+    assert c[0] == 0  # largest cluster first
+    assert len(set(kmeans(np.vstack([A, B]), 50))) <= 16
+    assert np.all(kmeans(A, 1) == 0)
+
+
+def test_cluster_top_words_prefers_typical_words():
+    contexts = [["经济", "的", "快"], ["经济", "社会"], ["经济", "的"], ["文艺", "的"], ["文艺", "丰富", "的"], ["文艺", "经济"]]
+    words = cluster_top_words(contexts, [0, 0, 0, 1, 1, 1], topn=2)
+    assert words[0][0] == "经济" and words[1][0] == "文艺"
+    assert "的" not in words[0] + words[1]
+    with pytest.raises(ValueError):
+        cluster_top_words(contexts, [0, 1])
