@@ -1,0 +1,413 @@
+"""Pure plot builders for BERT attention (arrays in, Plotly figure or HTML string out).
+
+After BertViz (Vig 2019, "A Multiscale Visualization of Attention in the
+Transformer Model") and Clark et al. 2019 ("What Does BERT Look At?"), but
+drawn fully offline: Plotly figures, and a head view as inline SVG + JS with
+every token passed through `html.escape`. No streamlit import here.
+
+Shapes: `att` is (n_layers, n_heads, T, T), rows = the attending token ("from"),
+columns = the attended token ("to"); each row sums to 1 (post-softmax).
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+SPECIALS = ("[CLS]", "[SEP]")
+HEAD_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+               "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
+CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
+
+
+def plot_text(s: str) -> str:
+    """A token made safe for Plotly labels (Plotly reads a subset of HTML tags in text)."""
+    return html.escape(str(s), quote=False)
+
+
+def axis_labels(tokens: list[str]) -> list[str]:
+    """Unique axis labels ("3 很") so repeated characters do not merge on a categorical axis."""
+    return [f"{i} {plot_text(t)}" for i, t in enumerate(tokens)]
+
+
+# -- numbers ---------------------------------------------------------------------------
+def keep_indices(tokens: list[str], hide_specials: bool) -> list[int]:
+    """Indices of tokens to show: all, or all but [CLS]/[SEP] (never an empty list)."""
+    if not hide_specials:
+        return list(range(len(tokens)))
+    keep = [i for i, t in enumerate(tokens) if t not in SPECIALS]
+    return keep or list(range(len(tokens)))
+
+
+def renormalize(att: np.ndarray, keep: list[int]) -> np.ndarray:
+    """Attention restricted to the `keep` tokens (rows and columns), rows renormalised to sum to 1.
+
+    Works on any array whose last two axes are (T, T). A row whose kept mass is 0 becomes uniform.
+    """
+    a = np.asarray(att, dtype=np.float64)[..., keep, :][..., keep]  # (..., K, K)
+    s = a.sum(axis=-1, keepdims=True)
+    k = a.shape[-1]
+    out = np.where(s > 1e-12, a / np.maximum(s, 1e-12), 1.0 / max(k, 1))
+    return out.astype(np.float32)
+
+
+def row_entropy(att: np.ndarray) -> np.ndarray:
+    """Entropy (bits) of each attention row; last axis is the distribution."""
+    p = np.clip(np.asarray(att, dtype=np.float64), 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=-1)
+    return h
+
+
+def head_summaries(att: np.ndarray, tokens: list[str]) -> list[dict]:
+    """One row per (layer, head): mean row entropy (bits), share of attention on [CLS], [SEP], the previous,
+    the next and the same token, and a short label of what the head mostly does.
+
+    Shares are means over the non-special "from" tokens (Clark et al. 2019 average over all tokens; the
+    specials' own rows mostly attend to themselves and would blur the picture).
+    """
+    att = np.asarray(att, dtype=np.float64)
+    n_layers, n_heads, T, _ = att.shape
+    cls_idx = [i for i, t in enumerate(tokens) if t == "[CLS]"]
+    sep_idx = [i for i, t in enumerate(tokens) if t == "[SEP]"]
+    rows_idx = [i for i, t in enumerate(tokens) if t not in SPECIALS] or list(range(T))
+    prev_pairs = [(i, i - 1) for i in rows_idx if i - 1 >= 0 and tokens[i - 1] not in SPECIALS]
+    next_pairs = [(i, i + 1) for i in rows_idx if i + 1 < T and tokens[i + 1] not in SPECIALS]
+    out = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            a = att[layer, head]  # (T, T)
+            r = a[rows_idx]  # (R, T)
+            d = {
+                "layer": layer + 1,
+                "head": head + 1,
+                "entropy": float(row_entropy(r).mean()),
+                "max_entropy": float(np.log2(T)) if T > 1 else 0.0,
+                "cls": float(r[:, cls_idx].sum(axis=1).mean()) if cls_idx else 0.0,
+                "sep": float(r[:, sep_idx].sum(axis=1).mean()) if sep_idx else 0.0,
+                "prev": float(np.mean([a[i, j] for i, j in prev_pairs])) if prev_pairs else 0.0,
+                "next": float(np.mean([a[i, j] for i, j in next_pairs])) if next_pairs else 0.0,
+                "self": float(np.mean([a[i, i] for i in rows_idx])),
+            }
+            d["kind"] = head_kind(d)
+            out.append(d)
+    return out
+
+
+def head_kind(d: dict) -> str:
+    """A short label for a head summary: the pattern holding at least half of the attention, else broad/focused."""
+    best = max(("prev", "next", "self", "sep", "cls"), key=lambda k: d[k])
+    if d[best] >= 0.5:
+        return {"prev": "previous char", "next": "next char", "self": "self", "sep": "[SEP]", "cls": "[CLS]"}[best]
+    if d["max_entropy"] > 0 and d["entropy"] >= 0.8 * d["max_entropy"]:
+        return "broad"
+    return "mixed"
+
+
+def word_attention(att: np.ndarray, idx: list[int]) -> np.ndarray:
+    """(n_layers, T): attention from the word made of tokens `idx` to every token, averaged over heads
+    and over the word's tokens."""
+    a = np.asarray(att, dtype=np.float64)[:, :, idx, :]  # (L, H, |idx|, T)
+    return a.mean(axis=(1, 2)).astype(np.float32)
+
+
+def drift_from_layer0(layers: np.ndarray, idx: list[int]) -> np.ndarray:
+    """(n_layers,): cosine between the word's vector (mean over `idx`) at each layer and at layer 0."""
+    v = np.asarray(layers, dtype=np.float64)[:, idx, :].mean(axis=1)  # (L+1, H)
+    n = np.linalg.norm(v, axis=1)
+    v0 = v[0]
+    cos = (v @ v0) / np.maximum(n * n[0], 1e-12)
+    return cos.astype(np.float32)
+
+
+# -- Plotly figures ----------------------------------------------------------------------
+def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height: int = 420) -> go.Figure:
+    """One (T, T) attention matrix: rows attend (from), columns are attended (to)."""
+    a = np.asarray(a)
+    labels = axis_labels(tokens)
+    n = len(tokens)
+    fig = go.Figure(go.Heatmap(
+        z=a, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0, zmax=float(max(a.max(), 1e-6)),
+        customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
+        hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>",
+        colorbar=dict(thickness=10)))
+    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[plot_text(t) for t in tokens], tickfont=dict(size=11))
+    fig.update_xaxes(title="to", side="top", **ticks)
+    fig.update_yaxes(title="from", autorange="reversed", **ticks)
+    fig.update_layout(title=plot_text(title), height=height, margin=dict(l=50, r=10, t=80, b=10),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | None = None,
+               cell_px: int = 110) -> go.Figure:
+    """All layers x heads as one tiled heatmap (fast even for 12 x 12), plus an invisible marker at each
+    tile's centre so a click selects (layer, head) via Streamlit's plotly selection events."""
+    att = np.asarray(att, dtype=np.float32)
+    n_layers, n_heads, T, _ = att.shape
+    gap = max(1, T // 8)
+    size = T + gap
+    big = np.full((n_layers * size - gap, n_heads * size - gap), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for h in range(n_heads):
+            r0, c0 = layer * size, h * size
+            big[r0:r0 + T, c0:c0 + T] = att[layer, h]
+    fig = go.Figure(go.Heatmap(z=big, colorscale="Blues", zmin=0, zmax=1, showscale=False, hoverinfo="skip"))
+    cx, cy, cd = [], [], []
+    for layer in range(n_layers):
+        for h in range(n_heads):
+            cx.append(h * size + (T - 1) / 2)
+            cy.append(layer * size + (T - 1) / 2)
+            cd.append([layer + 1, h + 1])
+    fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", customdata=cd,
+                             marker=dict(size=max(8, cell_px // 2), opacity=0.0, symbol="square"),
+                             hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
+                             showlegend=False))
+    if selected is not None:
+        layer, h = selected[0] - 1, selected[1] - 1
+        if 0 <= layer < n_layers and 0 <= h < n_heads:
+            fig.add_shape(type="rect", x0=h * size - 0.5 - gap / 3, x1=h * size + T - 0.5 + gap / 3,
+                          y0=layer * size - 0.5 - gap / 3, y1=layer * size + T - 0.5 + gap / 3,
+                          line=dict(color="#d62728", width=3))
+    fig.update_xaxes(tickmode="array", tickvals=[h * size + (T - 1) / 2 for h in range(n_heads)],
+                     ticktext=[f"head {h + 1}" for h in range(n_heads)], side="top", showgrid=False, zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=[layer * size + (T - 1) / 2 for layer in range(n_layers)],
+                     ticktext=[f"layer {layer + 1}" for layer in range(n_layers)], autorange="reversed",
+                     showgrid=False, zeroline=False, scaleanchor="x")
+    fig.update_layout(height=min(1400, 60 + cell_px * n_layers), margin=dict(l=60, r=10, t=40, b=10),
+                      plot_bgcolor="white", dragmode=False, font=dict(family=CJK_FONT))
+    return fig
+
+
+def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: str, title: str = "") -> go.Figure:
+    """A layers x heads heatmap of one head-summary metric (entropy, cls, sep, prev, next, self)."""
+    z = np.zeros((n_layers, n_heads), dtype=np.float32)
+    kinds = [["" for _ in range(n_heads)] for _ in range(n_layers)]
+    for r in rows:
+        z[r["layer"] - 1, r["head"] - 1] = r[metric]
+        kinds[r["layer"] - 1][r["head"] - 1] = r["kind"]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[f"h{h + 1}" for h in range(n_heads)], y=[f"L{layer + 1}" for layer in range(n_layers)],
+        colorscale="Viridis", customdata=kinds, text=np.round(z, 2), texttemplate="%{text}",
+        hovertemplate="%{y} %{x}: %{z:.3f}<br>%{customdata}<extra></extra>", colorbar=dict(thickness=10)))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=title, height=80 + 34 * n_layers, margin=dict(l=40, r=10, t=40, b=10),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: str = "") -> go.Figure:
+    """Layers x context tokens: where the word looks in each layer (mean over heads and its characters)."""
+    n_layers, T = wa.shape
+    fig = go.Figure(go.Heatmap(
+        z=wa, x=list(range(T)), y=[f"layer {layer + 1}" for layer in range(n_layers)], colorscale="Oranges",
+        zmin=0, customdata=[[axis_labels(tokens)[j] for j in range(T)] for _ in range(n_layers)],
+        hovertemplate=f"{plot_text(word)} → %{{customdata}}<br>%{{y}}: %{{z:.3f}}<extra></extra>",
+        colorbar=dict(thickness=10)))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[plot_text(t) for t in tokens], side="top")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=plot_text(title), height=100 + 36 * n_layers, margin=dict(l=60, r=10, t=70, b=10),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str = "") -> go.Figure:
+    """Cosine of the word's vector at each layer with its layer-0 (context-free) vector."""
+    x = list(range(len(cos)))
+    fig = go.Figure(go.Scatter(x=x, y=cos, mode="lines+markers+text", text=[f"{c:.2f}" for c in cos],
+                               textposition="top center", customdata=[plot_text(n) for n in layer_names],
+                               hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728")))
+    fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[plot_text(n) for n in layer_names], title="layer")
+    fig.update_yaxes(title=f"cos({plot_text(word)}_layer, {plot_text(word)}_0)", range=[min(0.0, float(np.min(cos)) - 0.05), 1.08])
+    fig.update_layout(title=plot_text(title), height=330, margin=dict(l=60, r=10, t=40, b=10),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+# -- head view: inline SVG + JS ---------------------------------------------------------------
+def head_view_html(att_layer: np.ndarray, tokens: list[str], heads: list[int], threshold: float = 0.02,
+                   row_px: int = 22, width: int = 420, segment_ids: list[int] | None = None,
+                   lang: str = "en") -> str:
+    """BertViz-style head view for one layer, as a self-contained HTML string (no external resources).
+
+    att_layer: (n_heads, T, T). heads: 0-based heads to draw, one colour each. Lines go from each token on
+    the left (attending) to the tokens it attends to on the right, opacity = weight. Hovering a token on
+    either side keeps only its lines. Every token is passed through html.escape; the JSON for the script is
+    escaped so no token can close the <script> element.
+    """
+    a = np.asarray(att_layer, dtype=np.float32)
+    T = len(tokens)
+    heads = [h for h in heads if 0 <= h < a.shape[0]]
+    left_x, right_x = 110, width - 110
+    top = 30
+    height = top + row_px * T + 10
+    lines = []
+    for h in heads:
+        color = HEAD_COLORS[h % len(HEAD_COLORS)]
+        for i in range(T):
+            for j in range(T):
+                w = float(a[h, i, j])
+                if w < threshold:
+                    continue
+                y1 = top + row_px * i + row_px / 2
+                y2 = top + row_px * j + row_px / 2
+                op = min(1.0, w * (1.0 if len(heads) == 1 else 0.9))
+                lines.append(f'<line class="ln" data-i="{i}" data-j="{j}" x1="{left_x + 4}" y1="{y1:.1f}" '
+                             f'x2="{right_x - 4}" y2="{y2:.1f}" stroke="{color}" stroke-opacity="{op:.3f}" '
+                             f'stroke-width="{1 + 3 * w:.2f}"/>')
+    texts = []
+    seg_color = {0: "#000", 1: "#1a5e9a"}
+    for i, tok in enumerate(tokens):
+        y = top + row_px * i + row_px / 2 + 5
+        col = seg_color.get(segment_ids[i], "#000") if segment_ids and i < len(segment_ids) else "#000"
+        t = html.escape(str(tok), quote=True)
+        texts.append(f'<text class="tk L" data-k="{i}" x="{left_x}" y="{y:.1f}" text-anchor="end" fill="{col}">{t}</text>')
+        texts.append(f'<text class="tk R" data-k="{i}" x="{right_x}" y="{y:.1f}" text-anchor="start" fill="{col}">{t}</text>')
+    legend = " ".join(f'<span style="color:{HEAD_COLORS[h % len(HEAD_COLORS)]}">■ {"头" if lang == "zh" else "head"} {h + 1}</span>'
+                      for h in heads)
+    hint = ("把鼠标移到左侧或右侧的字上，只看它的连线。左 = 发出注意力的字，右 = 被注意的字。" if lang == "zh" else
+            "Hover a token on the left or right to see only its lines. Left = attending token, right = attended token.")
+    return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+body {{ margin: 0; font-family: {CJK_FONT}; font-size: 14px; }}
+.tk {{ cursor: pointer; font-size: 15px; }}
+.tk.on {{ font-weight: bold; fill: #d62728; }}
+.hint {{ color: #555; font-size: 12px; margin: 2px 0 4px 0; }}
+</style></head><body>
+<div class="hint">{html.escape(hint)}</div><div>{legend}</div>
+<svg id="hv" width="{width}" height="{height}">
+<text x="{left_x}" y="16" text-anchor="end" fill="#888" font-size="12">{"发出" if lang == "zh" else "from"}</text>
+<text x="{right_x}" y="16" text-anchor="start" fill="#888" font-size="12">{"被注意" if lang == "zh" else "to"}</text>
+<g id="lines">{"".join(lines)}</g>
+<g id="toks">{"".join(texts)}</g>
+</svg>
+<script>
+(function() {{
+  var svg = document.getElementById("hv");
+  var lns = svg.querySelectorAll(".ln");
+  function show(side, k) {{
+    for (var n = 0; n < lns.length; n++) {{
+      var l = lns[n];
+      var hit = side === null || (side === "L" ? l.getAttribute("data-i") === k : l.getAttribute("data-j") === k);
+      l.style.display = hit ? "" : "none";
+    }}
+  }}
+  var tks = svg.querySelectorAll(".tk");
+  for (var n = 0; n < tks.length; n++) {{
+    (function(el) {{
+      var side = el.classList.contains("L") ? "L" : "R";
+      el.addEventListener("mouseenter", function() {{ el.classList.add("on"); show(side, el.getAttribute("data-k")); }});
+      el.addEventListener("mouseleave", function() {{ el.classList.remove("on"); show(null, null); }});
+    }})(tks[n]);
+  }}
+}})();
+</script></body></html>"""
+
+
+def head_view_height(n_tokens: int, row_px: int = 22) -> int:
+    """Iframe height that fits head_view_html without a scrollbar."""
+    return 30 + row_px * n_tokens + 10 + 50
+
+
+def word_token_indices(spans: list[tuple[int, int]], tokens: list[str], text: str, word: str) -> list[int]:
+    """Indices of the (non-special) tokens covering the first occurrence of `word` in `text`; [] if absent."""
+    from .tokens import find_all
+
+    found = find_all(text, word) if word else []
+    if not found:
+        return []
+    a, b = found[0]
+    return [i for i, (s, e) in enumerate(spans) if e > s and s < b and e > a and tokens[i] not in SPECIALS]
+
+
+# -- BERT pre-training views (the pre-training page) ----------------------------------------------
+KIND_COLORS = {"mask": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c"}
+
+
+def mask_text(text: str, chosen: list[int], whole_word: bool = False) -> tuple[str, list[tuple[int, str]]]:
+    """`text` with the chosen character tokens (indices into tokens.char_tokens(text)) replaced by [MASK].
+
+    With `whole_word`, every character of the jieba word containing a chosen character is masked too
+    (Chinese whole-word masking). Returns (masked text, [(token index, original token)] in order).
+    """
+    from .tokens import char_tokens, segment
+
+    toks = char_tokens(text)
+    sel = {i for i in chosen if 0 <= i < len(toks)}
+    if whole_word and sel:
+        words = segment(text)
+        for i in list(sel):
+            a, b = toks[i][1], toks[i][2]
+            for _, wa, wb in words:
+                if wa < b and wb > a:
+                    sel.update(j for j, (_, s, e) in enumerate(toks) if s < wb and e > wa)
+    out, pos, masked = [], 0, []
+    for i, (tok, a, b) in enumerate(toks):
+        if i in sel:
+            out.append(text[pos:a] + "[MASK]")
+            pos = b
+            masked.append((i, tok))
+    out.append(text[pos:])
+    return "".join(out), masked
+
+
+def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt: str = "[MASK] {n}: {orig}") -> go.Figure:
+    """One horizontal bar chart per [MASK] (at most 8): the top-k candidates and their probabilities;
+    the original character, when known, in red."""
+    from plotly.subplots import make_subplots
+
+    res = results[:8]
+    n = max(1, len(res))
+    cols = min(n, 4)
+    rows = (n + cols - 1) // cols
+    titles = [title_fmt.format(n=k + 1, orig=plot_text(originals[k]) if k < len(originals) and originals[k] else "?")
+              for k in range(len(res))]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or [""], horizontal_spacing=0.08, vertical_spacing=0.12)
+    for k, r in enumerate(res):
+        cands = list(r["candidates"])[::-1]
+        orig = originals[k] if k < len(originals) else None
+        fig.add_trace(go.Bar(x=[p for _, p in cands], y=[f"{plot_text(c)}\u2002" for c, _ in cands], orientation="h",
+                             marker_color=["#d62728" if c == orig else "#1f77b4" for c, _ in cands],
+                             text=[f"{p:.1%}" for _, p in cands], textposition="outside", showlegend=False,
+                             hovertemplate="%{y}: %{x:.3f}<extra></extra>"), k // cols + 1, k % cols + 1)
+        fig.update_xaxes(range=[0, max([p for _, p in cands] + [0.01]) * 1.35], tickformat=".0%", row=k // cols + 1, col=k % cols + 1)
+    fig.update_layout(height=60 + rows * (40 + 24 * max((len(r["candidates"]) for r in res), default=5)),
+                      margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT, size=14))
+    return fig
+
+
+def example_html(ex: dict, lang: str = "en") -> str:
+    """A pre-training example as escaped HTML: segment A / B backgrounds, chosen positions coloured by
+    what became of them ([MASK] / random / kept), the original above each changed token."""
+    zh = lang == "zh"
+    kinds = {m["index"]: m for m in ex["masked"]}
+    seg_bg = {0: "#eef5fc", 1: "#fdf3e7"}
+    cells = []
+    for i, (tok, orig, s) in enumerate(zip(ex["tokens"], ex["original_tokens"], ex["segment_ids"])):
+        m = kinds.get(i)
+        style = f"background:{seg_bg.get(int(s), '#fff')};"
+        top = "&nbsp;"
+        if m is not None:
+            style += f"border:2px solid {KIND_COLORS[m['kind']]};color:{KIND_COLORS[m['kind']]};font-weight:bold;"
+            top = html.escape(orig)
+        elif tok in SPECIALS:
+            style += "color:#666;"
+        cells.append(f'<span style="display:inline-block;text-align:center;margin:1px;min-width:1.2em;">'
+                     f'<span style="display:block;font-size:10px;color:#888;">{top}</span>'
+                     f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>')
+    legend = (f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
+              f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '
+              + " ".join(f'<span style="border:2px solid {c};color:{c};padding:0 4px;">{html.escape(lab)}</span>'
+                         for c, lab in ((KIND_COLORS["mask"], "→ [MASK] 80%"), (KIND_COLORS["random"], ("→ 随机字 10%" if zh else "→ random 10%")),
+                                        (KIND_COLORS["kept"], ("不变 10%" if zh else "kept 10%")))))
+    return (f'<div style="font-family:{CJK_FONT};font-size:16px;line-height:1.2;">'
+            f'<div style="font-size:13px;margin-bottom:4px;">{legend}</div>{"".join(cells)}</div>')
+
+
+def example_counts(ex: dict) -> dict:
+    """How many positions could be chosen, how many were, and what became of them."""
+    n = sum(1 for t in ex["original_tokens"] if t not in SPECIALS)
+    out = {"candidates": n, "chosen": len(ex["masked"]), "mask": 0, "random": 0, "kept": 0}
+    for m in ex["masked"]:
+        out[m["kind"]] += 1
+    return out

@@ -1,0 +1,357 @@
+"""Pure plot builders for the ELMo page (arrays in, Plotly figure out; no streamlit).
+
+Follows Peters et al. (2018), "Deep contextualized word representations": a
+char-CNN + highway token layer x_k, then L=2 biLSTM layers whose forward and
+backward states are concatenated, so a token has 2L+1 vectors; a task mixes
+them as ELMo_k = gamma * sum_j softmax(s)_j * h_{k,j}.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
+FWD, BWD, TOK, OFF = "#1f77b4", "#ff7f0e", "#2ca02c", "#d9d9d9"
+TASK_COLORS = {"pos": "#1f77b4", "ner": "#2ca02c", "sentiment": "#d62728"}
+
+
+def plot_text(s) -> str:
+    """A string made safe for Plotly labels (Plotly reads a subset of HTML tags in text)."""
+    return html.escape(str(s), quote=False)
+
+
+def window(n_tokens: int, center: int, size: int = 16) -> tuple[int, int]:
+    """[a, b): at most `size` token positions around `center`, for drawing long sentences."""
+    if n_tokens <= size:
+        return 0, n_tokens
+    a = max(0, min(center - size // 2, n_tokens - size))
+    return a, a + size
+
+
+def split_states(layers: np.ndarray) -> dict[str, np.ndarray]:
+    """The 2L+1 vectors of every token from encode()'s (L+1, T, 2d) layers.
+
+    Layer 0 is the token layer duplicated (x || x), so x = its first half; layer j >= 1 is
+    forward || backward. Returns {"x": (T, d), "f1": (T, d), "b1": ..., "fL", "bL"} in that order.
+    """
+    layers = np.asarray(layers, dtype=np.float32)
+    n, T, D = layers.shape
+    d = D // 2
+    out = {"x": layers[0, :, :d]}
+    for j in range(1, n):
+        out[f"f{j}"] = layers[j, :, :d]
+        out[f"b{j}"] = layers[j, :, d:]
+    return out
+
+
+def vector_names(n_lstm: int, lang: str = "en") -> list[str]:
+    zh = lang == "zh"
+    names = ["x (字符CNN+highway)" if zh else "x (char-CNN+highway)"]
+    for j in range(1, n_lstm + 1):
+        names += [f"h{j}→ ({'前向' if zh else 'forward'})", f"h{j}← ({'后向' if zh else 'backward'})"]
+    return names
+
+
+def cosine_matrix(vecs: np.ndarray) -> np.ndarray:
+    v = np.asarray(vecs, dtype=np.float64)
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    u = v / np.maximum(n, 1e-12)
+    return (u @ u.T).astype(np.float32)
+
+
+# -- architecture diagram -------------------------------------------------------------------
+def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, lang: str = "en",
+                        max_tokens: int = 14) -> go.Figure:
+    """ELMo drawn with the sentence flowing through it: words -> char-CNN -> highway -> biLSTM 1 -> biLSTM 2,
+    forward (left to right, upper cells) and backward (right to left, lower cells), then the task's mix
+    for the chosen word.
+
+    Cells that feed the chosen word's vectors are coloured (forward: the words up to it; backward: the
+    words from it to the end); the rest are grey. Hover shows each state's norm and the words it has read.
+    """
+    zh = lang == "zh"
+    st = split_states(layers)
+    n_lstm = (len(st) - 1) // 2
+    T = len(tokens)
+    w = int(np.clip(word_index, 0, T - 1))
+    a, b = window(T, w, max_tokens)
+    xs = list(range(a, b))
+    dx, dy = 0.2, 0.17  # forward cells sit up-left of the position, backward cells down-right
+    row_labels = ["输入词" if zh else "words", "字符 CNN" if zh else "char-CNN", "highway → x"]
+    row_labels += [f"biLSTM {j}" for j in range(1, n_lstm + 1)]
+    top_y = len(row_labels) - 1 + 0.9
+    read = "已读入" if zh else "has read"
+    fig = go.Figure()
+    notes: list[dict] = []  # annotations, set once at the end (add_annotation re-validates all of them each call)
+
+    def seen(i: int, key: str) -> str:
+        ctx = tokens[:i + 1] if key[0] == "f" else (tokens[i:] if key[0] == "b" else [tokens[i]])
+        s = " ".join(ctx)
+        return plot_text(s if len(s) <= 60 else (s[:57] + "…"))
+
+    def pos(i: int, key: str) -> tuple[float, float]:
+        if key == "cnn":
+            return i, 1
+        if key == "hw":
+            return i, 2
+        j = int(key[1:])
+        return (i - dx, 2 + j + dy) if key[0] == "f" else (i + dx, 2 + j - dy)
+
+    def arrow(p, q, color, width=1.2, standoff=9, opacity=1.0):
+        notes.append(dict(x=q[0], y=q[1], ax=p[0], ay=p[1], xref="x", yref="y", axref="x", ayref="y", text="",
+                          showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=color,
+                          standoff=standoff, startstandoff=standoff, opacity=opacity))
+
+    for i in xs:  # upward flow
+        arrow((i, 0.15), pos(i, "cnn"), "#888")
+        arrow(pos(i, "cnn"), pos(i, "hw"), "#888")
+        arrow(pos(i, "hw"), pos(i, "f1"), "#999" if _feeds(i, "f1", w) else OFF)
+        arrow(pos(i, "hw"), pos(i, "b1"), "#999" if _feeds(i, "b1", w) else OFF)
+        for j in range(2, n_lstm + 1):
+            arrow(pos(i, f"f{j - 1}"), pos(i, f"f{j}"), FWD if _feeds(i, "f1", w) else OFF)
+            arrow(pos(i, f"b{j - 1}"), pos(i, f"b{j}"), BWD if _feeds(i, "b1", w) else OFF)
+    for j in range(1, n_lstm + 1):  # recurrence
+        for i in xs[:-1]:
+            arrow(pos(i, f"f{j}"), pos(i + 1, f"f{j}"), FWD if i + 1 <= w else OFF, 1.6)
+            arrow(pos(i + 1, f"b{j}"), pos(i, f"b{j}"), BWD if i >= w else OFF, 1.6)
+    keys = ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]
+    for key in keys:
+        vec = st["x"] if key in ("cnn", "hw") else st[key]
+        norms = np.linalg.norm(vec, axis=1)
+        if key in ("cnn", "hw"):
+            base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
+        else:
+            base = FWD if key[0] == "f" else BWD
+            label = f"biLSTM {key[1:]} " + ("→ " + ("前向" if zh else "forward") if key[0] == "f" else "← " + ("后向" if zh else "backward"))
+        pts = [pos(i, key) for i in xs]
+        fig.add_trace(go.Scatter(
+            x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", showlegend=False,
+            marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
+                        color=[base if _feeds(i, key, w) else OFF for i in xs],
+                        line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
+            customdata=[[plot_text(tokens[i]), f"{norms[i]:.2f}", seen(i, key)] for i in xs],
+            hovertemplate=f"{plot_text(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=[0] * len(xs), mode="text", text=[plot_text(tokens[i]) for i in xs],
+                             textfont=dict(size=[19 if i == w else 15 for i in xs],
+                                           color=["#d62728" if i == w else "#000" for i in xs], family=CJK_FONT),
+                             hoverinfo="skip", showlegend=False))
+    mix = "任务混合: ELMo = γ Σ s_j h_j" if zh else "task mix: ELMo = γ Σ_j s_j h_j"
+    fig.add_trace(go.Scatter(x=[w], y=[top_y], mode="markers+text", text=[mix], textposition="top center",
+                             marker=dict(symbol="diamond", size=24, color="#9467bd"), hoverinfo="skip", showlegend=False))
+    for key in ("hw", f"f{n_lstm}", f"b{n_lstm}"):
+        arrow(pos(w, key), (w, top_y), "#9467bd", 1.2, 10, 0.7)
+    notes.append(dict(x=a - 0.6, y=-0.45, xref="x", yref="y", xanchor="left", showarrow=False, font=dict(color="#555", size=12),
+                       text=("<span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s"
+                             % (FWD, "前向 LM（只看左边）" if zh else "forward LM (left context only)",
+                                BWD, "后向 LM（只看右边）" if zh else "backward LM (right context only)",
+                                OFF, "不影响所选词" if zh else "does not reach the chosen word"))))
+    if a > 0 or b < T:
+        note = f"显示第 {a + 1}–{b} 个词（共 {T} 个）" if zh else f"showing words {a + 1}–{b} of {T}"
+        notes.append(dict(x=b - 0.4, y=-0.45, xref="x", yref="y", xanchor="right", text=note, showarrow=False,
+                          font=dict(color="#888")))
+    fig.update_layout(annotations=notes)
+    fig.update_xaxes(visible=False, range=[a - 0.7, b - 0.3])
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(row_labels))), ticktext=[plot_text(s) for s in row_labels],
+                     range=[-0.7, top_y + 0.7], showgrid=False, zeroline=False)
+    fig.update_layout(height=140 + 80 * len(row_labels), margin=dict(l=90, r=10, t=10, b=10), plot_bgcolor="white",
+                      font=dict(family=CJK_FONT), dragmode=False)
+    return fig
+
+
+def _feeds(i: int, key: str, w: int) -> bool:
+    """Does the cell (position i, row key) reach the chosen word's vectors?"""
+    if key[0] == "f":
+        return i <= w
+    if key[0] == "b":
+        return i >= w
+    return True  # every word's token layer feeds one of the two LSTMs that reach the chosen word
+
+
+# -- the 2L+1 vectors of one word --------------------------------------------------------------
+def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims: int = 128) -> go.Figure:
+    """Left: the 2L+1 vectors as heatmap rows (first `max_dims` dimensions); right: their cosines."""
+    vecs = np.asarray(vecs, dtype=np.float32)
+    shown = vecs[:, :max_dims]
+    cos = cosine_matrix(vecs)
+    names_s = [plot_text(n) for n in names]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.16,
+                        subplot_titles=[f"{plot_text(word)}: 2L+1 = {len(names)} vectors (dims 1–{shown.shape[1]})",
+                                        "cosine between them"])
+    lim = float(np.abs(shown).max()) or 1.0
+    fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
+                             hovertemplate="%{y}<br>dim %{x}: %{z:.3f}<extra></extra>"), 1, 1)
+    fig.add_trace(go.Heatmap(z=cos, x=names_s, y=names_s, colorscale="Viridis", zmin=-1, zmax=1,
+                             text=np.round(cos, 2), texttemplate="%{text}",
+                             hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=10)), 1, 2)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(height=330, margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT))
+    return fig
+
+
+def norms_figure(vecs: np.ndarray, names: list[str]) -> go.Figure:
+    n = np.linalg.norm(np.asarray(vecs, dtype=np.float32), axis=1)
+    fig = go.Figure(go.Bar(x=[plot_text(s) for s in names], y=n, marker_color=[TOK] + [FWD, BWD] * ((len(names) - 1) // 2)))
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="‖v‖", font=dict(family=CJK_FONT))
+    return fig
+
+
+# -- the two language models -------------------------------------------------------------------
+def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, float]], actual: str,
+                   titles: tuple[str, str]) -> go.Figure:
+    """Side by side: the forward LM's top words for the position (from the left context only) and the
+    backward LM's (from the right context only); the real word is highlighted."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[plot_text(t) for t in titles], horizontal_spacing=0.18)
+    for col, (items, color) in enumerate(((forward, FWD), (backward, BWD)), start=1):
+        items = list(items)[::-1]  # largest on top
+        words = [plot_text(wd) for wd, _ in items]
+        probs = [float(p) for _, p in items]
+        fig.add_trace(go.Bar(x=probs, y=[f"{wd}\u2002" for wd in words], orientation="h", showlegend=False,
+                             marker_color=["#d62728" if wd == actual else color for wd, _ in items],
+                             text=[f"{p:.1%}" for p in probs], textposition="outside",
+                             hovertemplate="%{y}: %{x:.3f}<extra></extra>"), 1, col)
+        fig.update_xaxes(range=[0, max(probs + [0.01]) * 1.3], tickformat=".0%", row=1, col=col)
+    fig.update_layout(height=80 + 26 * max(len(forward), len(backward), 1), margin=dict(l=10, r=10, t=40, b=10),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+# -- mixing weights from the eval files --------------------------------------------------------
+def mix_weights_figure(evals: dict[str, dict], layer_labels: list[str], task_names: dict[str, str]) -> go.Figure:
+    """Grouped bars of softmax(s_j) per task, with gamma and the expected layer in the legend."""
+    fig = go.Figure()
+    for task, ev in evals.items():
+        wts = [float(x) for x in ev.get("mix_weights") or []]
+        if not wts:
+            continue
+        g = ev.get("gamma")
+        e = ev.get("expected_layer", expected_layer(wts))
+        name = f"{task_names.get(task, task)} (γ={float(g):.2f}, E[j]={float(e):.2f})" if g is not None else task_names.get(task, task)
+        fig.add_trace(go.Bar(x=[plot_text(s) for s in layer_labels[:len(wts)]], y=wts, name=plot_text(name),
+                             marker_color=TASK_COLORS.get(task), text=[f"{x:.2f}" for x in wts], textposition="outside"))
+    fig.add_hline(y=1 / max(len(layer_labels), 1), line_dash="dot", line_color="#888",
+                  annotation_text="uniform", annotation_position="top left")
+    fig.update_layout(barmode="group", height=360, yaxis_title="softmax(s)_j", yaxis_range=[0, 1.05],
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.15),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+def expected_layer(weights) -> float:
+    """sum_j j * s_j: 0 = all weight on the token layer, L = all on the top biLSTM."""
+    w = np.asarray(weights, dtype=np.float64)
+    return float((np.arange(len(w)) * w).sum() / max(w.sum(), 1e-12))
+
+
+def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str]) -> go.Figure:
+    """Linear-probe scores for one task: each single layer, the ScalarMix of all layers, and the same probe on
+    word2vec vectors (dashed line)."""
+    per = [float(x) for x in ev.get("per_layer_score") or []]
+    xs = [plot_text(s) for s in layer_labels[:len(per)]]
+    ys = list(per)
+    colors = ["#9ecae1"] * len(per)
+    mix = ev.get("mix_probe_score", ev.get("score"))
+    if mix is not None:
+        xs.append(plot_text(labels.get("mix", "mix")))
+        ys.append(float(mix))
+        colors.append("#9467bd")
+    fig = go.Figure(go.Bar(x=xs, y=ys, marker_color=colors, text=[f"{y:.3f}" for y in ys], textposition="outside"))
+    w2v = ev.get("word2vec_probe_score", ev.get("word2vec_score"))
+    if w2v is not None:
+        fig.add_hline(y=float(w2v), line_dash="dash", line_color="#d62728",
+                      annotation_text=f"word2vec {float(w2v):.3f}", annotation_position="bottom right")
+    vals = ys + ([float(w2v)] if w2v is not None else [])
+    lo = max(0.0, min(vals) - 0.1) if vals else 0.0
+    hi = min(1.05, max(vals) + 0.08) if vals else 1.0
+    fig.update_layout(height=300, yaxis_title=plot_text(ev.get("metric", "score")), yaxis_range=[lo, hi],
+                      margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT),
+                      title=plot_text(labels.get("title", "")))
+    return fig
+
+
+USAGE_KEYS = ("baseline_score", "word2vec_score", "input_score", "concat_score")
+
+
+def usage_figure(evals: dict[str, dict], task_names: dict[str, str], labels: dict[str, str]) -> go.Figure:
+    """The task model without pretrained vectors, with word2vec as input, with ELMo as its input and with ELMo
+    concatenated to its hidden layer, per task."""
+    tasks = [t for t, ev in evals.items() if ev.get("input_score") is not None or ev.get("concat_score") is not None]
+    fig = go.Figure()
+    for key, color in zip(USAGE_KEYS, ("#dddddd", "#999999", "#1f77b4", "#9467bd")):
+        ys = [evals[t].get(key) for t in tasks]
+        if all(y is None for y in ys):
+            continue
+        fig.add_trace(go.Bar(x=[plot_text(task_names.get(t, t)) for t in tasks], y=[float(y) if y is not None else None for y in ys],
+                             name=plot_text(labels.get(key, key)), marker_color=color,
+                             text=[f"{float(y):.3f}" if y is not None else "" for y in ys], textposition="outside"))
+    fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=30, b=10), yaxis_range=[0, 1.1],
+                      legend=dict(orientation="h", y=-0.15), font=dict(family=CJK_FONT))
+    return fig
+
+
+def history_weights(history) -> tuple[list[int], np.ndarray, list[float]]:
+    """Normalise a train_mix_live history to (steps, (n, n_layers) weights, gammas).
+
+    Accepts a list of dicts with "weights"/"mix_weights" (and optional "step", "gamma"), or a list of weight lists.
+    """
+    steps, ws, gs = [], [], []
+    for k, h in enumerate(history or []):
+        if isinstance(h, dict):
+            w = h.get("weights", h.get("mix_weights"))
+            steps.append(int(h.get("step", k)))
+            gs.append(float(h["gamma"]) if h.get("gamma") is not None else float("nan"))
+        else:
+            w = h
+            steps.append(k)
+            gs.append(float("nan"))
+        ws.append([float(x) for x in w])
+    return steps, np.asarray(ws, dtype=np.float32).reshape(len(ws), -1), gs
+
+
+def mix_history_figure(history, layer_labels: list[str], title: str = "") -> go.Figure:
+    """softmax(s_j) over the live training steps, one line per layer."""
+    steps, ws, _ = history_weights(history)
+    fig = go.Figure()
+    colors = [TOK, "#17becf", "#9467bd", "#8c564b", "#e377c2"]
+    for j in range(ws.shape[1] if ws.size else 0):
+        lab = layer_labels[j] if j < len(layer_labels) else f"layer {j}"
+        fig.add_trace(go.Scatter(x=steps, y=ws[:, j], mode="lines", name=plot_text(lab), line=dict(color=colors[j % 5], width=3)))
+    if ws.size:
+        fig.add_hline(y=1 / ws.shape[1], line_dash="dot", line_color="#888")
+    fig.update_layout(height=300, xaxis_title="step", yaxis_title="softmax(s)_j", yaxis_range=[0, 1],
+                      margin=dict(l=10, r=10, t=30, b=10), title=plot_text(title), legend=dict(orientation="h", y=-0.25),
+                      font=dict(family=CJK_FONT))
+    return fig
+
+
+# -- data helpers the page uses (no streamlit) --------------------------------------------------
+def read_evals(path, tasks) -> tuple[dict[str, dict], list[str]]:
+    """({task: eval dict} for the eval_<task>.json files in the checkpoint folder, [tasks without a file]).
+    A corrupt file counts as missing."""
+    import json
+    from pathlib import Path
+
+    found, missing = {}, []
+    for task in tasks:
+        f = Path(path) / f"eval_{task}.json" if path else None
+        try:
+            ev = json.loads(f.read_text(encoding="utf-8")) if f is not None else None
+        except (OSError, ValueError):
+            ev = None
+        if isinstance(ev, dict):
+            found[task] = ev
+        else:
+            missing.append(task)
+    return found, missing
+
+
+def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = None) -> dict:
+    """Train only the ScalarMix + a linear head on frozen ELMo features (ctxlib.tasks.train_mix_live)."""
+    from . import tasks
+
+    kw = {"l2": float(l2), "max_seconds": float(max_seconds), "callback": callback, "seed": 0}
+    if n_train is not None:
+        kw["n_train"] = int(n_train)
+    return tasks.train_mix_live(encoder, task, **kw)

@@ -1,0 +1,132 @@
+"""Plot builders for the BERT pages, tested without streamlit on hand-made attention matrices."""
+import numpy as np
+import pytest
+
+from ctxlib import viz_attention as va
+
+TOKENS = ["[CLS]", "苹", "果", "很", "甜", "[SEP]"]
+
+
+def _att(rng=np.random.default_rng(0), L=2, H=3, T=6):
+    a = rng.random((L, H, T, T)).astype(np.float32)
+    return a / a.sum(-1, keepdims=True)
+
+
+def test_renormalize_rows_sum_to_one_and_drop_specials():
+    a = _att()
+    keep = va.keep_indices(TOKENS, hide_specials=True)
+    assert keep == [1, 2, 3, 4]
+    r = va.renormalize(a, keep)
+    assert r.shape == (2, 3, 4, 4)
+    np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-5)
+    # ratios inside a row are preserved
+    np.testing.assert_allclose(r[0, 0, 0, 1] / r[0, 0, 0, 0], a[0, 0, 1, 2] / a[0, 0, 1, 1], rtol=1e-5)
+    assert va.keep_indices(TOKENS, hide_specials=False) == list(range(6))
+    assert va.keep_indices(["[CLS]", "[SEP]"], True) == [0, 1]  # never empty
+
+
+def test_renormalize_zero_row_becomes_uniform():
+    a = np.zeros((1, 1, 3, 3), np.float32)
+    a[0, 0, :, 0] = 1.0  # everything on token 0, which is dropped
+    r = va.renormalize(a, [1, 2])
+    np.testing.assert_allclose(r[0, 0], 0.5)
+
+
+def test_head_summaries_on_hand_made_heads():
+    T = len(TOKENS)
+    prev = np.zeros((T, T))
+    for i in range(T):
+        prev[i, max(i - 1, 0)] = 1.0
+    sep = np.zeros((T, T))
+    sep[:, T - 1] = 1.0
+    uniform = np.full((T, T), 1.0 / T)
+    nxt = np.zeros((T, T))
+    for i in range(T):
+        nxt[i, min(i + 1, T - 1)] = 1.0
+    att = np.stack([np.stack([prev, sep]), np.stack([uniform, nxt])])  # (2, 2, T, T)
+    rows = {(r["layer"], r["head"]): r for r in va.head_summaries(att, TOKENS)}
+    assert rows[(1, 1)]["kind"] == "previous char"
+    assert rows[(1, 1)]["prev"] == pytest.approx(1.0)  # from 果, 很, 甜 to the non-special previous char
+    assert rows[(1, 1)]["entropy"] == pytest.approx(0.0)
+    assert rows[(1, 2)]["kind"] == "[SEP]" and rows[(1, 2)]["sep"] == pytest.approx(1.0)
+    assert rows[(2, 1)]["entropy"] == pytest.approx(np.log2(T)) and rows[(2, 1)]["kind"] == "broad"
+    assert rows[(2, 1)]["cls"] == pytest.approx(1.0 / T)
+    assert rows[(2, 2)]["kind"] == "next char"
+
+
+def test_word_attention_and_drift():
+    a = _att()
+    wa = va.word_attention(a, [1, 2])
+    assert wa.shape == (2, 6)
+    np.testing.assert_allclose(wa.sum(1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(wa[0], a[0, :, [1, 2], :].mean(axis=(0, 1)), atol=1e-6)
+    layers = np.zeros((3, 6, 4), np.float32)
+    layers[0, 1:3] = [1, 0, 0, 0]
+    layers[1, 1:3] = [1, 1, 0, 0]
+    layers[2, 1:3] = [0, 1, 0, 0]
+    cos = va.drift_from_layer0(layers, [1, 2])
+    np.testing.assert_allclose(cos, [1.0, np.sqrt(0.5), 0.0], atol=1e-6)
+
+
+def test_word_token_indices_skip_specials_and_find_first():
+    spans = [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 4)]
+    assert va.word_token_indices(spans, TOKENS, "苹果很甜", "苹果") == [1, 2]
+    assert va.word_token_indices(spans, TOKENS, "苹果很甜", "香蕉") == []
+    assert va.word_token_indices(spans, TOKENS, "苹果很甜", "") == []
+
+
+def test_head_view_escapes_tokens_and_loads_nothing_external():
+    toks = ["[CLS]", "<script>alert(1)</script>", "&", "\"x\"", "[SEP]"]
+    att = _att(L=1, H=2, T=5)[0]
+    page = va.head_view_html(att, toks, [0, 1], threshold=0.0)
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("<script>") == 1  # only our own inline script
+    for bad in ("http://", "https://", "src=", "cdn", "@import"):
+        assert bad not in page.lower()
+    assert page.count('class="ln"') == 2 * 5 * 5  # threshold 0: every pair for both heads
+    assert va.head_view_html(att, toks, [0], threshold=0.99).count('class="ln"') <= 5
+
+
+def test_plotly_figures_escape_and_shape():
+    toks = ["[CLS]", "<b>", "果", "果", "[SEP]"]
+    a = _att(L=2, H=2, T=5)
+    fig = va.model_view(a, toks, selected=(2, 1))
+    assert len(fig.data[1].x) == 4  # one clickable centre per (layer, head)
+    assert [list(c) for c in fig.data[1].customdata] == [[1, 1], [1, 2], [2, 1], [2, 2]]
+    hm = va.attention_heatmap(a[0, 0], toks, "<i>title</i>")
+    assert "&lt;b&gt;" in hm.layout.xaxis.ticktext and "<b>" not in hm.layout.xaxis.ticktext
+    assert hm.layout.title.text == "&lt;i&gt;title&lt;/i&gt;"
+    assert len(set(va.axis_labels(toks))) == len(toks)  # repeated 果 stays two labels
+    rows = va.head_summaries(a, toks)
+    f2 = va.head_summary_figure(rows, 2, 2, "entropy")
+    assert np.asarray(f2.data[0].z).shape == (2, 2)
+
+
+def test_mask_text_characters_and_whole_words():
+    text = "今天天气很好"
+    masked, pairs = va.mask_text(text, [3])
+    assert masked == "今天天[MASK]很好" and pairs == [(3, "气")]
+    masked, pairs = va.mask_text("我们去公园散步吧", [4], whole_word=True)  # jieba: 我们 / 去 / 公园 / 散步 / 吧
+    assert masked == "我们去[MASK][MASK]散步吧" and [o for _, o in pairs] == ["公", "园"]
+    assert va.mask_text(text, [])[0] == text
+    assert va.mask_text("a<script>b", [1])[0] == "a[MASK]script>b"
+
+
+def test_example_html_and_counts():
+    ex = {"tokens": ["[CLS]", "[MASK]", "<", "好", "[SEP]", "天", "[SEP]"],
+          "original_tokens": ["[CLS]", "很", "<", "人", "[SEP]", "天", "[SEP]"],
+          "segment_ids": [0, 0, 0, 0, 0, 1, 1],
+          "masked": [{"index": 1, "original": "很", "replacement": "[MASK]", "kind": "mask"},
+                     {"index": 3, "original": "人", "replacement": "好", "kind": "random"},
+                     {"index": 5, "original": "天", "replacement": "天", "kind": "kept"}]}
+    h = va.example_html(ex, "zh")
+    assert "&lt;" in h and "<script" not in h
+    assert h.count(va.KIND_COLORS["random"]) >= 2
+    assert va.example_counts(ex) == {"candidates": 4, "chosen": 3, "mask": 1, "random": 1, "kept": 1}
+
+
+def test_fill_mask_figure_marks_original():
+    res = [{"index": 1, "char_offset": 0, "candidates": [("好", 0.6), ("坏", 0.3)]}]
+    fig = va.fill_mask_figure(res, ["好"])
+    assert list(fig.data[0].marker.color) == ["#1f77b4", "#d62728"]  # reversed order: 坏, 好

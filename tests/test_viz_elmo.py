@@ -1,0 +1,114 @@
+"""Plot builders for the ELMo page (no streamlit), and the live mix training on a tiny trained ELMo."""
+import json
+import time
+
+import numpy as np
+import pytest
+
+from ctxlib import viz_elmo as ve
+
+
+def _layers(T=5, d=4, seed=0):
+    return np.random.default_rng(seed).standard_normal((3, T, 2 * d)).astype(np.float32)
+
+
+def test_split_states_gives_2L_plus_1_vectors():
+    lay = _layers()
+    lay[0, :, 4:] = lay[0, :, :4]  # the token layer is duplicated, as encode() returns it
+    st = ve.split_states(lay)
+    assert list(st) == ["x", "f1", "b1", "f2", "b2"]
+    np.testing.assert_array_equal(st["f2"], lay[2, :, :4])
+    np.testing.assert_array_equal(st["b1"], lay[1, :, 4:])
+    assert len(ve.vector_names(2)) == 5
+
+
+def test_architecture_figure_colours_what_reaches_the_word():
+    toks = ["我", "用", "<script>", "手机", "打", "电话"]
+    fig = ve.architecture_figure(toks, _layers(T=6), word_index=2, lang="zh")
+    cells = {tr.hovertemplate.split(" @")[0]: tr for tr in fig.data if tr.mode == "markers" and tr.hovertemplate}
+    fwd = [k for k in cells if "→" in k and "biLSTM 1" in k][0]
+    bwd = [k for k in cells if "←" in k and "biLSTM 2" in k][0]
+    # forward states reach the word only from positions <= 2, backward only from >= 2
+    assert [c != ve.OFF for c in cells[fwd].marker.color] == [True, True, True, False, False, False]
+    assert [c != ve.OFF for c in cells[bwd].marker.color] == [False, False, True, True, True, True]
+    words = [tr for tr in fig.data if tr.mode == "text"][0]
+    assert "&lt;script&gt;" in words.text and "<script>" not in words.text
+    # a long sentence is drawn in a window around the word
+    long = ve.architecture_figure([str(i) for i in range(40)], _layers(T=40), word_index=30, max_tokens=14)
+    xs = [tr for tr in long.data if tr.mode == "text"][0].x
+    assert len(xs) == 14 and 30 in xs
+
+
+def test_layer_vectors_cosines_and_lm_bars():
+    v = np.array([[1, 0], [0, 1], [1, 1], [-1, 0], [2, 0]], np.float32)
+    c = ve.cosine_matrix(v)
+    np.testing.assert_allclose(np.diag(c), 1.0, atol=1e-6)
+    assert c[0, 3] == pytest.approx(-1.0) and c[0, 4] == pytest.approx(1.0) and c[0, 1] == pytest.approx(0.0)
+    fig = ve.layer_vectors_figure(v, ve.vector_names(2), "苹果")
+    assert np.asarray(fig.data[1].z).shape == (5, 5)
+    bars = ve.lm_bars_figure([("苹果", 0.5), ("<b>", 0.1)], [("香蕉", 0.3)], "苹果", ("fwd", "bwd"))
+    assert bars.data[0].marker.color[-1] == "#d62728"  # the real word (largest, drawn last = on top) in red
+    assert all("<b>" not in y for y in bars.data[0].y)
+
+
+def test_mix_weights_expected_layer_and_eval_files(tmp_path):
+    assert ve.expected_layer([1, 0, 0]) == 0 and ve.expected_layer([0, 0, 1]) == 2
+    assert ve.expected_layer([1 / 3] * 3) == pytest.approx(1.0)
+    ev = {"task": "pos", "metric": "accuracy", "score": 0.9, "per_layer_score": [0.8, 0.85, 0.83], "mix_probe_score": 0.88,
+          "mix_weights": [0.5, 0.3, 0.2], "gamma": 1.2, "expected_layer": 0.7, "word2vec_probe_score": 0.7,
+          "word2vec_score": 0.75, "input_score": 0.9, "concat_score": 0.91, "baseline_score": 0.6}
+    (tmp_path / "eval_pos.json").write_text(json.dumps(ev), encoding="utf-8")
+    (tmp_path / "eval_ner.json").write_text("{broken", encoding="utf-8")
+    found, missing = ve.read_evals(tmp_path, ["pos", "ner", "sentiment"])
+    assert list(found) == ["pos"] and missing == ["ner", "sentiment"]
+    fig = ve.mix_weights_figure(found, ["x", "h1", "h2"], {"pos": "POS"})
+    assert list(fig.data[0].y) == [0.5, 0.3, 0.2] and "γ=1.20" in fig.data[0].name
+    probe = ve.probe_scores_figure(ev, ["x", "h1", "h2"], {"mix": "mix"})
+    assert list(probe.data[0].y) == [0.8, 0.85, 0.83, 0.88]
+    usage = ve.usage_figure(found, {"pos": "POS"}, {})
+    assert [tr.y[0] for tr in usage.data] == [0.6, 0.75, 0.9, 0.91]
+    assert ve.read_evals(None, ["pos"]) == ({}, ["pos"])
+
+
+def test_history_weights_accepts_lists_and_dicts():
+    steps, w, _ = ve.history_weights([[0.2, 0.3, 0.5], [0.1, 0.2, 0.7]])
+    assert steps == [0, 1] and w.shape == (2, 3)
+    steps, w, g = ve.history_weights([{"step": 5, "weights": [1, 0, 0], "gamma": 2.0}])
+    assert steps == [5] and g == [2.0]
+    fig = ve.mix_history_figure([[0.2, 0.3, 0.5], [0.1, 0.2, 0.7]], ["x", "h1", "h2"])
+    assert len(fig.data) == 3
+
+
+@pytest.fixture(scope="module")
+def tiny_elmo():
+    """A tiny ELMo (the 'tiny' preset's sizes, vocabularies from 200 paragraphs) with untrained weights: the live
+    training only fits the ScalarMix and the head, so the biLM need not be trained (training it takes minutes
+    on a busy 2-core machine)."""
+    from dataclasses import asdict
+
+    import torch
+
+    from ctxlib import corpus, elmo
+
+    sents = [p.words for p in corpus.load("pd", "train")[:200]]
+    cfg = elmo.ElmoConfig(**elmo.PRESETS["tiny"]["model"])
+    wv, cv = elmo.build_vocabs(sents, cfg)
+    cfg.n_chars, cfg.vocab_size = len(cv), min(cfg.vocab_size, len(wv))
+    cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
+    torch.manual_seed(0)
+    return elmo.ElmoEncoder("elmo-tiny", asdict(cfg), {}, None, elmo.ElmoLM(cfg), wv, cv)
+
+
+def test_live_mix_training_moves_weights_and_l2_pulls_to_uniform(tiny_elmo):
+    seen = []
+    t0 = time.time()
+    res = ve.train_mix(tiny_elmo, "pos", 0.0, 4, lambda s, n, w: seen.append((s, n, list(w))), n_train=60)
+    assert time.time() - t0 < 60  # the page's promise: <= 60 s (max_seconds bounds the training, features come first)
+    assert seen and seen[-1][0] <= seen[-1][1]
+    w = np.array(res["mix_weights"])
+    assert w.shape == (3,) and w.sum() == pytest.approx(1.0, abs=1e-5)
+    steps, hist, _ = ve.history_weights(res["history"])
+    assert len(steps) == len(seen) and np.abs(hist[-1] - 1 / 3).max() > 0.02  # the weights moved off uniform
+    strong = ve.train_mix(tiny_elmo, "pos", 10.0, 4, None, n_train=60)
+    assert np.abs(np.array(strong["mix_weights"]) - 1 / 3).max() < np.abs(w - 1 / 3).max()
+    assert np.abs(np.array(strong["mix_weights"]) - 1 / 3).max() < 0.02
