@@ -13,7 +13,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT_DIR = Path(os.environ.get("CTXLIB_CHECKPOINTS", REPO_ROOT / "checkpoints"))
@@ -76,6 +75,8 @@ def save(directory: str | os.PathLike, kind: str, config: dict, vocab: dict, sta
         sd[k] = v.contiguous()
     import io
 
+    import torch  # imported here, not at module level: the app's home page draws before torch loads
+
     buf = io.BytesIO()
     torch.save(sd, buf)
     atomic_write_bytes(d / "model.pt", buf.getvalue())
@@ -115,6 +116,8 @@ def load(directory: str | os.PathLike) -> tuple[dict, dict, dict]:
     mf = d / "model.pt"
     if not mf.is_file():
         raise CheckpointError(f"{mf} is missing. Rebuild with: {fix}")
+    import torch
+
     try:
         sd = torch.load(mf, map_location="cpu", weights_only=True)
         if not isinstance(sd, dict):
@@ -125,7 +128,7 @@ def load(directory: str | os.PathLike) -> tuple[dict, dict, dict]:
     return cfg, vocab, sd
 
 
-def load_state_into(model: torch.nn.Module, sd: dict, directory) -> None:
+def load_state_into(model: "torch.nn.Module", sd: dict, directory) -> None:
     """load_state_dict with a CheckpointError naming the file when shapes or keys do not match the config."""
     try:
         model.load_state_dict(sd, strict=True)
