@@ -1,0 +1,84 @@
+"""AppTest for the BERT attention page: defaults, head view HTML, pair input, bad input, missing model."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ctxlib import checkpoint, ui
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_BERT_attention.py")
+TITLE = "BERT attention: where each layer and head looks"
+
+
+@pytest.fixture(scope="module")
+def bert():
+    if not (checkpoint.CHECKPOINT_DIR / "bert" / "config.json").is_file():
+        pytest.skip("checkpoints/bert missing: python -m ctxlib train bert")
+    return ui.load_encoder("bert")
+
+
+def _run(**qp):
+    at = AppTest.from_file(PAGE, default_timeout=90)
+    at.query_params["lang"] = "en"
+    for k, v in qp.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == [TITLE]
+    return at
+
+
+def _iframes(at):
+    return [e.proto.srcdoc for e in at.get("iframe")]
+
+
+def _unsafe_html(at):
+    return [m.value for m in at.markdown if m.proto.allow_html] + [e.proto.body for e in at.get("html")]
+
+
+def test_defaults_render_all_views(bert):
+    at = _run()
+    n_layers = bert.model.cfg.layers
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 6  # model view, enlarged head, head-view heatmap, summary, word attention, drift
+    spec = json.loads(charts[0].proto.spec)
+    assert len(spec["data"][1]["customdata"]) == n_layers * bert.model.cfg.heads  # one clickable centre per head
+    (hv,) = _iframes(at)
+    assert hv.count('class="tk L"') == len("苹果手机很好用") + 2 and "[SEP]" in hv
+    assert "http" not in hv  # nothing loaded from outside
+    drift = json.loads(charts[-1].proto.spec)["data"][0]
+    assert len(drift["text"]) == n_layers + 1 and drift["text"][0] == "1.00"
+    assert not at.error and not at.warning
+
+
+def test_hide_specials_and_sentence_pair(bert):
+    at = _run(hide="1", b="它的电池也很耐用")
+    (hv,) = _iframes(at)
+    assert "[CLS]" not in hv and "[SEP]" not in hv
+    assert "#1a5e9a" in hv  # sentence B's tokens get their own colour
+    at = _run(b="它的电池也很耐用")
+    assert _iframes(at)[0].count("[SEP]") == 4  # two [SEP], each on both sides
+
+
+def test_bad_inputs_give_messages(bert):
+    at = _run(text="")
+    assert "Please type a sentence" in at.warning[0].value
+    at = _run(text="<script>alert(1)</script>苹果很好吃")
+    (hv,) = _iframes(at)
+    assert "<script>alert" not in hv and "&lt;" in hv
+    assert not any("<script" in h for h in _unsafe_html(at))
+    at = _run(text="苹果手机很好用。" * 40)
+    assert any("longer than the model's maximum length" in w.value for w in at.warning)
+    at = _run(word="香蕉")
+    assert any("not in sentence A" in i.value for i in at.info)
+
+
+def test_missing_model_names_the_command(monkeypatch, tmp_path):
+    import ctxlib
+
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    at = _run()
+    assert "python \\-m ctxlib train bert" in at.error[0].value or "python -m ctxlib train bert" in at.error[0].value
+    assert any("python -m ctxlib train bert" in i.value for i in at.info)

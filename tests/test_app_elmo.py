@@ -1,0 +1,110 @@
+"""AppTest for the ELMo layers page: defaults, eval files present or missing, live mix wiring, bad input."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ctxlib import checkpoint, ui
+from ctxlib import viz_elmo as ve
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_ELMo_layers.py")
+TITLE = "ELMo: layers and task-specific mixing"
+
+
+@pytest.fixture(scope="module")
+def elmo():
+    if not (checkpoint.CHECKPOINT_DIR / "elmo" / "config.json").is_file():
+        pytest.skip("checkpoints/elmo missing: python -m ctxlib train elmo")
+    return ui.load_encoder("elmo")
+
+
+def _run(at=None, **qp):
+    at = at or AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["lang"] = "en"
+    for k, v in qp.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == [TITLE]
+    return at
+
+
+def _specs(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_defaults_render(elmo):
+    at = _run()
+    specs = _specs(at)
+    words = [tr for tr in specs[0]["data"] if tr.get("mode") == "text"][0]["text"]
+    assert "苹果" in words  # the target stays one token in the architecture drawing
+    assert specs[1]["data"][1]["z"]["shape"] == "5, 5"  # the cosine matrix of the 2L+1 vectors
+    lm = specs[2]
+    assert len(lm["data"]) == 2 and len(lm["data"][0]["x"]) == 10  # forward and backward top-10
+    evals, missing = ve.read_evals(elmo.path, ["pos", "ner", "sentiment"])
+    infos = " ".join(i.value for i in at.info)
+    for task in missing:
+        assert f"python -m ctxlib eval elmo --task {task}" in infos
+    if evals:
+        assert any(tr.get("y") for tr in specs[3]["data"])  # the mixing-weight bars
+    assert not at.error
+
+
+def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
+    d = tmp_path / "elmo"
+    d.mkdir()
+    for f in ("config.json", "vocab.json", "model.pt"):
+        (d / f).symlink_to(elmo.path / f)
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
+    import ctxlib
+
+    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    at = _run()
+    infos = " ".join(i.value for i in at.info)
+    for task in ("pos", "ner", "sentiment"):
+        assert f"python -m ctxlib eval elmo --task {task}" in infos
+
+
+def test_live_mix_button_shows_history(elmo, monkeypatch):
+    calls = []
+
+    def fake_train(enc, task, lam, seconds, callback, n_train=None):
+        calls.append((task, lam, seconds))
+        for s in range(1, 4):
+            callback(s, 3, [0.5, 0.3, 0.2])
+        return {"mix_weights": [0.6, 0.3, 0.1], "gamma": 1.5, "score": 0.8,
+                "history": [[1 / 3] * 3, [0.5, 0.3, 0.2], [0.6, 0.3, 0.1]]}
+
+    monkeypatch.setattr(ve, "train_mix", fake_train)
+    at = _run()
+    at.selectbox(key="elmo_live_task").set_value("ner")
+    at.button(key="elmo_live_go").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert calls == [("ner", 0.0, 20)]
+    hist = [s for s in _specs(at) if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "step"]
+    assert hist and len(hist[0]["data"]) == 3
+    assert any("γ = 1.500" in m.value for m in at.markdown)
+
+
+def test_bad_inputs_give_messages(elmo):
+    at = _run(text="")
+    assert "Please type a sentence" in at.warning[0].value
+    at = _run(text="<script>alert(1)</script>苹果很好吃", word="苹果")
+    words = [tr for tr in _specs(at)[0]["data"] if tr.get("mode") == "text"][0]["text"]
+    assert not any("<script" in w for w in words)
+    assert not any("<script" in m.value for m in at.markdown if m.proto.allow_html)
+    at = _run(text="我买了苹果。" * 400, word="苹果")  # 2,400 characters
+    assert any("first 2,000 characters" in w.value for w in at.warning)
+    at = _run(word="香蕉")
+    assert any("not in the sentence" in i.value for i in at.info)
+
+
+def test_missing_model_names_the_command(monkeypatch, tmp_path):
+    import ctxlib
+
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    at = _run()
+    assert at.error and any("python -m ctxlib train elmo" in i.value for i in at.info)
