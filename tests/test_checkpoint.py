@@ -1,0 +1,94 @@
+import json
+
+import pytest
+import torch
+
+from ctxlib import checkpoint
+from ctxlib.checkpoint import CheckpointError
+
+
+def _save(d, kind="word2vec"):
+    sd = {"w": torch.randn(4, 3), "ids": torch.arange(5)}
+    checkpoint.save(d, kind, {"dim": 3}, {"itos": ["a", "b"]}, sd, {"steps": 7})
+    return sd
+
+
+def test_round_trip(tmp_path):
+    sd = _save(tmp_path / "m")
+    cfg, vocab, got = checkpoint.load(tmp_path / "m")
+    assert cfg == {"kind": "word2vec", "config": {"dim": 3}, "summary": {"steps": 7}}
+    assert vocab == {"itos": ["a", "b"]}
+    assert got["w"].dtype == torch.float32 and got["ids"].dtype == torch.int64
+    torch.testing.assert_close(got["w"], sd["w"].half().float())  # stored as fp16
+    assert torch.equal(got["ids"], sd["ids"])
+    raw = torch.load(tmp_path / "m" / "model.pt", weights_only=True)
+    assert raw["w"].dtype == torch.float16
+
+
+def test_atomic_writes_leave_no_temp_files(tmp_path, monkeypatch):
+    _save(tmp_path / "m")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["config.json", "model.pt", "vocab.json"]
+    target = tmp_path / "m" / "vocab.json"
+    before = target.read_bytes()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint.os, "replace", boom)
+    with pytest.raises(OSError):
+        checkpoint.atomic_write_bytes(target, b"half-written")
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["config.json", "model.pt", "vocab.json"]
+
+
+def test_missing_checkpoint_names_file_and_command(tmp_path):
+    with pytest.raises(CheckpointError, match=r"config\.json missing.*python -m ctxlib train"):
+        checkpoint.load(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("name,data,pattern", [
+    ("config.json", b"{not json", r"config\.json is corrupt.*python -m ctxlib train"),
+    ("config.json", b'{"config": {}}', r"config\.json is corrupt.*python -m ctxlib train"),
+    ("vocab.json", b"\xff\xfe garbage", r"vocab\.json is corrupt.*python -m ctxlib train word2vec"),
+    ("model.pt", b"PK\x03\x04 truncated zip", r"model\.pt is corrupt.*python -m ctxlib train word2vec"),
+])
+def test_corrupt_files_raise_checkpoint_error(tmp_path, name, data, pattern):
+    _save(tmp_path / "word2vec")
+    (tmp_path / "word2vec" / name).write_bytes(data)
+    with pytest.raises(CheckpointError, match=pattern):
+        checkpoint.load(tmp_path / "word2vec")
+
+
+@pytest.mark.parametrize("name", ["vocab.json", "model.pt"])
+def test_missing_files_raise_checkpoint_error(tmp_path, name):
+    _save(tmp_path / "m")
+    (tmp_path / "m" / name).unlink()
+    with pytest.raises(CheckpointError, match=rf"{name.replace('.', '[.]')} is missing.*python -m ctxlib train word2vec"):
+        checkpoint.load(tmp_path / "m")
+
+
+def test_state_dict_that_is_not_a_dict(tmp_path):
+    _save(tmp_path / "m", kind="elmo")
+    torch.save(torch.zeros(3), tmp_path / "m" / "model.pt")
+    with pytest.raises(CheckpointError, match=r"model\.pt.*python -m ctxlib train elmo"):
+        checkpoint.load(tmp_path / "m")
+
+
+def test_mismatched_state_dict_names_both_files(tmp_path):
+    checkpoint.save(tmp_path / "m", "bert", {"hidden": 4}, {}, {"weight": torch.zeros(2, 4), "bias": torch.zeros(2)}, {})
+    _, _, sd = checkpoint.load(tmp_path / "m")
+    model = torch.nn.Linear(5, 2)
+    with pytest.raises(CheckpointError, match=r"model\.pt does not match .*config\.json.*python -m ctxlib train bert"):
+        checkpoint.load_state_into(model, sd, tmp_path / "m")
+    checkpoint.load_state_into(torch.nn.Linear(4, 2), sd, tmp_path / "m")  # the right shape loads
+
+
+def test_resolve_and_available(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
+    assert checkpoint.available() == []
+    _save(tmp_path / "word2vec")
+    (tmp_path / "half").mkdir()  # no config.json: not a checkpoint
+    assert checkpoint.available() == ["word2vec"]
+    assert checkpoint.resolve("word2vec") == tmp_path / "word2vec"
+    assert checkpoint.resolve(tmp_path / "x") == tmp_path / "x"
+    assert json.loads((tmp_path / "word2vec" / "config.json").read_text(encoding="utf-8"))["kind"] == "word2vec"

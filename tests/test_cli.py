@@ -1,0 +1,101 @@
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ctxlib import checkpoint
+from ctxlib.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _lines(tmp_path, text):
+    f = tmp_path / "in.txt"
+    f.write_text(text, encoding="utf-8")
+    return str(f)
+
+
+def test_embed_writes_npz(w2v_tiny, tmp_path, capsys):
+    out = tmp_path / "v.npz"
+    src = _lines(tmp_path, "我喜欢吃苹果\n\n苹果手机很好用\n苹果树\n")
+    assert main(["embed", "--model", str(w2v_tiny), "--word", "苹果", "--input", src, "--out", str(out)]) == 0
+    z = np.load(out, allow_pickle=False)
+    assert z["vectors"].shape == (3, 1, 32) and z["vectors"].dtype == np.float32
+    assert list(z["layer_names"]) == ["type vector (word2vec)"]
+    assert list(z["sentences"]) == ["我喜欢吃苹果", "苹果手机很好用", "苹果树"]
+    np.testing.assert_array_equal(z["vectors"][0], z["vectors"][2])
+
+
+def test_embed_reads_stdin(w2v_tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("苹果很甜\n".encode("gb18030"))))
+    out = tmp_path / "s.npz"
+    assert main(["embed", "--model", str(w2v_tiny), "--word", "苹果", "--input", "-", "--out", str(out)]) == 0
+    assert np.load(out)["vectors"].shape == (1, 1, 32)
+
+
+@pytest.mark.parametrize("text,word,model,pattern", [
+    ("苹果很甜\n今天天气很好\n", "苹果", None, r"line 2 does not contain '苹果'"),
+    ("\n\n苹果很甜\n我爱苹果\n\n没有水果\n", "苹果", None, r"line 6 does not contain"),
+    ("龘靐很甜\n我爱龘靐\n", "龘靐", None, r"'龘靐' is not in the .* vocabulary"),
+    ("苹果很甜\n", "苹果", "no_such_model", r"cannot load model 'no_such_model'.*python -m ctxlib train"),
+    ("\n \n", "苹果", None, r"empty"),
+])
+def test_embed_user_errors_exit_2_with_one_line(w2v_tiny, tmp_path, capsys, text, word, model, pattern):
+    out = tmp_path / "v.npz"
+    rc = main(["embed", "--model", model or str(w2v_tiny), "--word", word, "--input", _lines(tmp_path, text), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert __import__("re").search(pattern, err), err
+
+
+def test_embed_missing_input_file(w2v_tiny, tmp_path, capsys):
+    rc = main(["embed", "--model", str(w2v_tiny), "--word", "苹果", "--input", str(tmp_path / "no.txt"), "--out", str(tmp_path / "o.npz")])
+    assert rc == 2 and "not found" in capsys.readouterr().err and not (tmp_path / "o.npz").exists()
+
+
+def test_embed_end_to_end_subprocess(w2v_tiny, tmp_path):
+    src = _lines(tmp_path, "苹果很甜\n我爱苹果\n")
+    out = tmp_path / "p.npz"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, "-m", "ctxlib", "embed", "--model", str(w2v_tiny), "--word", "苹果", "--input", src,
+                        "--out", str(out)], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert np.load(out, allow_pickle=False)["vectors"].shape == (2, 1, 32)
+    r = subprocess.run([sys.executable, "-m", "ctxlib", "embed", "--model", str(w2v_tiny), "--word", "梨", "--input", src,
+                        "--out", str(tmp_path / "q.npz")], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert r.returncode == 2 and "line 1" in r.stderr and not (tmp_path / "q.npz").exists()
+
+
+def test_info_json(w2v_tiny, monkeypatch, capsys):
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", Path(w2v_tiny).parent)
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    [m] = info["models"]
+    assert m["name"] == "word2vec" and m["kind"] == "word2vec" and m["config"]["dim"] == 32
+    assert m["summary"]["tokens_seen"] > 0 and m["summary"]["wall_s"] >= 0
+    assert info["missing"] == {"elmo": "python -m ctxlib train elmo", "bert": "python -m ctxlib train bert"}
+    assert main(["info"]) == 0
+    assert "python -m ctxlib train bert" in capsys.readouterr().out
+
+
+def test_corpus_command(capsys):
+    assert main(["corpus", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    by = {(r["source"], r["split"]): r for r in rows}
+    for src in ("pd", "reviews"):
+        parts = sum(by[(src, s)]["words"] for s in ("train", "valid", "test"))
+        assert parts == by[(src, "all")]["words"] > 0
+    assert by[("pd", "all")]["paragraphs"] == 19484
+    assert main(["corpus"]) == 0
+    assert "distinct_words" in capsys.readouterr().out
+
+
+def test_train_unknown_preset_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown preset"):
+        main(["train", "word2vec", "--preset", "huge", "--out", str(tmp_path / "x")])

@@ -1,0 +1,184 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import ctxlib
+from ctxlib import checkpoint
+from ctxlib.encoder import WordNotFound
+from ctxlib.word2vec import (KeyedVectors, Word2VecConfig, Word2VecEncoder, _windows, fit, keep_probabilities,
+                             negative_table, pos_agreement)
+
+
+# -- SGNS details against hand-written references ---------------------------------------------
+def test_keep_probabilities_match_gensim_formula():
+    counts = [5000, 400, 30, 2]
+    got = keep_probabilities(np.array(counts), 1e-3)
+    t = 1e-3 * sum(counts)  # gensim: threshold_count = sample * retained words
+    for c, p in zip(counts, got):
+        ref = min(1.0, (math.sqrt(c / t) + 1) * t / c)
+        assert p == pytest.approx(ref, rel=1e-12)
+    assert got[0] < 0.1 and got[-1] == 1.0  # frequent words are dropped most, rare ones never
+    assert np.all(keep_probabilities(np.array(counts), 0.0) == 1.0)
+
+
+def test_negative_table_follows_unigram_to_the_075():
+    counts = np.array([1000, 100, 10, 1])
+    table = negative_table(counts, 0.75, size=200_000)
+    share = np.bincount(table, minlength=4) / len(table)
+    ref = counts ** 0.75 / (counts ** 0.75).sum()
+    np.testing.assert_allclose(share, ref, atol=2e-5)
+    assert share[3] > counts[3] / counts.sum()  # the exponent lifts rare words
+
+
+def test_windows_stay_in_sentence_and_shrink():
+    ids = np.arange(20)
+    sid = np.repeat([0, 1, 2], [8, 5, 7])
+    seen = {}
+    for center, ctx, valid in _windows(ids, sid, 0, 20, 4, np.random.default_rng(0)):
+        e = ctx.shape[1] // 2
+        assert 1 <= e <= 4
+        for c, row, ok in zip(center, ctx, valid):
+            got = set(row[ok].tolist())
+            assert c not in got
+            assert all(sid[j] == sid[c] and abs(j - c) <= e for j in got)
+            ref = {j for j in range(20) if j != c and sid[j] == sid[c] and abs(j - c) <= e}
+            assert got == ref
+            seen[c] = e
+    assert sorted(seen) == list(range(20))
+    assert len(set(seen.values())) > 1  # the window really is drawn per center word
+
+
+def test_config_rejects_bad_values():
+    for bad in ({"dim": 0}, {"sample": 1.5}, {"min_lr": 0.1}, {"min_count": 0}, {"negative": 0}):
+        with pytest.raises(ValueError):
+            Word2VecConfig(**bad)
+
+
+# -- KeyedVectors against numpy -------------------------------------------------------------------
+@pytest.fixture
+def kv():
+    rng = np.random.default_rng(1)
+    return KeyedVectors([f"w{i}" for i in range(50)], rng.normal(size=(50, 8)).astype(np.float32))
+
+
+def test_keyed_vectors_api_matches_numpy(kv):
+    m = kv.vectors / np.linalg.norm(kv.vectors, axis=1, keepdims=True)
+    assert "w3" in kv and "zz" not in kv and len(kv) == 50 and kv.index_to_key[3] == "w3"
+    np.testing.assert_array_equal(kv["w3"], kv.vectors[3])
+    assert kv.similarity("w1", "w2") == pytest.approx(float(m[1] @ m[2]), abs=1e-6)
+    q = m[1] + m[2] - m[3]
+    q /= np.linalg.norm(q)
+    sims = m @ q
+    ref = [f"w{i}" for i in np.argsort(-sims) if i not in (1, 2, 3)][:5]
+    got = kv.most_similar(positive=["w1", "w2"], negative=["w3"], topn=5)
+    assert [w for w, _ in got] == ref
+    assert got[0][1] == pytest.approx(float(sims[int(ref[0][1:])]), abs=1e-5)
+    assert [w for w, _ in kv.most_similar("w7", topn=3)] == [f"w{i}" for i in np.argsort(-(m @ m[7])) if i != 7][:3]
+    with pytest.raises(KeyError):
+        kv["zz"]
+    with pytest.raises(KeyError):
+        kv.most_similar("zz")
+
+
+def test_pos_agreement_counts_matching_tags():
+    words = ["a", "b", "c", "d"]
+    vecs = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], np.float32)
+    tags = ({"a": "n", "b": "n", "c": "v", "d": "n"}, ["a", "b", "c", "d"])
+    r = pos_agreement(words, vecs, n_words=4, topn=1, tags=tags)
+    assert r["pos_agreement_at_1"] == pytest.approx(0.5)  # a<->b agree, c->d and d->c do not
+
+
+# -- training ---------------------------------------------------------------------------------------
+def _toy_corpus(n=600, seed=0):
+    """Two topics that never share a sentence: fruit words and machine words."""
+    rng = np.random.default_rng(seed)
+    a = ["苹果", "香蕉", "橘子", "葡萄", "西瓜", "梨"]
+    b = ["电脑", "键盘", "屏幕", "鼠标", "内存", "硬盘"]
+    return [list(rng.choice(a if i % 2 else b, size=8)) for i in range(n)]
+
+
+@pytest.mark.parametrize("kw", [{"sg": True}, {"sg": False}, {"sg": True, "shared_negatives": False}])
+def test_tiny_training_lowers_loss_and_separates_topics(kw):
+    cfg = Word2VecConfig(dim=16, window=3, epochs=4, min_count=1, sample=0, batch_size=32, lr=0.05, **kw)
+    kv, s = fit(_toy_corpus(), cfg, device="cpu", progress=False)
+    assert s["epoch_loss"][-1] < 0.9 * s["epoch_loss"][0]
+    within = kv.similarity("苹果", "香蕉")
+    across = kv.similarity("苹果", "电脑")
+    assert within > across + 0.3
+    assert s["tokens_seen"] == 4 * 600 * 8 and s["steps"] > 0
+
+
+def test_training_is_deterministic_and_hogwild_runs():
+    cfg = Word2VecConfig(dim=8, window=2, epochs=1, min_count=1, batch_size=32)
+    a, _ = fit(_toy_corpus(200), cfg, device="cpu", progress=False)
+    b, _ = fit(_toy_corpus(200), cfg, device="cpu", progress=False)
+    np.testing.assert_array_equal(a.vectors, b.vectors)
+    c, s = fit(_toy_corpus(200), cfg, device="cpu", progress=False, workers=2)
+    assert s["workers"] == 2 and np.isfinite(c.vectors).all() and s["tokens_seen"] == 200 * 8
+
+
+def test_time_limit_stops_early():
+    cfg = Word2VecConfig(dim=8, window=2, epochs=200, min_count=1, batch_size=16)
+    _, s = fit(_toy_corpus(400), cfg, device="cpu", progress=False, time_limit=0.5)
+    assert s["stopped_early"] and len(s["epoch_loss"]) < 200
+
+
+# -- the encoder --------------------------------------------------------------------------------------
+def test_encoder_type_vector_is_identical_in_every_context(w2v_tiny):
+    enc = ctxlib.load(w2v_tiny)
+    assert isinstance(enc, Word2VecEncoder) and enc.kind == "word2vec"
+    assert enc.layer_names == ["type vector (word2vec)"] and enc.in_vocab("苹果")
+    texts = ["我喜欢吃苹果", "苹果手机很好用", "门前有一棵苹果树"]
+    v = enc.word_vectors(texts, "苹果")
+    assert v.shape == (3, 1, enc.dim) and v.dtype == np.float32
+    assert np.abs(v[0]).sum() > 0
+    np.testing.assert_array_equal(v[0], v[1])
+    np.testing.assert_array_equal(v[0], v[2])
+    outs = enc.encode(texts, target="苹果")
+    for o in outs:
+        i = o.tokens.index("苹果")
+        assert o.layers.shape == (1, len(o.tokens), enc.dim) and o.attentions is None
+        np.testing.assert_array_equal(o.layers[0, i], enc.kv["苹果"])
+        assert o.text[o.spans[i][0]:o.spans[i][1]] == "苹果"
+    with pytest.raises(WordNotFound):
+        enc.word_vectors(["今天天气很好"], "苹果")
+
+
+def test_encoder_unknown_tokens_get_zero_vectors(w2v_tiny):
+    enc = ctxlib.load(w2v_tiny)
+    o = enc.encode(["龘靐苹果"], target="龘靐")[0]
+    assert o.tokens[0] == "龘靐" and o.known[0] is False and not o.layers[0, 0].any()
+    assert not enc.in_vocab("龘靐")
+
+
+def test_type_vectors_are_the_normalised_table(w2v_tiny):
+    enc = ctxlib.load(w2v_tiny)
+    words, m = enc.type_vectors(0, max_words=100)
+    assert words == enc.kv.index_to_key[:100] == enc.vocab_words(100)
+    np.testing.assert_allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    near = enc.nearest_words(enc.kv["中国"], 0, topn=1)
+    assert near[0][0] == "中国"
+    cfg, _, _ = checkpoint.load(w2v_tiny)
+    assert cfg["summary"]["epoch_loss"][-1] < cfg["summary"]["epoch_loss"][0]
+    assert cfg["summary"]["tokens_seen"] > 0 and cfg["summary"]["device"] == "cpu"
+
+
+def test_encoder_rejects_vectors_that_do_not_match_config(w2v_tiny, tmp_path):
+    cfg, vocab, sd = checkpoint.load(w2v_tiny)
+    checkpoint.save(tmp_path / "bad", "word2vec", cfg["config"], vocab, {"in_vectors": sd["in_vectors"][:, :5]}, {})
+    with pytest.raises(checkpoint.CheckpointError, match=r"model\.pt.*python -m ctxlib train word2vec"):
+        ctxlib.load(tmp_path / "bad")
+
+
+def test_shipped_checkpoint_if_present():
+    d = checkpoint.CHECKPOINT_DIR / "word2vec"
+    if not (d / "config.json").is_file():
+        pytest.skip("no shipped checkpoints/word2vec (python -m ctxlib train word2vec)")
+    enc = ctxlib.load("word2vec")
+    assert enc.dim == 128 and enc.config["sg"] and enc.config["epochs"] >= 5 and enc.config["min_count"] == 5
+    assert sum(f.stat().st_size for f in d.iterdir()) <= 15 * 2 ** 20
+    assert enc.in_vocab("苹果") and enc.in_vocab("中国")
+    assert enc.summary["pos_agreement_at_10"] > 0.3
+    assert torch.tensor(enc.kv.vectors).isfinite().all() and len(enc.summary["most_similar"]["中国"]) == 5
