@@ -75,9 +75,10 @@ a_col, b_col = st.columns(2)
 s1 = a_col.text_input(t("句子 A", "Sentence A"), value=ui.qp_init("home_a", "a", "苹果真好吃"), key="home_a_w", max_chars=300)
 s2 = b_col.text_input(t("句子 B", "Sentence B"), value=ui.qp_init("home_b", "b", "苹果手机很好用"), key="home_b_w", max_chars=300)
 st.query_params.update({"word": word, "a": s1, "b": s2})
-status = ui.model_status()
-loaded = [m for m, err in status.items() if err is None]
-rows, problems = ui.demo_cosines(loaded, word, s1, s2)
+with st.spinner(t("正在加载模型…", "Loading the models…")):
+    status = ui.model_status()
+    loaded = [m for m, err in status.items() if err is None]
+    rows, problems = ui.demo_cosines(loaded, word, s1, s2)
 for zh, en in problems:
     st.warning(ui.escape_md(t(zh, en)))
 if rows:

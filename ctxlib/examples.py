@@ -284,7 +284,7 @@ def example_text(name: str) -> str:
 # -- checking what a user typed ----------------------------------------------------------------
 MAX_INPUT_CHARS = 5000  # a longer paste is cut here
 MAX_SENTENCES = 40  # more sentences make unreadable maps
-MAX_SENTENCE_CHARS = 300  # a longer sentence is cut to a window around the word
+MAX_SENTENCE_CHARS = 120  # a longer sentence is cut to a window around the word (BERT takes 126 characters)
 MAX_WORD_CHARS = 12
 
 Message = tuple[str, str, str]  # (level: "error" | "warning" | "info", Chinese, English)

@@ -49,10 +49,10 @@ def short_label(text: str, n: int = 10) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
-def _base_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.08) -> go.Figure:
     fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left", font=dict(size=15)),
                       height=height, margin=dict(l=10, r=10, t=45, b=10), font=dict(family=CJK_FONT),
-                      hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=-0.08))
+                      hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=legend_y))
     return fig
 
 
@@ -102,23 +102,26 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
 
 
 def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
-                       height: int = 420) -> go.Figure:
-    """Cosine-similarity matrix of n token vectors; `names` label the axes, `hover` (escaped) the cells."""
+                       labels: list | None = None, height: int = 420) -> go.Figure:
+    """Cosine-similarity matrix of n token vectors. Axes show the sentence number (and its label, if any);
+    the full sentences (`hover`, escaped) are in the hover text, so a narrow column still has room for the cells."""
     S = np.asarray(S, dtype=float)
     n = len(names)
     if S.shape != (n, n):
         raise ValueError(f"S must be ({n}, {n}), got {S.shape}")
     hover = hover or [escape(x) for x in names]
-    custom = [[f"{hover[i]}<br>↔<br>{hover[j]}" for j in range(n)] for i in range(n)]
-    axis = [f"{i + 1}. {escape(short_label(x))}" for i, x in enumerate(names)]
+    custom = [[f"{i + 1}. {hover[i]}<br>↔<br>{j + 1}. {hover[j]}" for j in range(n)] for i in range(n)]
+    labels = labels if labels is not None and any(labels) else [None] * n
+    axis = [f"{i + 1} {escape(short_label(lab, 4))}" if lab else f"{i + 1}" for i, lab in enumerate(labels)]
     lo = float(np.nanmin(S)) if n else 0.0
+    show = n <= 8  # numbers in the cells only while they fit
     fig = go.Figure(go.Heatmap(
         z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99), zmax=1.0, colorscale="Viridis",
         hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
-        text=np.round(S, 2) if n <= 16 else None, texttemplate="%{text}" if n <= 16 else None,
+        text=np.round(S, 2) if show else None, texttemplate="%{text}" if show else None,
         textfont=dict(size=9), colorbar=dict(thickness=10)))
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10))
-    fig.update_xaxes(tickangle=-45, tickfont=dict(size=10))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10), type="category")
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category")
     return _base_layout(fig, title, height)
 
 
@@ -129,14 +132,14 @@ def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chan
     fig = go.Figure()
     for i, (model, (names, accs)) in enumerate(results.items()):
         fig.add_trace(go.Scatter(x=list(range(len(accs))), y=list(accs), mode="lines+markers", name=escape(model),
-                                 text=[escape(n) for n in names], marker=dict(size=9, color=PALETTE[i % len(PALETTE)]),
+                                 text=[escape(n) for n in names], marker=dict(size=max(6, 13 - 3 * i), color=PALETTE[i % len(PALETTE)]),
                                  hovertemplate=escape(model) + " · %{text}<br>%{y:.2f}<extra></extra>"))
     if chance is not None:
         fig.add_hline(y=chance, line=dict(dash="dot", color="grey"), annotation_text=f"majority {chance:.2f}",
                       annotation_position="bottom right")
     fig.update_yaxes(range=[0, 1.05], title=y_title)
     fig.update_xaxes(title=x_title, dtick=1)
-    return _base_layout(fig, title, height)
+    return _base_layout(fig, title, height, legend_y=-0.3)
 
 
 def self_similarity_chart(results: dict[str, tuple[list[str], list[float], list[float]]], title: str = "",
@@ -156,7 +159,7 @@ def self_similarity_chart(results: dict[str, tuple[list[str], list[float], list[
                                  hovertemplate="%{text}<br>%{y:.3f}<extra></extra>"))
     fig.update_yaxes(title="cos", range=[-0.05, 1.05])
     fig.update_xaxes(title=x_title, dtick=1)
-    return _base_layout(fig, title, height)
+    return _base_layout(fig, title, height, legend_y=-0.3)
 
 
 def atlas_map(coords, hover: list[str], colour_by: list[str], title: str = "",
@@ -201,7 +204,7 @@ def cosine_bars(rows: list[tuple[str, str, float]], title: str = "", y_title: st
         sub = [(ln, c) for mm, ln, c in rows if mm == m]
         fig.add_trace(go.Bar(x=[f"{escape(m)}<br>{escape(ln)}" for ln, _ in sub], y=[c for _, c in sub],
                              name=escape(m), marker_color=PALETTE[i % len(PALETTE)],
-                             text=[f"{c:.3f}" for _, c in sub], textposition="outside",
+                             text=[f"{c:.4f}" if c > 0.995 else f"{c:.3f}" for _, c in sub], textposition="outside",
                              hovertemplate="%{x}<br>cos = %{y:.4f}<extra></extra>"))
     lo = min([c for _, _, c in rows] + [0.0])
     fig.update_yaxes(range=[min(lo - 0.05, 0), 1.12], title=y_title)

@@ -165,12 +165,52 @@ def word_tokens(model: str, word: str, texts: tuple[str, ...], stamp: str) -> di
     return _encode_word(load_encoder(model), list(texts), word)
 
 
+NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def vocab_matrix(model: str, stamp: str) -> tuple[list[str], np.ndarray]:
+    """(words, (n, n_layers, dim) unit vectors): each frequent vocabulary word encoded alone, every layer at once.
+
+    Encoder.type_vectors(layer) re-encodes the vocabulary for each layer; one pass for all layers is L times cheaper."""
+    enc = load_encoder(model)
+    if len(enc.layer_names) == 1:
+        words, m = enc.type_vectors(0)
+        return list(words), m[:, None, :]
+    words = list(enc.vocab_words(NEAREST_VOCAB))
+    mats = []
+    for i in range(0, len(words), 256):
+        encs = enc.encode(words[i:i + 256], target=None, batch_size=256)
+        mats.append(np.stack([e.layers.mean(1) for e in encs]))  # (b, L, D)
+    M = np.concatenate(mats).astype(np.float32)
+    return words, M / np.maximum(np.linalg.norm(M, axis=2, keepdims=True), 1e-12)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5) -> list[str]:
-    """For each text: the nearest vocabulary words of the word's token vector at `layer`, as one string."""
-    enc = load_encoder(model)
+    """For each text: the nearest vocabulary words (encoded alone) to the word's token vector at `layer`, as one string."""
+    words, M = vocab_matrix(model, stamp)
     vecs = word_tokens(model, word, texts, stamp)["vecs"][:, layer, :]
-    return ["  ".join(f"{w} {s:.2f}" for w, s in enc.nearest_words(v, layer, topn=topn, exclude=(word,))) for v in vecs]
+    V = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    sims = V @ M[:, layer, :].T  # (n_texts, n_words)
+    out = []
+    for row in sims:
+        best = [(words[i], row[i]) for i in np.argsort(-row)[:topn + 1] if words[i] != word][:topn]
+        out.append("  ".join(f"{w} {s:.2f}" for w, s in best))
+    return out
+
+
+ATLAS_WINDOW = 100  # characters of context kept around each occurrence
+
+
+def _crop(o, size: int):
+    """The occurrence with its sentence cut to `size` characters centred on the word (spans shifted)."""
+    from dataclasses import replace
+
+    if len(o.text) <= size:
+        return o
+    a = max(0, min(o.start - (size - (o.end - o.start)) // 2, len(o.text) - size))
+    return replace(o, text=o.text[a:a + size], start=o.start - a, end=o.end - a)
 
 
 def _atlas_vectors(enc, word: str, cap: int, seed: int = 0) -> dict:
@@ -182,6 +222,8 @@ def _atlas_vectors(enc, word: str, cap: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     vecs, base, contexts = [], [], []
     keep = []
+    window = min(ATLAS_WINDOW, int(enc.config.get("max_len", 10**6)) - 4)
+    occ = [_crop(o, window) for o in occ]  # the word must fall inside the model's length limit
     encs = enc.encode([o.text for o in occ], target=word) if occ else []
     for o, e in zip(occ, encs):
         idx = e.token_indices(o.start, o.end)
@@ -346,6 +388,10 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
+
+
 def model_rows(status: dict[str, str | None]) -> list[dict]:
     """One row per standard model: loaded or not, size, and the training record from config.json's summary."""
     rows = []
@@ -364,13 +410,15 @@ def model_rows(status: dict[str, str | None]) -> list[dict]:
             t("训练步数", "steps"): _fmt(_pick(s, "steps", "step", "updates")),
             t("见过的词/字数", "tokens seen"): _fmt(_pick(s, "tokens_seen", "tokens", "words_seen", "words")),
             t("设备", "device"): _fmt(_pick(s, "device")),
-            t("训练用时", "wall time"): (f"{wall / 60:.1f} min" if isinstance(wall, (int, float)) else _fmt(wall)),
+            t("训练用时", "wall time"): (_duration(wall) if isinstance(wall, (int, float)) else _fmt(wall)),
             t("验证指标", "validation"): "; ".join(f"{k}={_fmt(v)}" for k, v in list(val.items())[:4]),
         })
     return rows
 
 
-PAGE_LABELS = {"Type_vs_token": ("类型与实例", "Type vs token"), "Polysemy_atlas": ("多义词图谱", "Polysemy atlas")}
+PAGE_LABELS = {"Type_vs_token": ("类型与实例", "Type vs token"), "Polysemy_atlas": ("多义词图谱", "Polysemy atlas"),
+               "ELMo_layers": ("ELMo 的各层", "ELMo layers"), "BERT_attention": ("BERT 的注意力", "BERT attention"),
+               "BERT_pretraining": ("BERT 的预训练", "BERT pretraining")}
 
 
 def page_label(stem: str) -> str:
@@ -438,3 +486,38 @@ def prewarm_corpus():
     th = threading.Thread(target=corpus.load, args=("all",), daemon=True, name="ctxlab-corpus-prewarm")
     th.start()
     return th
+
+
+def flag_param(key: str, param: str) -> None:
+    """on_change callback: mirror a toggle/checkbox into a query parameter ("1" or absent)."""
+    if st.session_state.get(key):
+        st.query_params[param] = "1"
+    elif param in st.query_params:
+        del st.query_params[param]
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _figure_cache(key: str, _build):
+    return _build()
+
+
+def cached_figure(key: str, build):
+    """`build()` once per `key` (a string naming everything the figure shows, language included).
+
+    Building Plotly figures (validation) is most of a warm rerun's time; st.plotly_chart does not mutate them."""
+    return _figure_cache(f"{lang()}|{key}", build)
+
+
+def segmentation_table(data: dict, texts, sentence_col: str, pooled_col: str) -> dict[str, list[str]]:
+    """Columns for the segmentation table: models with identical segmentations share a column
+    ("word2vec / elmo"); character models get an extra column with the characters pooled into the word."""
+    cols: dict[str, list[str]] = {sentence_col: list(texts)}
+    groups: dict[tuple, list[str]] = {}
+    for m, d in data.items():
+        groups.setdefault(tuple(d["segmentation"]), []).append(m)
+    for seg, ms in groups.items():
+        cols[" / ".join(ms)] = list(seg)
+    for m, d in data.items():
+        if not d.get("word_level", True):
+            cols[f"{m}: {pooled_col}"] = [" + ".join(p) for p in d["pooled"]]
+    return cols

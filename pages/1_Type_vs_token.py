@@ -38,7 +38,7 @@ def _load_set():
 
 left, right = st.columns([1, 2])
 left.selectbox(t("例句集", "Example set"), sets, key="tt_set", on_change=_load_set,
-               format_func=lambda k: examples.EXAMPLE_SETS[k]["title_zh" if ui.lang() == "zh" else "title_en"])
+               format_func={k: t(v["title_zh"], v["title_en"]) for k, v in examples.EXAMPLE_SETS.items()}.__getitem__)
 left.text_input(t("目标词", "Target word"), key="tt_word", max_chars=examples.MAX_WORD_CHARS)
 right.text_area(t("句子（每行一句，可选“| 词义标签”）", "Sentences (one per line, optional '| sense label')"),
                 key="tt_text", height=200)
@@ -62,47 +62,51 @@ if any(level == "error" for level, _, _ in msgs) or not models:
 
 texts, labels = tuple(s for s, _ in pairs), [lab for _, lab in pairs]
 hover = [plots.mark_word(s, *ui.find_first(s, word)) for s in texts]
-data = {}
+data, stamps = {}, {m: ui.model_stamp(m) for m in models}
 with st.spinner(t("正在编码句子…", "Encoding the sentences…")):
     for m in models:
         try:
-            data[m] = ui.word_tokens(m, word, texts, ui.model_stamp(m))
+            data[m] = ui.word_tokens(m, word, texts, stamps[m])
         except Exception as e:  # a model failing must not take the other models down
             ui.show_error(f"{m}: {type(e).__name__}: {e}")
 layers = ui.layer_pickers("tt", {m: d["layer_names"] for m, d in data.items()})
 
+for m, d in data.items():
+    if not d["in_vocab"]:
+        st.warning(ui.escape_md(t(f"{m} 的词表里没有“{word}”：它对没见过的词没有向量（全为 0）。ELMo 从字符构造向量，BERT 用单字。",
+                                  f"'{word}' is not in {m}'s vocabulary: it has no vector for an unseen word (all zeros). "
+                                  "ELMo builds one from characters; BERT uses the single characters.")))
 cols = st.columns(max(1, len(data)))
 for col, (m, d) in zip(cols, data.items()):
     j = layers[m]
     X = np.vstack([d["type_vec"][j][None], d["vecs"][:, j]])
-    xy = ui.projected(f"{m}|{ui.model_stamp(m)}|{word}|{texts}|{j}", X, method)
+    xy = ui.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}", X, method)
     with col:
-        if not d["in_vocab"]:
-            st.warning(t(f"{m} 的词表里没有“{word}”，它对没见过的词没有向量（全为 0）。ELMo 从字符构造向量，BERT 用单字。",
-                         f"'{word}' is not in {m}'s vocabulary: it has no vector for an unseen word (all zeros). "
-                         "ELMo builds one from characters; BERT uses the single characters."))
-        st.plotly_chart(plots.type_token_map(xy, hover, labels if any(labels) else None, title=f"{m} · {d['layer_names'][j]}",
-                                             type_name=t("类型向量 ★", "type vector ★"), token_name=t("实例", "token")),
-                        config=plots.PLOTLY_CONFIG, key=f"map_{m}")
+        fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}"
+        st.plotly_chart(ui.cached_figure("map|" + fkey, lambda: plots.type_token_map(
+            xy, hover, labels if any(labels) else None, title=f"{m} · {d['layer_names'][j]}",
+            type_name=t("类型向量 ★", "type vector ★"), token_name=t("实例", "token"))), config=plots.PLOTLY_CONFIG, key=f"map_{m}")
         cos = [ui.cosine(v, d["type_vec"][j]) for v in d["vecs"][:, j]]
         st.caption(t(f"实例与类型向量的平均余弦：{np.mean(cos):.3f}", f"Mean cosine of tokens to the type vector: {np.mean(cos):.3f}"))
-        S = ui.cosine_matrix(d["vecs"][:, j])
-        st.plotly_chart(plots.similarity_heatmap(S, list(texts), hover, title=t("实例之间的余弦相似度", "Cosine similarity of the tokens")),
-                        config=plots.PLOTLY_CONFIG, key=f"heat_{m}")
+        st.plotly_chart(ui.cached_figure("heat|" + fkey, lambda: plots.similarity_heatmap(
+            ui.cosine_matrix(d["vecs"][:, j]), list(texts), hover, labels=labels,
+            title=t("实例之间的余弦相似度", "Cosine similarity of the tokens"))),
+            config=plots.PLOTLY_CONFIG, key=f"heat_{m}")
 
 tab_near, tab_seg, tab_acc, tab_csv = st.tabs([t("最近的词", "Nearest words"), t("分词", "Segmentation"),
                                                t("词义分类准确率", "Sense accuracy"), t("导出", "Export")])
 with tab_near:
     st.caption(t("每个实例向量在该层最接近的词表词（词单独输入时的向量），括号外为余弦。",
                  "The vocabulary words (each encoded alone) closest to each token vector at the chosen layer, with cosines."))
-    if st.toggle(t("计算最近的词（首次较慢）", "Compute nearest words (slow the first time)"), value=True, key="tt_near"):
+    if st.toggle(t("计算最近的词（首次需编码词表，约几秒到几十秒）", "Compute nearest words (the first time encodes the vocabulary: seconds)"),
+                 value=ui.qp_init("tt_near", "near", "0") == "1", key="tt_near_w", on_change=ui.flag_param, args=("tt_near_w", "near")):
         with st.spinner(t("正在为词表编码…", "Encoding the vocabulary…")):
-            st.dataframe({t("句子", "sentence"): texts, **{m: ui.nearest_table(m, word, texts, layers[m], ui.model_stamp(m))
+            st.dataframe({t("句子", "sentence"): texts, **{m: ui.nearest_table(m, word, texts, layers[m], stamps[m])
                                                            for m in data}}, hide_index=True)
 with tab_seg:
     st.caption(t("模型实际使用的切分；【】是取平均得到词向量的那些 token（BERT 按字切分）。",
                  "The segmentation each model used; the tokens in 【】 were averaged into the word's vector (BERT uses characters)."))
-    st.dataframe({t("句子", "sentence"): texts, **{m: d["segmentation"] for m, d in data.items()}}, hide_index=True)
+    st.dataframe(ui.segmentation_table(data, texts, t("句子", "sentence"), t("取平均的字", "pooled characters")), hide_index=True)
 with tab_acc:
     res = ui.sense_accuracy(data, labels)
     if res is None:
@@ -111,9 +115,9 @@ with tab_acc:
                   "to see leave-one-out nearest-centroid accuracy per layer."))
     else:
         chance = max(labels.count(x) for x in set(labels)) / len(labels)
-        st.plotly_chart(plots.layer_accuracy_chart(res, chance, title=t("每层的词义分类准确率（留一法，最近质心）",
-                        "Sense accuracy per layer (leave-one-out nearest centroid)"), x_title=t("层", "layer"),
-                        y_title=t("准确率", "accuracy")), config=plots.PLOTLY_CONFIG, key="acc")
+        st.plotly_chart(ui.cached_figure(f"acc|{res}|{chance}", lambda: plots.layer_accuracy_chart(
+            res, chance, title=t("每层的词义分类准确率（留一法，最近质心）", "Sense accuracy per layer (leave-one-out nearest centroid)"),
+            x_title=t("层", "layer"), y_title=t("准确率", "accuracy"))), config=plots.PLOTLY_CONFIG, key="acc")
         st.dataframe([{"model": m, "layer": n, "accuracy": round(a, 3)} for m, (ns, accs) in res.items()
                       for n, a in zip(ns, accs)], hide_index=True)
 with tab_csv:

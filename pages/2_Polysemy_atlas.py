@@ -15,7 +15,7 @@ t = ui.t
 st.title(t("多义词图谱：语料中的每一个实例", "Polysemy atlas: every occurrence in the corpus"))
 st.markdown(t(
     "取出一个词在语料（人民日报 1998-01 和评论）中的所有出现，每个实例一个点。在上下文模型的高层，点会按词义或词性聚成几团；"
-    "word2vec 的所有点重合。右下的图是 Ethayarajh (2019) 的**自相似度**：同一个词各实例之间的平均余弦，"
+    "word2vec 的所有点重合。下方的图是 Ethayarajh (2019) 的**自相似度**：同一个词各实例之间的平均余弦，"
     "与随机词之间的平均余弦（各向异性基线）相比，越接近基线说明上下文改变得越多。",
     "All occurrences of a word in the corpus (People's Daily 1998-01 and reviews), one point per token. At a contextual model's "
     "higher layers the points gather by sense or part of speech; word2vec's all coincide. The chart below is Ethayarajh's (2019) "
@@ -31,8 +31,8 @@ cap = c2.select_slider(t("最多取多少个实例", "Cap on occurrences"), [50,
                        value=int(ui.qp_init("at_cap", "cap", "300")) if ui.qp_init("at_cap", "cap", "300").isdigit() else 300,
                        key="at_cap_w")
 colour = c3.radio(t("着色", "Colour by"), ["pos", "source", "kmeans"], horizontal=True, key="at_colour",
-                  format_func=lambda c: {"pos": t("词性（人民日报）", "POS (People's Daily)"), "source": t("语料来源", "source"),
-                                         "kmeans": t("k-means 聚类", "k-means cluster")}[c])
+                  format_func={"pos": t("词性（人民日报）", "POS (People's Daily)"), "source": t("语料来源", "source"),
+                               "kmeans": t("k-means 聚类", "k-means cluster")}.__getitem__)
 k = c4.slider("k", 2, 8, 3, key="at_k", disabled=colour != "kmeans")
 method = st.sidebar.radio(t("投影", "Projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="at_proj")
 st.sidebar.caption(t("图右上角的相机按钮可下载 PNG。", "Download a PNG with the camera button at the top right of each plot."))

@@ -29,7 +29,7 @@ def test_home_renders_demo_and_models(monkeypatch):
     assert at.title[0].value == "ctxlab: contextual word embeddings"
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     bars = {tr["name"]: tr["text"] for tr in spec["data"]}
-    assert bars["word2vec"] == ["1.000"]  # one vector per type: identical in both sentences
+    assert bars["word2vec"] == ["1.0000"]  # one vector per type: identical in both sentences
     assert len(bars["elmo"]) == 3 and any(float(x) < 0.999 for x in bars["elmo"])
     table = at.dataframe[0].value
     assert list(table.iloc[:, 0]) == ["word2vec", "elmo", "bert"]

@@ -46,7 +46,9 @@ def test_similarity_heatmap():
     S = np.array([[1, 0.5], [0.5, 1]])
     fig = plots.similarity_heatmap(S, ["苹果真好吃", "苹果手机很好用"])
     assert fig.data[0].z.shape == (2, 2) and fig.data[0].zmax == 1.0
-    assert fig.data[0].x[0].startswith("1. ")
+    assert list(fig.data[0].x) == ["1", "2"]
+    fig = plots.similarity_heatmap(S, ["a", "b"], labels=["水果", "品牌"])
+    assert list(fig.data[0].y) == ["1 水果", "2 品牌"] and "1. a" in fig.data[0].customdata[0][1]
     with pytest.raises(ValueError):
         plots.similarity_heatmap(np.eye(3), ["a", "b"])
 

@@ -1,0 +1,101 @@
+"""Real-browser smoke test: `streamlit run app.py`, then headless Chromium visits the home page and every page in pages/.
+
+Skips (with the reason) when Playwright or a Chromium binary is missing; `.ci/run` installs chromium.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def _chromium() -> str | None:
+    for p in (os.environ.get("CTXLAB_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
+              shutil.which("chromium-browser"), shutil.which("google-chrome")):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def page_paths() -> list[str]:
+    """URL paths of the home page and every page in pages/ (Streamlit drops the number prefix)."""
+    out = [""]
+    for f in sorted((ROOT / "pages").glob("*.py")):
+        stem = f.stem
+        out.append(stem.split("_", 1)[1] if stem[:1].isdigit() and "_" in stem else stem)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+                             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+        if proc.poll() is not None:
+            pytest.fail(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not answer /_stcore/health within 60 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -r requirements.txt)")
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("no Chromium binary (apt-get install chromium, or set CTXLAB_CHROMIUM); .ci/run installs it")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def wait_rendered(page, timeout_ms: int = 90_000) -> None:
+    """Until the page has a title and its script run has finished."""
+    page.wait_for_selector("h1", timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
+
+
+def test_every_page_renders_without_error(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    titles = {}
+    for path in page_paths():
+        page.goto(f"{server}/{path}?lang=en")
+        wait_rendered(page)
+        page.wait_for_timeout(300)
+        errors = [e.inner_text()[:300] for e in page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')]
+        assert not errors, f"/{path}: {errors}"
+        titles[path] = page.inner_text("h1").strip()
+        assert titles[path], f"/{path}: empty title"
+    assert len(set(titles.values())) == len(titles), titles  # each page has its own title
+    assert titles[""].startswith("ctxlab")
