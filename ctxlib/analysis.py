@@ -33,14 +33,14 @@ def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
     correct = 0
     for i in range(len(X)):
         best, best_s = None, -np.inf
-        for c in classes:
+        for c in sorted(classes, key=lambda c: -counts[c]):  # ties (identical vectors) go to the majority class
             s, n = sums[c], counts[c]
             if c == y[i]:
                 s, n = s - X[i], n - 1
             if n == 0:
                 continue
             sim = float(_unit(s / n) @ X[i])
-            if sim > best_s:
+            if sim > best_s + 1e-9:  # not decided by rounding noise
                 best, best_s = c, sim
         correct += int(best == y[i])
     return correct / len(X)
