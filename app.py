@@ -90,13 +90,21 @@ if rows:
                  "ELMo's and BERT's vectors change with the context, so their cosine is below 1, usually lower at higher layers."))
 
 st.header(t("模型", "Models"))
+st.caption(t("每个模型都在同一份语料的训练集上训练；训练记录来自 checkpoints/<模型>/config.json。",
+             "Every model was trained on the same corpus's train split; the record comes from checkpoints/<model>/config.json."))
 st.dataframe(ui.model_rows(status), hide_index=True)
 for m, err in status.items():
     if err is not None:
         st.caption(ui.escape_md(f"{m}: {err}"))
+with st.expander(t("完整的配置与训练记录", "Full configuration and training record")):
+    for m in loaded:
+        st.markdown(f"**{m}**")
+        st.json(ui.model_record(m), expanded=False)
 
 st.header(t("页面", "Pages"))
 for page in sorted(Path(__file__).parent.glob("pages/*.py")):
     st.page_link(str(page.relative_to(Path(__file__).parent)), label=ui.page_label(page.stem))
+    if page.stem.split("_", 1)[-1] in ui.PAGE_HINTS:
+        st.caption(t(*ui.PAGE_HINTS[page.stem.split("_", 1)[-1]]))
 ui.record_time("home", _t0)
 ui.prewarm_corpus()  # after the page is drawn: the atlas page needs the corpus

@@ -521,3 +521,26 @@ def segmentation_table(data: dict, texts, sentence_col: str, pooled_col: str) ->
         if not d.get("word_level", True):
             cols[f"{m}: {pooled_col}"] = [" + ".join(p) for p in d["pooled"]]
     return cols
+
+
+PAGE_HINTS = {
+    "Type_vs_token": ("一个词在多个句子里：word2vec 一个点，ELMo/BERT 每句一个点；哪一层最能分开词义。",
+                      "One word in many sentences: one point for word2vec, one per sentence for ELMo/BERT; which layer separates senses."),
+    "Polysemy_atlas": ("语料中一个词的所有实例：按词性、来源或聚类着色；自相似度与各向异性基线。",
+                       "Every corpus occurrence of a word, coloured by POS, source or cluster; self-similarity vs the anisotropy baseline."),
+}
+
+
+def _trim(obj, n: int = 12):
+    """Long lists (loss histories) shortened for display."""
+    if isinstance(obj, dict):
+        return {k: _trim(v, n) for k, v in obj.items()}
+    if isinstance(obj, list) and len(obj) > n:
+        return [_trim(v, n) for v in obj[:n // 2]] + [f"… {len(obj) - n} more …"] + [_trim(v, n) for v in obj[-(n // 2):]]
+    return obj
+
+
+def model_record(name: str) -> dict:
+    """config.json's config and summary of a loaded model, long lists trimmed."""
+    enc = load_encoder(name)
+    return _trim({"kind": enc.kind, "layers": list(enc.layer_names), "config": enc.config, "summary": enc.summary})

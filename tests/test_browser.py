@@ -88,10 +88,12 @@ def wait_rendered(page, timeout_ms: int = 90_000) -> None:
 
 def test_every_page_renders_without_error(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    titles = {}
+    titles, took = {}, {}
     for path in page_paths():
+        t0 = time.perf_counter()
         page.goto(f"{server}/{path}?lang=en")
         wait_rendered(page)
+        took[path] = round(time.perf_counter() - t0, 1)
         page.wait_for_timeout(300)
         errors = [e.inner_text()[:300] for e in page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')]
         assert not errors, f"/{path}: {errors}"
@@ -99,3 +101,4 @@ def test_every_page_renders_without_error(server, browser):
         assert titles[path], f"/{path}: empty title"
     assert len(set(titles.values())) == len(titles), titles  # each page has its own title
     assert titles[""].startswith("ctxlab")
+    print("seconds per page:", took)
