@@ -220,33 +220,31 @@ PRESETS = {
     # tests: a few seconds on a slice of the corpus
     "tiny": dict(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), batch=16, steps=60, lr=3e-3, warmup=5,
                  max_paragraphs=400, min_count=1),
-    # the shipped model: ~45 min on one CPU thread (the time limit holds the budget; the schedule is planned for it)
-    # (no dropout: ~3 epochs in the budget is far from overfitting, and the fused attention path stays on)
+    # the shipped model: 73 min on one CPU thread, bf16 autocast (2x fp32 on this CPU); the time limit holds the
+    # budget and the learning-rate decay follows whichever runs out first, steps or time
+    # (no dropout: 1-2 epochs in the budget is far from overfitting, and the fused attention path stays on)
     "default": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
-                    batch=32, steps=4000, lr=1e-3, warmup=200, max_paragraphs=None, min_count=2, time_limit=2640.0,
+                    batch=32, steps=6000, lr=1e-3, warmup=100, max_paragraphs=None, min_count=2, time_limit=4400.0,
                     amp="bf16"),
 }
 
 
-class _BudgetTrainer:
-    """Makes the trainer's warmup + linear decay follow whichever budget runs out first, steps or
-    seconds, so a run stopped by its time limit still ends at the low learning rate."""
+def _budget_trainer(model, batches, tc, device, callback):
+    """A Trainer whose warmup + linear decay follows whichever budget runs out first, steps or seconds,
+    so a run stopped by its time limit still ends at the low learning rate."""
+    from .trainer import Trainer
 
-    @staticmethod
-    def make(model, batches, tc, device, callback):
-        from .trainer import Trainer
+    class BudgetTrainer(Trainer):
+        def lr_at(self, step):
+            if step == 0 or not hasattr(self, "_t0"):
+                self._t0 = time.time()
+            c = self.cfg
+            if step < c.warmup or not c.time_limit:
+                return super().lr_at(step)
+            frac = max((step - c.warmup) / max(1, c.steps - c.warmup), (time.time() - self._t0) / c.time_limit)
+            return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
 
-        class T(Trainer):
-            def lr_at(self, step):
-                if step == 0 or not hasattr(self, "_t0"):
-                    self._t0 = time.time()
-                c = self.cfg
-                if step < c.warmup or not c.time_limit:
-                    return super().lr_at(step)
-                frac = max((step - c.warmup) / max(1, c.steps - c.warmup), (time.time() - self._t0) / c.time_limit)
-                return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
-
-        return T(model, batches, tc, device=device, callback=callback)
+    return BudgetTrainer(model, batches, tc, device=device, callback=callback)
 
 
 def _set_seed(seed: int):
@@ -312,7 +310,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
                      log_every=max(1, P["steps"] // 50))
     log.info("BERT %s: %d params, vocab %d, %d documents, preset %s", asdict(model.cfg),
              sum(p.numel() for p in model.parameters()), len(tok), len(docs), preset)
-    summary = _BudgetTrainer.make(model, batches, tc, device, callback).run()
+    summary = _budget_trainer(model, batches, tc, device, callback).run()
     model = model.float().cpu()
     summary["epochs"] = round(summary["steps"] * P["batch"] / max(1, len(docs.a_docs)), 3)
     if preset != "tiny":
@@ -500,9 +498,11 @@ def _batch_ids(tok: CharTokenizer, texts: list[str], max_len: int) -> torch.Tens
 
 
 def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: int = 0, out=None,
-             max_train: int = 4000, max_test: int = 1500, epochs: int = 1, lr: float = 1e-4, batch: int = 32) -> dict:
+             max_train: int = 4000, max_test: int = 1500, epochs: int = 1, lr: float = 1e-4, batch: int = 32,
+             amp: bool = True) -> dict:
     """Fine-tune BERT on [CLS] for review sentiment (corpus reviews train/test split), plus frozen
-    per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors."""
+    per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors.
+    Writes eval_sentiment.json (ELMo's schema) in the checkpoint folder, or `out`."""
     from . import analysis, corpus
     from .encoder import load
     from .trainer import resolve_device
@@ -524,14 +524,17 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
 
     # frozen probes, one per layer, on mean-pooled token vectors ([CLS]/[SEP] left out)
     def pooled(texts):
-        feats = []
-        for i in range(0, len(texts), 64):
-            for e in enc._encode_tokens([char_tokens(t) for t in texts[i:i + 64]], texts[i:i + 64], need_weights=False):
-                feats.append(e.layers[:, 1:-1].mean(1) if len(e.tokens) > 2 else e.layers[:, 0])
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths together: little padding
+        feats = [None] * len(texts)
+        for i in range(0, len(order), 64):
+            sub = [texts[j] for j in order[i:i + 64]]
+            for j, e in zip(order[i:i + 64], enc._encode_tokens([char_tokens(t) for t in sub], sub, need_weights=False)):
+                feats[j] = e.layers[:, 1:-1].mean(1) if len(e.tokens) > 2 else e.layers[:, 0]
         return np.stack(feats)  # (n, L+1, D)
 
     ftr, fte = pooled(xtr), pooled(xte)
     per_layer = [round(analysis.probe_accuracy(ftr[:, j], ytr, fte[:, j], yte), 4) for j in range(ftr.shape[1])]
+    log.info("frozen per-layer probes %s (%.0f s)", per_layer, time.time() - t0)
     w2v = None
     try:
         wenc = load("word2vec")
@@ -551,10 +554,17 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     L = enc.model.cfg.max_len
     for ep in range(epochs):
         order = rng.permutation(len(xtr))
-        for k in range(0, len(order), batch):
-            idx = order[k:k + batch]
+        pool = 16 * batch  # batches of similar lengths (less padding), in random order
+        batches = []
+        for k in range(0, len(order), pool):
+            chunk = sorted(order[k:k + pool], key=lambda i: len(xtr[i]))
+            batches += [np.array(chunk[j:j + batch]) for j in range(0, len(chunk), batch)]
+        for bi in rng.permutation(len(batches)):
+            idx = batches[bi]
             ids = _batch_ids(enc.tok, [xtr[i] for i in idx], L).to(dev)
-            loss = F.cross_entropy(clf(ids, torch.zeros_like(ids)), torch.tensor(ytr[idx], device=dev))
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+                logits = clf(ids, torch.zeros_like(ids))
+            loss = F.cross_entropy(logits.float(), torch.tensor(ytr[idx], device=dev))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(clf.parameters(), 1.0)
@@ -563,14 +573,17 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     clf.eval()
     correct = 0
     with torch.no_grad():
+        order = np.argsort([len(t) for t in xte], kind="stable")
         for k in range(0, len(xte), 128):
-            ids = _batch_ids(enc.tok, xte[k:k + 128], L).to(dev)
-            correct += int((clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy() == yte[k:k + 128]).sum())
+            idx = order[k:k + 128]
+            ids = _batch_ids(enc.tok, [xte[i] for i in idx], L).to(dev)
+            correct += int((clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy() == yte[idx]).sum())
     result = {"task": "sentiment", "model": enc.name, "kind": "bert", "metric": "accuracy",
               "score": round(correct / len(xte), 4), "per_layer_score": per_layer, "layer_names": enc.layer_names,
               "mix_weights": None, "gamma": None, "expected_layer": None, "word2vec_score": w2v,
               "n_train": len(xtr), "n_test": len(xte), "seconds": round(time.time() - t0, 1),
-              "method": f"fine-tune all weights on [CLS] (pooler + linear), {epochs} epoch, lr {lr}, batch {batch}; "
+              "method": f"fine-tune all weights on [CLS] (pooler + linear), {epochs} epoch, lr {lr}, batch {batch}"
+                        f"{', bf16 autocast' if amp else ''}; "
                         "per_layer_score: frozen logistic probe on mean-pooled character vectors",
               "seed": seed}
     path = Path(out) if out else Path(enc.path) / "eval_sentiment.json"
