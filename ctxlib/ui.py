@@ -544,3 +544,17 @@ def model_record(name: str) -> dict:
     """config.json's config and summary of a loaded model, long lists trimmed."""
     enc = load_encoder(name)
     return _trim({"kind": enc.kind, "layers": list(enc.layer_names), "config": enc.config, "summary": enc.summary})
+
+
+def qp_int(key: str, param: str, default: int, lo: int, hi: int, options: list[int] | None = None) -> int:
+    """Session-state int for widget `key`: from query parameter `param` on the first run, always clamped to
+    [lo, hi] (and snapped to `options`), so a stale value (e.g. a layer of another model) never breaks the widget."""
+    v = st.session_state.get(key)
+    if v is None:
+        raw = st.query_params.get(param, "")
+        v = int(raw) if raw.lstrip("-").isdigit() else default
+    v = max(lo, min(hi, int(v)))
+    if options:
+        v = min(options, key=lambda o: abs(o - v))
+    st.session_state[key] = v
+    return v

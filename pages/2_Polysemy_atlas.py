@@ -27,13 +27,14 @@ ui.qp_choice("at_colour", "colour", ["pos", "source", "kmeans"])
 ui.qp_choice("at_proj", "proj", list(METHOD_NAMES))
 c1, c2, c3, c4 = st.columns([1, 1, 1, 1])
 word = c1.text_input(t("词", "Word"), value=ui.qp_init("at_word", "word", "发展"), key="at_word_w", max_chars=12).strip()
-cap = c2.select_slider(t("最多取多少个实例", "Cap on occurrences"), [50, 100, 200, 300, 500, 1000],
-                       value=int(ui.qp_init("at_cap", "cap", "300")) if ui.qp_init("at_cap", "cap", "300").isdigit() else 300,
-                       key="at_cap_w")
+caps = [50, 100, 200, 300, 500, 1000]
+ui.qp_int("at_cap", "cap", 300, caps[0], caps[-1], caps)
+cap = c2.select_slider(t("最多取多少个实例", "Cap on occurrences"), caps, key="at_cap")
 colour = c3.radio(t("着色", "Colour by"), ["pos", "source", "kmeans"], horizontal=True, key="at_colour",
                   format_func={"pos": t("词性（人民日报）", "POS (People's Daily)"), "source": t("语料来源", "source"),
                                "kmeans": t("k-means 聚类", "k-means cluster")}.__getitem__)
-k = c4.slider("k", 2, 8, 3, key="at_k", disabled=colour != "kmeans")
+ui.qp_int("at_k", "k", 3, 2, 8)
+k = c4.slider("k", 2, 8, key="at_k", disabled=colour != "kmeans")
 method = st.sidebar.radio(t("投影", "Projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="at_proj")
 st.sidebar.caption(t("图右上角的相机按钮可下载 PNG。", "Download a PNG with the camera button at the top right of each plot."))
 if not word or model is None:
@@ -51,7 +52,8 @@ if n < 3:
 st.caption(t(f"语料中共有 {d['total']} 个实例，随机抽取 {n} 个（上限 {cap}）。", f"{d['total']} occurrences in the corpus; "
              f"a random sample of {n} is shown (cap {cap})."))
 names = d["layer_names"]
-layer = st.select_slider(t("层", "Layer"), list(range(len(names))), value=len(names) - 1, key="at_layer",
+ui.qp_int("at_layer", "layer", len(names) - 1, 0, len(names) - 1)
+layer = st.select_slider(t("层", "Layer"), list(range(len(names))), key="at_layer",
                          format_func=lambda j: f"{j}: {names[j]}") if len(names) > 1 else 0
 X = d["vecs"][:, layer]
 xy = ui.projected(f"atlas|{ui.model_stamp(model)}|{word}|{cap}|{layer}", X, method)
@@ -78,5 +80,6 @@ st.plotly_chart(plots.self_similarity_chart(sims, title=t(f"“{word}”的自�
                                             x_title=t("层", "layer")), config=plots.PLOTLY_CONFIG, key="selfsim")
 st.download_button(t("下载这一层的向量（CSV）", "Download this layer's vectors (CSV)"),
                    ui.atlas_csv(d, layer, cats), file_name=f"ctxlab_atlas_{word}_{model}_layer{layer}.csv", mime="text/csv")
-st.query_params.update({"word": word, "cap": str(cap), "model": model, "layer": str(layer), "colour": colour, "proj": method})
+st.query_params.update({"word": word, "cap": str(cap), "model": model, "layer": str(layer), "colour": colour, "k": str(k),
+                        "proj": method})
 ui.record_time("atlas", _t0)

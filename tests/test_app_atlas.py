@@ -57,6 +57,15 @@ def test_atlas_kmeans_labels_clusters_and_layers(fakes):
     assert at.query_params["layer"] in ("0", ["0"])
 
 
+def test_atlas_link_restores_layer_k_and_survives_model_switch(fakes):
+    at = _run(lang="en", word="活动", colour="kmeans", k="2", layer="1", model="bert", cap="100")
+    assert at.slider(key="at_k").value == 2 and at.select_slider(key="at_layer").value == 1
+    assert len(at.dataframe[0].value) == 2
+    at.select_slider(key="at_layer").set_value(3).run()
+    at.radio(key="at_model").set_value("word2vec").run()  # one layer: the stale layer 3 must not break the page
+    assert not at.exception
+
+
 def test_atlas_word_without_occurrences(fakes):
     at = _run(lang="en", word="龘靐")
     assert "too few for an atlas" in " ".join(w.value for w in at.warning).replace("\\", "")
@@ -78,6 +87,6 @@ def test_atlas_real_corpus():
     import streamlit as st
 
     st.cache_data.clear()
-    at = _run(lang="en", word="发展", cap="100", colour="pos")
+    at = _run(lang="en", word="发展", cap="50", colour="pos", model="word2vec")
     assert at.title[0].value == TITLE and not at.error
-    assert "a random sample of 100" in " ".join(c.value for c in at.caption)
+    assert "a random sample of 50" in " ".join(c.value for c in at.caption)
