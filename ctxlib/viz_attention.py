@@ -133,8 +133,8 @@ def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height:
         hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>",
         colorbar=dict(thickness=10)))
     ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[plot_text(t) for t in tokens], tickfont=dict(size=11))
-    fig.update_xaxes(title="to", side="top", **ticks)
-    fig.update_yaxes(title="from", autorange="reversed", **ticks)
+    fig.update_xaxes(side="top", **ticks)
+    fig.update_yaxes(title="from ↓  to →", autorange="reversed", **ticks)
     fig.update_layout(title=plot_text(title), height=height, margin=dict(l=50, r=10, t=80, b=10),
                       font=dict(family=CJK_FONT))
     return fig
@@ -153,7 +153,8 @@ def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | N
         for h in range(n_heads):
             r0, c0 = layer * size, h * size
             big[r0:r0 + T, c0:c0 + T] = att[layer, h]
-    fig = go.Figure(go.Heatmap(z=big, colorscale="Blues", zmin=0, zmax=1, showscale=False, hoverinfo="skip"))
+    zmax = float(np.nanmax(att)) if att.size else 1.0  # one scale for all tiles, so heads compare
+    fig = go.Figure(go.Heatmap(z=big, colorscale="Blues", zmin=0, zmax=max(zmax, 1e-6), showscale=False, hoverinfo="skip"))
     cx, cy, cd = [], [], []
     for layer in range(n_layers):
         for h in range(n_heads):
@@ -187,9 +188,10 @@ def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: s
     for r in rows:
         z[r["layer"] - 1, r["head"] - 1] = r[metric]
         kinds[r["layer"] - 1][r["head"] - 1] = r["kind"]
+    zmax = max((r["max_entropy"] for r in rows), default=1.0) if metric == "entropy" else 1.0
     fig = go.Figure(go.Heatmap(
         z=z, x=[f"h{h + 1}" for h in range(n_heads)], y=[f"L{layer + 1}" for layer in range(n_layers)],
-        colorscale="Viridis", customdata=kinds, text=np.round(z, 2), texttemplate="%{text}",
+        colorscale="Viridis", zmin=0, zmax=zmax, customdata=kinds, texttemplate="%{z:.2f}",
         hovertemplate="%{y} %{x}: %{z:.3f}<br>%{customdata}<extra></extra>", colorbar=dict(thickness=10)))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=title, height=80 + 34 * n_layers, margin=dict(l=40, r=10, t=40, b=10),

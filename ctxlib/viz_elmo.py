@@ -184,10 +184,11 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
     fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
                              hovertemplate="%{y}<br>dim %{x}: %{z:.3f}<extra></extra>"), 1, 1)
     fig.add_trace(go.Heatmap(z=cos, x=names_s, y=names_s, colorscale="Viridis", zmin=-1, zmax=1,
-                             text=np.round(cos, 2), texttemplate="%{text}",
+                             texttemplate="%{z:.2f}",
                              hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=10)), 1, 2)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(height=330, margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT))
+    fig.update_yaxes(showticklabels=False, row=1, col=2)  # same names as the left panel
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT))
     return fig
 
 
@@ -199,6 +200,14 @@ def norms_figure(vecs: np.ndarray, names: list[str]) -> go.Figure:
 
 
 # -- the two language models -------------------------------------------------------------------
+LM_SPECIALS = ("<unk>", "<S>", "</S>", "<pad>", "<bos>", "<eos>")
+
+
+def drop_specials(items: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    """The top `k` real words of an LM's candidate list (boundary and unknown-word symbols left out)."""
+    return [(w, p) for w, p in items if w not in LM_SPECIALS][:k]
+
+
 def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, float]], actual: str,
                    titles: tuple[str, str]) -> go.Figure:
     """Side by side: the forward LM's top words for the position (from the left context only) and the
@@ -246,23 +255,25 @@ def expected_layer(weights) -> float:
 
 
 def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str]) -> go.Figure:
-    """Linear-probe scores for one task: each single layer, the ScalarMix of all layers, and the same probe on
-    word2vec vectors (dashed line)."""
+    """Linear-probe scores for one task: the same probe on word2vec vectors (grey), on each single ELMo layer,
+    and on the ScalarMix of all layers."""
     per = [float(x) for x in ev.get("per_layer_score") or []]
-    xs = [plot_text(s) for s in layer_labels[:len(per)]]
-    ys = list(per)
-    colors = ["#9ecae1"] * len(per)
+    xs, ys, colors = [], [], []
+    w2v = ev.get("word2vec_probe_score", ev.get("word2vec_score"))
+    if w2v is not None:
+        xs.append("word2vec")
+        ys.append(float(w2v))
+        colors.append("#bbbbbb")
+    xs += [plot_text(s) for s in layer_labels[:len(per)]]
+    ys += per
+    colors += ["#9ecae1"] * len(per)
     mix = ev.get("mix_probe_score", ev.get("score"))
     if mix is not None:
         xs.append(plot_text(labels.get("mix", "mix")))
         ys.append(float(mix))
         colors.append("#9467bd")
     fig = go.Figure(go.Bar(x=xs, y=ys, marker_color=colors, text=[f"{y:.3f}" for y in ys], textposition="outside"))
-    w2v = ev.get("word2vec_probe_score", ev.get("word2vec_score"))
-    if w2v is not None:
-        fig.add_hline(y=float(w2v), line_dash="dash", line_color="#d62728",
-                      annotation_text=f"word2vec {float(w2v):.3f}", annotation_position="bottom right")
-    vals = ys + ([float(w2v)] if w2v is not None else [])
+    vals = ys
     lo = max(0.0, min(vals) - 0.1) if vals else 0.0
     hi = min(1.05, max(vals) + 0.08) if vals else 1.0
     fig.update_layout(height=300, yaxis_title=plot_text(ev.get("metric", "score")), yaxis_range=[lo, hi],
@@ -347,11 +358,17 @@ def read_evals(path, tasks) -> tuple[dict[str, dict], list[str]]:
     return found, missing
 
 
-def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = None) -> dict:
-    """Train only the ScalarMix + a linear head on frozen ELMo features (ctxlib.tasks.train_mix_live)."""
+def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = 300,
+              n_test: int = 300) -> dict:
+    """Train only the ScalarMix + a linear head on frozen ELMo features (ctxlib.tasks.train_mix_live).
+
+    The features are extracted first (cached in memory by ctxlib.tasks, so only the first run per task pays),
+    then the whole `max_seconds` goes to training."""
     from . import tasks
 
-    kw = {"l2": float(l2), "max_seconds": float(max_seconds), "callback": callback, "seed": 0}
+    kw = {"l2": float(l2), "callback": callback, "seed": 0, "n_test": n_test}
     if n_train is not None:
         kw["n_train"] = int(n_train)
-    return tasks.train_mix_live(encoder, task, **kw)
+        tasks.task_features(encoder, task, "train", int(n_train), 0)
+        tasks.task_features(encoder, task, "test", n_test, 0)
+    return tasks.train_mix_live(encoder, task, max_seconds=float(max_seconds), **kw)

@@ -1,10 +1,13 @@
 """ELMo layers and mixing: the 2L+1 vectors of a word, the two LMs, and the task-specific layer weights."""
+import time
+
 import numpy as np
 import streamlit as st
 
 from ctxlib import ui
 from ctxlib import viz_elmo as ve
 
+_t0 = time.perf_counter()
 st.set_page_config(page_title="ELMo layers", layout="wide")
 ui.language_switch()
 t = ui.t
@@ -36,7 +39,7 @@ def encode(text: str, word: str, stamp: str) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def lm_topk(text: str, index: int, word: str, stamp: str) -> dict:
-    return ui.load_encoder("elmo").lm_topk(text, index, k=10, target=word or None)
+    return ui.load_encoder("elmo").lm_topk(text, index, k=20, target=word or None)
 
 
 c1, c2 = st.columns([3, 1])
@@ -83,11 +86,12 @@ lm = lm_topk(text, pos, word if word and word in text else "", stamp)
 left = " ".join(tokens[:pos]) or "∅"
 right = " ".join(tokens[pos + 1:]) or "∅"
 st.plotly_chart(ve.lm_bars_figure(
-    lm["forward"], lm["backward"], tokens[pos],
+    ve.drop_specials(lm["forward"], 10), ve.drop_specials(lm["backward"], 10), tokens[pos],
     (t(f"前向 LM：只读了「{left}」", f"forward LM, has read only: {left}"),
      t(f"后向 LM：只读了「{right}」", f"backward LM, has read only: {right}"))), width="stretch")
-st.caption(t("红色条 = 句子里真实的词。两个模型都看不到对方那一侧的上下文。",
-             "Red bar = the word actually there. Neither model sees the other side of the sentence."))
+st.caption(t("红色条 = 句子里真实的词。两个模型都看不到对方那一侧的上下文。`<unk>`、`<S>`、`</S>` 等符号不列出。",
+             "Red bar = the word actually there. Neither model sees the other side of the sentence. "
+             "Symbols such as `<unk>`, `<S>`, `</S>` are not listed."))
 
 st.subheader(t("4. 各任务学到的层权重", "4. The layer weights each task learned"))
 evals, missing = ve.read_evals(enc.path, TASKS)
@@ -102,10 +106,10 @@ if evals:
         col.plotly_chart(ve.probe_scores_figure(ev, short, {"mix": t("ELMo 混合", "ELMo mix"), "title": TASKS[task]}),
                          width="stretch", key=f"probe_{task}")
     st.caption(t("上：任务模型（ELMo 作输入）学到的 softmax(s_j)；E[j] = Σ j·s_j，0 表示全在词层，2 表示全在顶层。"
-                 "下：每层单独的线性探针、全部层混合的探针；红色虚线 = 同样的探针用 word2vec 向量。",
+                 "下：同一个线性探针分别用 word2vec 向量（灰）、ELMo 的每一层、以及全部层的混合。",
                  "Top: softmax(s_j) learned by the task model (ELMo as input); E[j] = Σ j·s_j, 0 = all weight on the token "
-                 "layer, 2 = all on the top layer. Below: a linear probe on each single layer and on the mix of all; red "
-                 "dashed line = the same probe on word2vec vectors."))
+                 "layer, 2 = all on the top layer. Below: the same linear probe on word2vec vectors (grey), on each single "
+                 "ELMo layer, and on the mix of all layers."))
 
 st.subheader(t("5. 现场训练混合权重", "5. Train the mix live"))
 st.markdown(t("只训练 ScalarMix（s_j 与 γ）和一个线性分类头，ELMo 本身冻结。λ 越大，权重越被拉向均匀分布（论文中的正则化）。",
@@ -116,7 +120,8 @@ live_task = lc1.selectbox(t("任务", "Task"), list(TASKS), format_func=TASKS.ge
 lam = lc2.select_slider("λ", options=[0.0, 0.001, 0.01, 0.1, 1.0, 10.0], value=0.0, key="elmo_live_lam")
 seconds = lc3.slider(t("最多秒数", "Max seconds"), 5, 60, 20, key="elmo_live_sec")
 if st.button(t("开始训练", "Train"), key="elmo_live_go", type="primary"):
-    bar = st.progress(0.0, text=t("准备特征……", "Preparing features…"))
+    bar = st.progress(0.0, text=t("提取 300 个句子的 ELMo 特征（每个任务只在第一次）……",
+                                  "Extracting ELMo features of 300 sentences (first time per task only)…"))
     try:
         res = ve.train_mix(enc, live_task, lam, seconds, lambda s, n, w: bar.progress(
             min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
@@ -143,3 +148,4 @@ else:
     st.info(t("评测文件里还没有这两种用法的成绩。", "The eval files do not have these two scores yet.") +
             " `python -m ctxlib eval elmo --task pos`")
 ui.sync_lang_param()
+ui.record_time("elmo_layers", _t0)

@@ -1,10 +1,13 @@
 """BERT attention: model view (all layers x heads), head view (lines), head summaries, one word across layers."""
+import time
+
 import numpy as np
 import streamlit as st
 
 from ctxlib import ui
 from ctxlib import viz_attention as va
 
+_t0 = time.perf_counter()
 st.set_page_config(page_title="BERT attention", layout="wide")
 ui.language_switch()
 t = ui.t
@@ -132,3 +135,4 @@ with tab_word:
         st.caption(t(f"「{word}」由这些字的向量平均得到：", f"'{word}' is the mean of these characters' vectors: ") +
                    " ".join(ui.escape_md(tokens_all[i]) for i in idx))
 ui.sync_lang_param()
+ui.record_time("bert_attention", _t0)

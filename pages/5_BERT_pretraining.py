@@ -1,4 +1,6 @@
 """BERT pre-training: fill-mask, one live pre-training example (MLM + NSP), NSP, and ELMo's LMs vs BERT's cloze."""
+import time
+
 import streamlit as st
 
 from ctxlib import ui
@@ -6,6 +8,7 @@ from ctxlib import viz_attention as va
 from ctxlib import viz_elmo as ve
 from ctxlib.tokens import char_tokens
 
+_t0 = time.perf_counter()
 st.set_page_config(page_title="BERT pre-training", layout="wide")
 ui.language_switch()
 t = ui.t
@@ -175,12 +178,12 @@ else:
         default = min(3, len(w_tokens) - 1)
         pos = st.select_slider(t("位置（ELMo 的词）", "Position (an ELMo word)"), list(range(len(w_tokens))), value=default,
                                format_func=lambda i: f"{i + 1}. {w_tokens[i]}", key=f"pt_lm_pos_{lm_text}")
-        lm = elmo_lm(lm_text, pos, topk, estamp)
+        lm = elmo_lm(lm_text, pos, topk + 6, estamp)
         s0, s1 = w_spans[pos]
         chars = [i for i, (_, a0, b0) in enumerate(char_tokens(lm_text)) if a0 < s1 and b0 > s0]
         bert_masked, pairs = va.mask_text(lm_text, chars)
         e1, e2 = st.columns([2, 1])
-        e1.plotly_chart(ve.lm_bars_figure(lm["forward"], lm["backward"], w_tokens[pos],
+        e1.plotly_chart(ve.lm_bars_figure(ve.drop_specials(lm["forward"], topk), ve.drop_specials(lm["backward"], topk), w_tokens[pos],
                                           (t("ELMo 前向：只看左边 →", "ELMo forward: left context only →"),
                                            t("ELMo 后向：只看右边 ←", "ELMo backward: right context only ←"))),
                         width="stretch")
@@ -194,3 +197,4 @@ else:
         st.caption(t("ELMo 在词上预测，BERT 在字上预测（多字词每个字一个 [MASK]，只画前两个）。红色 = 原来的词/字。",
                      "ELMo predicts words, BERT characters (a multi-character word gets one [MASK] per character; the first two are drawn). Red = the original."))
 ui.sync_lang_param()
+ui.record_time("bert_pretraining", _t0)

@@ -64,7 +64,7 @@ def test_mix_weights_expected_layer_and_eval_files(tmp_path):
     fig = ve.mix_weights_figure(found, ["x", "h1", "h2"], {"pos": "POS"})
     assert list(fig.data[0].y) == [0.5, 0.3, 0.2] and "γ=1.20" in fig.data[0].name
     probe = ve.probe_scores_figure(ev, ["x", "h1", "h2"], {"mix": "mix"})
-    assert list(probe.data[0].y) == [0.8, 0.85, 0.83, 0.88]
+    assert list(probe.data[0].y) == [0.7, 0.8, 0.85, 0.83, 0.88]  # word2vec probe first
     usage = ve.usage_figure(found, {"pos": "POS"}, {})
     assert [tr.y[0] for tr in usage.data] == [0.6, 0.75, 0.9, 0.91]
     assert ve.read_evals(None, ["pos"]) == ({}, ["pos"])
@@ -102,13 +102,13 @@ def tiny_elmo():
 def test_live_mix_training_moves_weights_and_l2_pulls_to_uniform(tiny_elmo):
     seen = []
     t0 = time.time()
-    res = ve.train_mix(tiny_elmo, "pos", 0.0, 4, lambda s, n, w: seen.append((s, n, list(w))), n_train=60)
+    res = ve.train_mix(tiny_elmo, "pos", 0.0, 4, lambda s, n, w: seen.append((s, n, list(w))), n_train=60, n_test=60)
     assert time.time() - t0 < 60  # the page's promise: <= 60 s (max_seconds bounds the training, features come first)
     assert seen and seen[-1][0] <= seen[-1][1]
     w = np.array(res["mix_weights"])
     assert w.shape == (3,) and w.sum() == pytest.approx(1.0, abs=1e-5)
     steps, hist, _ = ve.history_weights(res["history"])
     assert len(steps) == len(seen) and np.abs(hist[-1] - 1 / 3).max() > 0.02  # the weights moved off uniform
-    strong = ve.train_mix(tiny_elmo, "pos", 10.0, 4, None, n_train=60)
+    strong = ve.train_mix(tiny_elmo, "pos", 10.0, 4, None, n_train=60, n_test=60)
     assert np.abs(np.array(strong["mix_weights"]) - 1 / 3).max() < np.abs(w - 1 / 3).max()
     assert np.abs(np.array(strong["mix_weights"]) - 1 / 3).max() < 0.02
