@@ -135,8 +135,8 @@ def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height:
     ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[plot_text(t) for t in tokens], tickfont=dict(size=11))
     fig.update_xaxes(side="top", **ticks)
     fig.update_yaxes(title="from ↓  to →", autorange="reversed", **ticks)
-    fig.update_layout(title=plot_text(title), height=height, margin=dict(l=50, r=10, t=80, b=10),
-                      font=dict(family=CJK_FONT))
+    fig.update_layout(title=dict(text=plot_text(title), y=0.995, yanchor="top"), height=height + 30,
+                      margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))
     return fig
 
 
@@ -372,7 +372,7 @@ def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt
                              marker_color=["#d62728" if c == orig else "#1f77b4" for c, _ in cands],
                              text=[f"{p:.1%}" for _, p in cands], textposition="outside", showlegend=False,
                              hovertemplate="%{y}: %{x:.3f}<extra></extra>"), k // cols + 1, k % cols + 1)
-        fig.update_xaxes(range=[0, max([p for _, p in cands] + [0.01]) * 1.35], tickformat=".0%", row=k // cols + 1, col=k % cols + 1)
+        fig.update_xaxes(range=[0, max([p for _, p in cands] + [0.01]) * 1.35], tickformat=".1%", row=k // cols + 1, col=k % cols + 1)
     fig.update_layout(height=60 + rows * (40 + 24 * max((len(r["candidates"]) for r in res), default=5)),
                       margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT, size=14))
     return fig
@@ -395,7 +395,7 @@ def example_html(ex: dict, lang: str = "en") -> str:
         elif tok in SPECIALS:
             style += "color:#666;"
         cells.append(f'<span style="display:inline-block;text-align:center;margin:1px;min-width:1.2em;">'
-                     f'<span style="display:block;font-size:10px;color:#888;">{top}</span>'
+                     f'<span style="display:block;font-size:11px;color:#666;">{top}</span>'
                      f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>')
     legend = (f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
               f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '

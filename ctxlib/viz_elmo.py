@@ -203,6 +203,17 @@ def norms_figure(vecs: np.ndarray, names: list[str]) -> go.Figure:
 LM_SPECIALS = ("<unk>", "<S>", "</S>", "<pad>", "<bos>", "<eos>")
 
 
+def context_label(words: list[str], side: str, n: int = 12) -> str:
+    """What one LM has read, shortened next to the predicted word: the end of the left context ("left"),
+    the start of the right context ("right"); "∅" when there is none."""
+    text = "".join(words)
+    if not text:
+        return "∅"
+    if len(text) <= n:
+        return text
+    return "…" + text[-n:] if side == "left" else text[:n] + "…"
+
+
 def drop_specials(items: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
     """The top `k` real words of an LM's candidate list (boundary and unknown-word symbols left out)."""
     return [(w, p) for w, p in items if w not in LM_SPECIALS][:k]
@@ -221,7 +232,8 @@ def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, f
                              marker_color=["#d62728" if wd == actual else color for wd, _ in items],
                              text=[f"{p:.1%}" for p in probs], textposition="outside",
                              hovertemplate="%{y}: %{x:.3f}<extra></extra>"), 1, col)
-        fig.update_xaxes(range=[0, max(probs + [0.01]) * 1.3], tickformat=".0%", row=1, col=col)
+        fig.update_xaxes(range=[0, max(probs + [0.01]) * 1.3], tickformat=".1%" if max(probs + [0]) < 0.2 else ".0%", row=1, col=col)
+    fig.update_annotations(font_size=13)  # the subplot titles
     fig.update_layout(height=80 + 26 * max(len(forward), len(backward), 1), margin=dict(l=10, r=10, t=40, b=10),
                       font=dict(family=CJK_FONT))
     return fig

@@ -83,8 +83,8 @@ if st.toggle(t("显示每层最近的词（第一次需要几秒）", "Show each
 
 st.subheader(t("3. 两个语言模型在这个位置的预测", "3. The two language models at this position"))
 lm = lm_topk(text, pos, word if word and word in text else "", stamp)
-left = " ".join(tokens[:pos]) or "∅"
-right = " ".join(tokens[pos + 1:]) or "∅"
+left = ve.context_label(tokens[:pos], "left", 20)
+right = ve.context_label(tokens[pos + 1:], "right", 20)
 st.plotly_chart(ve.lm_bars_figure(
     ve.drop_specials(lm["forward"], 10), ve.drop_specials(lm["backward"], 10), tokens[pos],
     (t(f"前向 LM：只读了「{left}」", f"forward LM, has read only: {left}"),

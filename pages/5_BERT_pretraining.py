@@ -133,7 +133,7 @@ ex = make_example(seed, enc.tok, ps, whole_word=ex_whole, max_len=min(64, cap + 
 counts = va.example_counts(ex)
 st.html(va.example_html(ex, lang))
 m1, m2, m3, m4 = st.columns(4)
-m1.metric(t("选中", "chosen"), f"{counts['chosen']} / {counts['candidates']}", f"{counts['chosen'] / max(counts['candidates'], 1):.0%}", delta_color="off")
+m1.metric(t("选中", "chosen"), f"{counts['chosen']} / {counts['candidates']} ({counts['chosen'] / max(counts['candidates'], 1):.0%})")
 m2.metric("→ [MASK]", counts["mask"])
 m3.metric(t("→ 随机字", "→ random"), counts["random"])
 m4.metric(t("不变", "kept"), counts["kept"])
@@ -183,9 +183,10 @@ else:
         chars = [i for i, (_, a0, b0) in enumerate(char_tokens(lm_text)) if a0 < s1 and b0 > s0]
         bert_masked, pairs = va.mask_text(lm_text, chars)
         e1, e2 = st.columns([2, 1])
+        left, right = ve.context_label(w_tokens[:pos], "left"), ve.context_label(w_tokens[pos + 1:], "right")
         e1.plotly_chart(ve.lm_bars_figure(ve.drop_specials(lm["forward"], topk), ve.drop_specials(lm["backward"], topk), w_tokens[pos],
-                                          (t("ELMo 前向：只看左边 →", "ELMo forward: left context only →"),
-                                           t("ELMo 后向：只看右边 ←", "ELMo backward: right context only ←"))),
+                                          (t(f"ELMo 前向 →，只读了「{left}」", f"ELMo forward →, read: {left}"),
+                                           t(f"ELMo 后向 ←，只读了「{right}」", f"ELMo backward ←, read: {right}"))),
                         width="stretch")
         try:
             res = fill_mask(bert_masked, topk, stamp)

@@ -112,3 +112,10 @@ def test_live_mix_training_moves_weights_and_l2_pulls_to_uniform(tiny_elmo):
     strong = ve.train_mix(tiny_elmo, "pos", 10.0, 4, None, n_train=60, n_test=60)
     assert np.abs(np.array(strong["mix_weights"]) - 1 / 3).max() < np.abs(w - 1 / 3).max()
     assert np.abs(np.array(strong["mix_weights"]) - 1 / 3).max() < 0.02
+
+
+def test_context_label_keeps_the_words_next_to_the_position():
+    assert ve.context_label([], "left") == "∅"
+    assert ve.context_label(["我", "用"], "left") == "我用"
+    assert ve.context_label(list("一二三四五六七八九十"), "left", 4) == "…七八九十"
+    assert ve.context_label(list("一二三四五六七八九十"), "right", 4) == "一二三四…"
