@@ -24,7 +24,7 @@ st.markdown(t(
 
 enc, err = ui.try_load("elmo")
 if enc is None:
-    ui.show_error(t("ELMo 模型不可用：", "The ELMo model is not available: ") + err)
+    st.warning(ui.escape_md(t("ELMo 模型不可用：", "The ELMo model is not available: ") + err))
     st.info(t("构建命令：", "Build it with: ") + "`python -m ctxlib train elmo`")
     st.stop()
 stamp = ui.model_stamp("elmo")

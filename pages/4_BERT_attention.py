@@ -23,7 +23,7 @@ st.markdown(t(
 
 enc, err = ui.try_load("bert")
 if enc is None:
-    ui.show_error(t("BERT 模型不可用：", "The BERT model is not available: ") + err)
+    st.warning(ui.escape_md(t("BERT 模型不可用：", "The BERT model is not available: ") + err))
     st.info(t("构建命令：", "Build it with: ") + "`python -m ctxlib train bert`")
     st.stop()
 stamp = ui.model_stamp("bert")

@@ -80,5 +80,5 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
     monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
     at = _run()
-    assert "python \\-m ctxlib train bert" in at.error[0].value or "python -m ctxlib train bert" in at.error[0].value
+    assert "not available" in at.warning[0].value and not at.error
     assert any("python -m ctxlib train bert" in i.value for i in at.info)
