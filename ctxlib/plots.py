@@ -93,6 +93,9 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
             x=T[idx, 0], y=T[idx, 1], mode="markers", name=name,
             marker=dict(size=11, color=col, line=dict(width=1, color="white"), opacity=0.9),
             text=[hover[i] for i in idx], hovertemplate="%{text}<extra>" + name + "</extra>"))
+    if len(T) and np.allclose(T, P[0], atol=1e-9 * (1 + float(np.abs(P).max()))):
+        fig.add_annotation(x=P[0, 0], y=P[0, 1], text=f"×{len(T)}", showarrow=True, arrowhead=0, ax=28, ay=-22,
+                           font=dict(size=13))  # every token sits on the type point (word2vec)
     fig.add_trace(go.Scatter(x=[P[0, 0]], y=[P[0, 1]], mode="markers", name=escape(type_name),
                              marker=dict(symbol="star", size=20, color=TYPE_COLOUR, line=dict(width=1, color="white")),
                              text=[type_hover or escape(type_name)], hovertemplate="%{text}<extra></extra>"))

@@ -248,11 +248,21 @@ def atlas_vectors(model: str, word: str, cap: int, stamp: str) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def projected(key: str, _X: np.ndarray, method: str) -> np.ndarray:
-    """Cached 2-D projection; `key` names the data (model/word/sentences/layer), `_X` is not hashed."""
+def _projected(key: str, _X: np.ndarray, method: str) -> np.ndarray:
     from .projection import project
 
     return project(_X, method)
+
+
+def projected(key: str, X: np.ndarray, method: str) -> np.ndarray:
+    """Cached 2-D projection; `key` names the data (model/word/sentences/layer), so X is never hashed.
+    t-SNE and UMAP get a spinner: UMAP's first use in a server compiles numba code (up to a minute on a busy CPU)."""
+    if method == "pca":
+        return _projected(key, X, method)
+    msg = t("正在计算 UMAP（首次使用需编译，可能要一分钟）…", "Computing UMAP (the first use compiles code: up to a minute)…") \
+        if method == "umap" else t("正在计算 t-SNE…", "Computing t-SNE…")
+    with st.spinner(msg):
+        return _projected(key, X, method)
 
 
 def find_first(text: str, word: str) -> tuple[int, int]:

@@ -121,3 +121,10 @@ def test_real_checkpoints_if_present():
     assert at.title[0].value == TITLE
     assert not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) >= 2 * len(names)
+
+
+def test_tsne_projection(fakes):
+    at = _run(lang="en", models="elmo")
+    at.radio(key="tt_proj_w").set_value("tsne").run()
+    assert not at.exception and at.query_params["proj"] in ("tsne", ["tsne"])
+    assert len(at.get("plotly_chart")) == 3

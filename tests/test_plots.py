@@ -117,3 +117,10 @@ def test_cluster_top_words_prefers_typical_words():
     assert "的" not in words[0] + words[1]
     with pytest.raises(ValueError):
         cluster_top_words(contexts, [0, 1])
+
+
+def test_type_token_map_marks_coinciding_tokens():
+    fig = plots.type_token_map(np.zeros((5, 2)), list("abcd"))
+    assert [a.text for a in fig.layout.annotations] == ["×4"]
+    fig = plots.type_token_map(np.array([[0, 0], [1, 0], [0, 1]], float), ["a", "b"])
+    assert not fig.layout.annotations
