@@ -69,7 +69,10 @@ tab_model, tab_head, tab_sum, tab_word = st.tabs([t("模型视图", "Model view"
 with tab_model:
     st.caption(t("每个小方块是一个头的注意力矩阵（行 = 发出注意力的字，列 = 被注意的字）。点一个方块放大。",
                  "Each tile is one head's attention matrix (rows attend, columns are attended). Click a tile to enlarge it."))
-    sel = st.session_state.get("att_sel", (n_layers, 1))
+    if "att_sel" not in st.session_state:  # shareable: ?sel=layer,head
+        q = [int(x) for x in st.query_params.get("sel", "").split(",") if x.strip().isdigit()]
+        st.session_state["att_sel"] = (q[0], q[1]) if len(q) == 2 and q[0] >= 1 and q[1] >= 1 else (n_layers, 1)
+    sel = st.session_state["att_sel"]
     sel = (min(sel[0], n_layers), min(sel[1], n_heads))
     ev = st.plotly_chart(va.model_view(att, tokens, sel), on_select="rerun", selection_mode="points",
                          key="att_model_view", width="stretch")
@@ -83,6 +86,7 @@ with tab_model:
     layer_sel = m1.number_input(t("层", "Layer"), 1, n_layers, sel[0], key=f"att_l_{sel}")
     head_sel = m2.number_input(t("头", "Head"), 1, n_heads, sel[1], key=f"att_h_{sel}")
     st.session_state["att_sel"] = (int(layer_sel), int(head_sel))
+    st.query_params["sel"] = f"{int(layer_sel)},{int(head_sel)}"
     st.plotly_chart(va.attention_heatmap(att[layer_sel - 1, head_sel - 1], tokens,
                                          t(f"第 {layer_sel} 层，第 {head_sel} 个头", f"layer {layer_sel}, head {head_sel}")),
                     width="stretch", key="att_big")

@@ -61,6 +61,15 @@ def test_hide_specials_and_sentence_pair(bert):
     assert _iframes(at)[0].count("[SEP]") == 4  # two [SEP], each on both sides
 
 
+def test_selected_head_is_shareable_in_the_url(bert):
+    at = _run(sel="1,2")
+    big = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert big["layout"]["title"]["text"] == "layer 1, head 2"
+    assert at.query_params["sel"] == ["1,2"] or at.query_params["sel"] == "1,2"
+    at = _run(sel="99,99")  # out of range: clamped, no exception
+    assert not at.exception
+
+
 def test_bad_inputs_give_messages(bert):
     at = _run(text="")
     assert "Please type a sentence" in at.warning[0].value
