@@ -1,0 +1,72 @@
+"""Task heads: the eval JSON schema and the live mix training (tiny ELMo, tiny samples)."""
+import json
+
+import numpy as np
+import pytest
+
+import ctxlib
+import torch
+from ctxlib import corpus, elmo, tasks
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared CPU two threads can be much slower."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pars = corpus.load("pd", "train")[:300]
+    return elmo.train("tiny", device="cpu", out=tmp_path_factory.mktemp("elmo") / "elmo", paragraphs=pars)
+
+
+def test_task_sentences():
+    w, y = tasks.task_sentences("ner", "test", 30, seed=0)
+    assert len(w) == 30 and all(len(a) == len(b) for a, b in zip(w, y))
+    assert set(x for ys in y for x in ys) <= {"O", "person", "place", "organisation"}
+    w2, y2 = tasks.task_sentences("sentiment", "train", 20, seed=0)
+    assert len(w2) == 20 and set(y2) <= {0, 1}
+    assert tasks.task_sentences("ner", "test", 30, seed=0)[0] == w  # seeded
+    with pytest.raises(ValueError):
+        tasks.task_sentences("parse", "train", 5)
+
+
+def test_run_eval_schema(tiny, w2v_tiny, tmp_path):
+    out = tmp_path / "eval_pos.json"
+    r = tasks.run_eval(str(tiny), "pos", device="cpu", out=out, n_train=40, n_test=20, epochs=1, probe_epochs=1,
+                       word2vec=str(w2v_tiny))
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    for k in ("task", "metric", "score", "per_layer_score", "mix_weights", "gamma", "expected_layer", "word2vec_score",
+              "input_score", "concat_score", "baseline_score", "n_train", "n_test", "seconds"):
+        assert k in saved, k
+    assert saved["task"] == "pos" and saved["n_train"] == 40 and saved["n_test"] == 20
+    assert len(saved["per_layer_score"]) == 3 and all(0 <= s <= 1 for s in saved["per_layer_score"])
+    assert sum(saved["mix_weights"]) == pytest.approx(1.0, abs=1e-3)
+    assert 0 <= saved["expected_layer"] <= 2
+    assert saved["expected_layer"] == pytest.approx(sum(j * s for j, s in enumerate(saved["mix_weights"])), abs=1e-3)
+    assert 0 <= saved["word2vec_score"] <= 1 and 0 <= saved["score"] <= 1
+    assert r["score"] == saved["score"]
+
+
+def test_run_eval_sentiment_without_word2vec(tiny, tmp_path):
+    r = tasks.run_eval(str(tiny), "sentiment", device="cpu", out=tmp_path / "s.json", n_train=30, n_test=20, epochs=1,
+                       probe_epochs=1, word2vec=str(tmp_path / "missing"))
+    assert r["metric"] == "accuracy" and r["word2vec_score"] is None and "word2vec_note" in r
+
+
+def test_train_mix_live_and_l2(tiny):
+    enc = ctxlib.load(tiny)
+    seen = []
+    r = tasks.train_mix_live(enc, "pos", l2=0.0, n_train=60, n_test=20, max_seconds=30, seed=0,
+                             callback=lambda step, total, w: seen.append((step, total, w)))
+    assert seen and seen[-1][0] == len(r["history"]) and len(seen[-1][2]) == 3
+    assert sum(r["mix_weights"]) == pytest.approx(1.0, abs=1e-5) and 0 <= r["score"] <= 1
+    free = np.array(r["mix_weights"])
+    big = tasks.train_mix_live(enc, "pos", l2=1000.0, n_train=60, n_test=20, max_seconds=30, seed=0)
+    uni = np.array(big["mix_weights"])
+    assert np.abs(uni - 1 / 3).max() < 0.01  # the regulariser pulls the weights to uniform
+    assert np.abs(free - 1 / 3).max() > np.abs(uni - 1 / 3).max()
