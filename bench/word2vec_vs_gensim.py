@@ -47,6 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cbow", action="store_true", help="CBOW instead of skip-gram")
     ap.add_argument("--batch-size", type=int, default=None, help="ctxlib windows per SGD step (default: the preset's)")
+    ap.add_argument("--max-row-updates", type=int, default=None, help="ctxlib's per-row update cap (default: the preset's)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     from gensim.models import Word2Vec
@@ -59,7 +60,8 @@ def main(argv=None) -> int:
     base = PRESETS["default"][0]
     cfg = Word2VecConfig(sg=not args.cbow, dim=base.dim, window=base.window, negative=base.negative, sample=base.sample,
                          min_count=base.min_count, epochs=epochs, lr=base.lr, min_lr=base.min_lr, seed=0, max_vocab=0,
-                         batch_size=args.batch_size or base.batch_size)
+                         batch_size=args.batch_size or base.batch_size,
+                         max_row_updates=base.max_row_updates if args.max_row_updates is None else args.max_row_updates)
     print(f"corpus: {len(sents)} sentences, {raw} words; {cfg}")
     tags = pd_major_tags()
     print(f"cpu cores: {os.cpu_count()}; {load()}")

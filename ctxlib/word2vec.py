@@ -22,6 +22,8 @@ dot products into one small matrix product; `shared_negatives=False` draws them 
 """
 from __future__ import annotations
 
+import io
+import json
 import logging
 import threading
 import time
@@ -30,7 +32,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from . import checkpoint
 from .encoder import Encoded, Encoder, WordNotFound
@@ -54,7 +55,8 @@ class Word2VecConfig:
     epochs: int = 5  # passes over the corpus
     lr: float = 0.025  # initial learning rate (gensim's alpha)
     min_lr: float = 1e-4  # final learning rate (gensim's min_alpha)
-    batch_size: int = 512  # center words (with their windows) per SGD step
+    batch_size: int = 256  # center words (with their windows) per SGD step
+    max_row_updates: int = 128  # a table row hit more often in one step has its summed update scaled to this many (0 = off)
     seed: int = 0  # vector init, subsampling, windows and negatives
     max_vocab: int = 50000  # keep at most this many most frequent words (0 = no cap)
     ns_exponent: float = 0.75  # exponent of the unigram distribution for negatives
@@ -63,7 +65,7 @@ class Word2VecConfig:
     def __post_init__(self):
         if self.dim <= 0 or self.window <= 0 or self.negative <= 0 or self.epochs <= 0 or self.batch_size <= 0:
             raise ValueError("dim, window, negative, epochs and batch_size must be positive")
-        if self.min_count < 1 or self.max_vocab < 0:
+        if self.min_count < 1 or self.max_vocab < 0 or self.max_row_updates < 0:
             raise ValueError("min_count must be >= 1 and max_vocab >= 0")
         if not 0 <= self.sample < 1:
             raise ValueError("sample must be in [0, 1)")
@@ -163,7 +165,9 @@ class KeyedVectors:
 class _SGNS:
     """The two embedding tables and the hand-written negative-sampling updates."""
 
-    def __init__(self, n_words: int, cfg: Word2VecConfig, device: torch.device):
+    def __init__(self, n_words: int, cfg: Word2VecConfig, device):
+        import torch
+
         g = torch.Generator().manual_seed(cfg.seed)
         self.cfg, self.device = cfg, device
         # gensim's init: inputs uniform in +-0.5/dim, outputs zero
@@ -174,6 +178,8 @@ class _SGNS:
 
     def step_windows(self, center, ctx, valid, neg, lr: float, with_loss: bool = True) -> float:
         """One SGD step on B windows. center (B,), ctx/valid (B, C), neg (B, K). Returns the summed loss (or 0)."""
+        import torch
+
         D = self.cfg.dim
         tgt = torch.cat([center[:, None], neg], 1)  # (B, K+1): the center word, then negatives
         keep = torch.cat([torch.ones_like(center[:, None], dtype=torch.bool), neg != center[:, None]], 1)  # (B, K+1)
@@ -186,6 +192,10 @@ class _SGNS:
             mask = vf[:, :, None] * keep[:, None, :]  # (B, C, K+1)
             g = (label - torch.sigmoid(f)) * mask * lr  # (B, C, K+1)
             d_in = torch.bmm(g, c)  # (B, C, D)
+            if self.cfg.max_row_updates:
+                n_out = torch.bincount(tgt.reshape(-1), vf.sum(1).repeat_interleave(tgt.shape[1]), len(self.w_out))
+                g = g * self._row_scale(n_out)[tgt][:, None, :]
+                d_in = d_in * self._row_scale(torch.bincount(ctx.reshape(-1), vf.reshape(-1), len(self.w_in)))[ctx][:, :, None]
             d_out = torch.bmm(g.transpose(1, 2), h_ctx)  # (B, K+1, D)
         else:  # CBOW: the mean of the context vectors predicts the center
             n = vf.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
@@ -201,8 +211,16 @@ class _SGNS:
             return 0.0
         return float(-(torch.nn.functional.logsigmoid(torch.where(label > 0, f, -f)) * mask).sum())
 
+    def _row_scale(self, n):
+        """Per row: 1, or max_row_updates / n when n contributions to that row were summed in one step.
+        Sequential SGD corrects itself after each of a row's updates; a summed batch update cannot, and a row
+        hit hundreds of times in one step (a run of the same word, a very frequent negative) can overshoot."""
+        return (self.cfg.max_row_updates / n.clamp(min=1)).clamp(max=1.0)
+
     def step_pairs(self, center, ctx, neg, lr: float) -> float:
         """gensim's exact skip-gram: P (context, center) pairs, K fresh negatives each. center/ctx (P,), neg (P, K)."""
+        import torch
+
         D = self.cfg.dim
         tgt = torch.cat([center[:, None], neg], 1)  # (P, K+1)
         keep = torch.cat([torch.ones_like(center[:, None], dtype=torch.bool), neg != center[:, None]], 1).float()
@@ -248,6 +266,8 @@ class _State:
 def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, raw_per_kept: float, deadline: float,
             report: Callable[[], None] | None):
     """Train on chunks (lo, hi) of kept positions taken from the shared iterator `chunks`."""
+    import torch
+
     cfg, dev = model.cfg, model.device
     # a small vocabulary gets smaller batches: many summed updates to one row in a step would diverge
     K, B = cfg.negative, min(cfg.batch_size, max(16, len(model.w_in) // 4))
@@ -291,13 +311,15 @@ def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, 
             report()
 
 
-def fit(sentences: list[list[str]], cfg: Word2VecConfig, device: str | torch.device = "auto", time_limit: float = 0.0,
+def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
         callback: Callable[[dict], None] | None = None, progress: bool = True, workers: int = 1) -> tuple[KeyedVectors, dict]:
     """Train on word lists; returns the input vectors as KeyedVectors and a training summary.
 
     On CPU the torch ops run single-threaded; workers > 1 runs that many Hogwild threads (as gensim's
     workers) that update the shared tables without locks. workers = 1 is deterministic for a given seed.
     """
+    import torch
+
     from .trainer import resolve_device
 
     dev = resolve_device(device) if isinstance(device, str) else device
@@ -432,6 +454,8 @@ PRESETS: dict[str, tuple[Word2VecConfig, int | None]] = {
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable[[dict], None] | None = None, paragraphs=None) -> Path:
     """Train on the train split of both sources (or on `paragraphs`) and save a checkpoint; returns its folder."""
+    import torch
+
     from . import corpus
 
     if preset not in PRESETS:
@@ -457,6 +481,50 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     return d
 
 
+_NP_STORAGE = {"HalfStorage": np.float16, "FloatStorage": np.float32, "DoubleStorage": np.float64, "LongStorage": np.int64}
+
+
+def read_state_numpy(path: Path) -> dict[str, np.ndarray]:
+    """Read a state dict of plain CPU tensors written by torch.save, with numpy only.
+
+    A restricted unpickler: only the three globals torch writes for such tensors are allowed (like weights_only).
+    """
+    import collections
+    import pickle
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        root = z.namelist()[0].split("/")[0]
+        if z.read(f"{root}/byteorder") != b"little":
+            raise ValueError("not a little-endian checkpoint")
+
+        def rebuild(storage, offset, size, stride, *_):
+            item = storage.itemsize
+            return np.lib.stride_tricks.as_strided(storage[offset:], tuple(size), tuple(s * item for s in stride)).copy()
+
+        class Restricted(pickle.Unpickler):
+            def find_class(self, module, name):
+                if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+                    return rebuild
+                if (module, name) == ("collections", "OrderedDict"):
+                    return collections.OrderedDict
+                if module == "torch" and name in _NP_STORAGE:
+                    return name
+                raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a checkpoint")
+
+            def persistent_load(self, pid):
+                _, storage, key, _, numel = pid
+                a = np.frombuffer(z.read(f"{root}/data/{key}"), dtype=_NP_STORAGE[storage])
+                if len(a) != numel:
+                    raise ValueError("storage size mismatch")
+                return a
+
+        sd = Restricted(io.BytesIO(z.read(f"{root}/data.pkl"))).load()
+    if not isinstance(sd, dict) or not all(isinstance(v, np.ndarray) for v in sd.values()):
+        raise ValueError("not a state dict of tensors")
+    return sd
+
+
 # -- the Encoder -------------------------------------------------------------------------------
 class Word2VecEncoder(Encoder):
     """One layer, the type vector: the same vector for a word in every context. Unknown words get zeros."""
@@ -470,18 +538,25 @@ class Word2VecEncoder(Encoder):
     @classmethod
     def from_checkpoint(cls, path) -> "Word2VecEncoder":
         d = checkpoint.resolve(path)
-        cfg, vocab_json, sd = checkpoint.load(d)
         fix = checkpoint.rebuild_command("word2vec")
+        try:  # fast path without torch (importing it takes seconds): `python -m ctxlib embed` starts quickly
+            cfg = checkpoint.read_config(d)
+            vocab_json = json.loads((d / "vocab.json").read_text(encoding="utf-8"))
+            vec = read_state_numpy(d / "model.pt")["in_vectors"]
+        except Exception:  # anything unusual: the torch loader, whose errors name the file and the fix
+            cfg, vocab_json, sd = checkpoint.load(d)
+            vec = sd["in_vectors"].numpy() if "in_vectors" in sd else None
         try:
             vocab = Vocab.from_json(vocab_json)
-            vec = sd["in_vectors"]
+            if vec is None:
+                raise KeyError("no 'in_vectors' tensor")
         except (KeyError, TypeError, ValueError) as e:
             raise checkpoint.CheckpointError(f"{d / 'model.pt'} or {d / 'vocab.json'} is not a word2vec checkpoint ({e}). Rebuild with: {fix}") from e
         dim = int(cfg["config"].get("dim", -1))
         if tuple(vec.shape) != (len(vocab), dim):
             raise checkpoint.CheckpointError(f"{d / 'model.pt'} holds vectors {tuple(vec.shape)}, but {d / 'config.json'} and "
                                              f"vocab.json say ({len(vocab)}, {dim}). Rebuild with: {fix}")
-        kv = KeyedVectors(vocab.itos, vec.numpy(), vocab.counts)
+        kv = KeyedVectors(vocab.itos, vec.astype(np.float32), vocab.counts)
         return cls(d.name, cfg["config"], cfg.get("summary", {}), kv, d)
 
     @property

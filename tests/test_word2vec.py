@@ -182,3 +182,61 @@ def test_shipped_checkpoint_if_present():
     assert enc.in_vocab("苹果") and enc.in_vocab("中国")
     assert enc.summary["pos_agreement_at_10"] > 0.3
     assert torch.tensor(enc.kv.vectors).isfinite().all() and len(enc.summary["most_similar"]["中国"]) == 5
+
+
+def test_numpy_reader_matches_torch_and_refuses_other_globals(tmp_path):
+    import pickle
+
+    from ctxlib.word2vec import read_state_numpy
+
+    sd = {"in_vectors": torch.randn(7, 3), "ids": torch.arange(4)}
+    checkpoint.save(tmp_path / "m", "word2vec", {"dim": 3}, {}, sd, {})
+    got = read_state_numpy(tmp_path / "m" / "model.pt")
+    _, _, ref = checkpoint.load(tmp_path / "m")
+    assert got["in_vectors"].dtype == np.float16 and got["ids"].dtype == np.int64
+    np.testing.assert_array_equal(got["in_vectors"].astype(np.float32), ref["in_vectors"].numpy())
+    np.testing.assert_array_equal(got["ids"], ref["ids"].numpy())
+    torch.save({"x": torch.nn.Linear(2, 2)}, tmp_path / "evil.pt")  # a pickled module, not a state dict
+    with pytest.raises(pickle.UnpicklingError, match="not allowed"):
+        read_state_numpy(tmp_path / "evil.pt")
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@pytest.mark.parametrize("cap", [0, 3])
+def test_skipgram_step_matches_a_numpy_loop(cap):
+    """One batched step = the sum of gensim's per-pair updates (computed with the old vectors), row caps applied."""
+    from ctxlib.word2vec import _SGNS
+
+    cfg = Word2VecConfig(dim=4, negative=2, max_row_updates=cap)
+    m = _SGNS(6, cfg, torch.device("cpu"))
+    m.w_out.normal_(0, 0.3, generator=torch.Generator().manual_seed(1))
+    w_in, w_out = m.w_in.numpy().copy(), m.w_out.numpy().copy()
+    center = np.array([0, 1])
+    ctx = np.array([[1, 2, 3], [0, 2, 2]])
+    valid = np.array([[True, True, False], [True, True, True]])
+    neg = np.array([[4, 0], [5, 4]])  # neg 0 == center 0: skipped, as in word2vec.c
+    lr = 0.1
+    d_in, d_out = np.zeros_like(w_in), np.zeros_like(w_out)
+    n_in, n_out = np.zeros(6), np.zeros(6)
+    for b in range(2):
+        tg = [center[b]] + list(neg[b])
+        for j in range(3):
+            if not valid[b, j]:
+                continue
+            n_in[ctx[b, j]] += 1
+            for k, t in enumerate(tg):
+                n_out[t] += 1
+                if k > 0 and t == center[b]:
+                    continue
+                g = ((k == 0) - _sigmoid(w_in[ctx[b, j]] @ w_out[t])) * lr
+                d_in[ctx[b, j]] += g * w_out[t]
+                d_out[t] += g * w_in[ctx[b, j]]
+    if cap:
+        d_in *= np.minimum(1, cap / np.maximum(n_in, 1))[:, None]
+        d_out *= np.minimum(1, cap / np.maximum(n_out, 1))[:, None]
+    m.step_windows(*(torch.from_numpy(x) for x in (center, ctx, valid, neg)), lr)
+    np.testing.assert_allclose(m.w_in.numpy(), w_in + d_in, atol=1e-6)
+    np.testing.assert_allclose(m.w_out.numpy(), w_out + d_out, atol=1e-6)
