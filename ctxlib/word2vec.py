@@ -18,7 +18,11 @@ written back with index_add_. Skip-gram shares one set of `negative` samples acr
 the context words of a window (the "negative sample sharing" of Ji et al. 2016,
 "Parallelizing Word2Vec in Shared and Distributed Memory"), which turns many small
 dot products into one small matrix product; `shared_negatives=False` draws them per
-(context, center) pair, as gensim does. Only the input vectors are shipped.
+(context, center) pair, as gensim does. A summed batch update cannot correct itself the
+way sequential SGD does, so a row hit more than `max_row_updates` times in one step has
+its update scaled down (without this, rare bursts blew single rows up to norms of 200).
+On CPU, `workers` Hogwild threads play the part of gensim's worker threads. Only the input
+vectors are shipped; the Encoder reads them without importing torch.
 """
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ class Word2VecConfig:
         if self.dim <= 0 or self.window <= 0 or self.negative <= 0 or self.epochs <= 0 or self.batch_size <= 0:
             raise ValueError("dim, window, negative, epochs and batch_size must be positive")
         if self.min_count < 1 or self.max_vocab < 0 or self.max_row_updates < 0:
-            raise ValueError("min_count must be >= 1 and max_vocab >= 0")
+            raise ValueError("min_count must be >= 1, max_vocab and max_row_updates >= 0")
         if not 0 <= self.sample < 1:
             raise ValueError("sample must be in [0, 1)")
         if not 0 < self.min_lr <= self.lr:
@@ -192,11 +196,8 @@ class _SGNS:
             mask = vf[:, :, None] * keep[:, None, :]  # (B, C, K+1)
             g = (label - torch.sigmoid(f)) * mask * lr  # (B, C, K+1)
             d_in = torch.bmm(g, c)  # (B, C, D)
-            if self.cfg.max_row_updates:
-                n_out = torch.bincount(tgt.reshape(-1), vf.sum(1).repeat_interleave(tgt.shape[1]), len(self.w_out))
-                g = g * self._row_scale(n_out)[tgt][:, None, :]
-                d_in = d_in * self._row_scale(torch.bincount(ctx.reshape(-1), vf.reshape(-1), len(self.w_in)))[ctx][:, :, None]
             d_out = torch.bmm(g.transpose(1, 2), h_ctx)  # (B, K+1, D)
+            hits = vf.sum(1)  # (B,): each target row of a window is updated once per valid context
         else:  # CBOW: the mean of the context vectors predicts the center
             n = vf.sum(1, keepdim=True).clamp(min=1.0)  # (B, 1)
             h = (h_ctx * vf[:, :, None]).sum(1) / n  # (B, D)
@@ -205,17 +206,28 @@ class _SGNS:
             g = (label - torch.sigmoid(f)) * mask * lr  # (B, K+1)
             d_in = torch.bmm(g[:, None, :], c).expand(-1, ctx.shape[1], -1) * vf[:, :, None]  # (B, C, D)
             d_out = g[:, :, None] * h[:, None, :]  # (B, K+1, D)
+            hits = (vf.sum(1) > 0).float()  # (B,)
+        if self.cfg.max_row_updates:
+            d_out = self._cap_rows(d_out, tgt, hits[:, None].expand(tgt.shape), len(self.w_out))
+            d_in = self._cap_rows(d_in, ctx, vf, len(self.w_in))
         self.w_out.index_add_(0, tgt.reshape(-1), d_out.reshape(-1, D))
         self.w_in.index_add_(0, ctx.reshape(-1), d_in.reshape(-1, D))
         if not with_loss:
             return 0.0
         return float(-(torch.nn.functional.logsigmoid(torch.where(label > 0, f, -f)) * mask).sum())
 
-    def _row_scale(self, n):
-        """Per row: 1, or max_row_updates / n when n contributions to that row were summed in one step.
+    def _cap_rows(self, delta, idx, hits, n_rows: int):
+        """delta (*idx.shape, D) with the rows of table rows that sum n > max_row_updates contributions in this
+        step scaled by max_row_updates / n.
+
         Sequential SGD corrects itself after each of a row's updates; a summed batch update cannot, and a row
         hit hundreds of times in one step (a run of the same word, a very frequent negative) can overshoot."""
-        return (self.cfg.max_row_updates / n.clamp(min=1)).clamp(max=1.0)
+        import torch
+
+        n = torch.bincount(idx.reshape(-1), hits.reshape(-1).float(), n_rows)  # (V,)
+        if float(n.max()) <= self.cfg.max_row_updates:  # the usual case: plain SGD
+            return delta
+        return delta * (self.cfg.max_row_updates / n.clamp(min=1)).clamp(max=1.0)[idx].unsqueeze(-1)
 
     def step_pairs(self, center, ctx, neg, lr: float) -> float:
         """gensim's exact skip-gram: P (context, center) pairs, K fresh negatives each. center/ctx (P,), neg (P, K)."""
@@ -230,7 +242,11 @@ class _SGNS:
         f = torch.bmm(c, h[:, :, None]).squeeze(2)  # (P, K+1)
         g = (label - torch.sigmoid(f)) * keep * lr  # (P, K+1)
         d_in = torch.bmm(g[:, None, :], c).squeeze(1)  # (P, D)
-        self.w_out.index_add_(0, tgt.reshape(-1), (g[:, :, None] * h[:, None, :]).reshape(-1, D))
+        d_out = g[:, :, None] * h[:, None, :]  # (P, K+1, D)
+        if self.cfg.max_row_updates:
+            d_out = self._cap_rows(d_out, tgt, torch.ones_like(tgt, dtype=torch.float32), len(self.w_out))
+            d_in = self._cap_rows(d_in, ctx, torch.ones_like(ctx, dtype=torch.float32), len(self.w_in))
+        self.w_out.index_add_(0, tgt.reshape(-1), d_out.reshape(-1, D))
         self.w_in.index_add_(0, ctx, d_in)
         loss = -(torch.nn.functional.logsigmoid(torch.where(label > 0, f, -f)) * keep).sum()
         return float(loss)
@@ -446,7 +462,7 @@ EXAMPLE_WORDS = ("中国", "苹果", "发展", "经济", "酒店", "好")
 PRESETS: dict[str, tuple[Word2VecConfig, int | None]] = {
     # (config, number of training sentences used; None = all of the train split)
     "tiny": (Word2VecConfig(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256), 2000),
-    "default": (Word2VecConfig(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=10,
+    "default": (Word2VecConfig(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5,
                                max_vocab=50000, seed=0), None),
 }
 
