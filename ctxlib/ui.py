@@ -142,21 +142,26 @@ def sync_lang_param() -> None:
 
 
 def _encode_word(enc, texts: list[str], word: str) -> dict:
-    """Vectors of `word` in each text plus what the page shows about tokenisation (no streamlit here)."""
+    """Vectors of `word` in each text (mean over its tokens at the first occurrence, as Encoder.word_vectors),
+    the word encoded alone (its context-free type vector), and what the page shows about tokenisation.
+    One encode() call for everything: the texts and the word alone share a batch. No streamlit here."""
+    from .encoder import WordNotFound
     from .tokens import find_all
 
-    vecs, pooled = enc.word_vectors_with_tokens(list(texts), word)  # (n, L, D)
-    encs = enc.encode(list(texts), target=word)
-    segs = []
-    for e in encs:
-        a, b = find_all(e.text, word)[0]
-        hit = set(e.token_indices(a, b))
-        segs.append(" / ".join(("【" + tok + "】") if j in hit else tok for j, tok in enumerate(e.tokens)))
-    alone = enc.word_vectors_with_tokens([word], word)[0][0]  # (L, D): the word encoded without context
-    return {"vecs": vecs.astype(np.float32), "pooled": pooled, "segmentation": segs, "type_vec": alone.astype(np.float32),
-            "layer_names": list(encs[0].layer_names) if encs else list(enc.layer_names),
-            "truncated": [bool(e.truncated) for e in encs], "in_vocab": bool(enc.in_vocab(word)),
-            "word_level": bool(getattr(enc, "word_level", True))}
+    encs = enc.encode(list(texts) + [word], target=word, batch_size=64)
+    vecs, pooled, segs = [], [], []
+    for i, e in enumerate(encs):
+        spans = find_all(e.text, word)
+        idx = e.token_indices(*spans[0]) if spans else []
+        if not idx:
+            raise WordNotFound(word, i, e.text)
+        vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
+        pooled.append([e.tokens[j] for j in idx])
+        segs.append(" / ".join(("【" + tok + "】") if j in idx else tok for j, tok in enumerate(e.tokens)))
+    vecs = np.stack(vecs).astype(np.float32)  # (n + 1, L, D)
+    return {"vecs": vecs[:-1], "pooled": pooled[:-1], "segmentation": segs[:-1], "type_vec": vecs[-1],
+            "layer_names": list(encs[0].layer_names), "truncated": [bool(e.truncated) for e in encs[:-1]],
+            "in_vocab": bool(enc.in_vocab(word)), "word_level": bool(getattr(enc, "word_level", True))}
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -200,7 +205,7 @@ def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, sta
     return out
 
 
-ATLAS_WINDOW = 100  # characters of context kept around each occurrence
+ATLAS_WINDOW = 60  # characters of context kept around each occurrence (ELMo, 300 sentences: 60 -> ~10-20 s, 100 -> ~60 s)
 
 
 def _crop(o, size: int):
@@ -224,7 +229,9 @@ def _atlas_vectors(enc, word: str, cap: int, seed: int = 0) -> dict:
     keep = []
     window = min(ATLAS_WINDOW, int(enc.config.get("max_len", 10**6)) - 4)
     occ = [_crop(o, window) for o in occ]  # the word must fall inside the model's length limit
-    encs = enc.encode([o.text for o in occ], target=word) if occ else []
+    # One batch for all: a batch-size-independent result (ELMo's char-CNN pads words to the batch's longest word,
+    # so its context-free layer otherwise differs between batches), and on CPU no slower than batches of 64.
+    encs = enc.encode([o.text for o in occ], target=word, batch_size=max(1, len(occ))) if occ else []
     for o, e in zip(occ, encs):
         idx = e.token_indices(o.start, o.end)
         if not idx:
@@ -302,9 +309,9 @@ def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]
     return out
 
 
-def sense_accuracy(data: dict, labels: list) -> dict | None:
-    """{model: (layer names, LOO nearest-centroid accuracy per layer)} on the labelled sentences, or None
-    when there are fewer than two labels with two sentences each."""
+def sense_accuracy(data: dict, labels: list) -> tuple[dict, float] | None:
+    """({model: (layer names, LOO nearest-centroid accuracy per layer)}, majority-class rate) on the labelled
+    sentences, or None when there are fewer than two labels with two sentences each."""
     from collections import Counter
 
     from .analysis import layer_sense_accuracy
@@ -315,7 +322,8 @@ def sense_accuracy(data: dict, labels: list) -> dict | None:
         return None
     idx = [i for i in idx if counts[labels[i]] >= 2]
     y = [labels[i] for i in idx]
-    return {m: (d["layer_names"], layer_sense_accuracy(d["vecs"][idx], y)) for m, d in data.items()}
+    chance = max(Counter(y).values()) / len(y)
+    return {m: (d["layer_names"], layer_sense_accuracy(d["vecs"][idx], y)) for m, d in data.items()}, chance
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -69,6 +69,8 @@ with st.spinner(t("正在编码句子…", "Encoding the sentences…")):
             data[m] = ui.word_tokens(m, word, texts, stamps[m])
         except Exception as e:  # a model failing must not take the other models down
             ui.show_error(f"{m}: {type(e).__name__}: {e}")
+if not data:
+    st.stop()
 layers = ui.layer_pickers("tt", {m: d["layer_names"] for m, d in data.items()})
 
 for m, d in data.items():
@@ -108,13 +110,13 @@ with tab_seg:
                  "The segmentation each model used; the tokens in 【】 were averaged into the word's vector (BERT uses characters)."))
     st.dataframe(ui.segmentation_table(data, texts, t("句子", "sentence"), t("取平均的字", "pooled characters")), hide_index=True)
 with tab_acc:
-    res = ui.sense_accuracy(data, labels)
-    if res is None:
+    acc = ui.sense_accuracy(data, labels)
+    if acc is None:
         st.info(t("给每个句子加上词义标签（如“苹果真好吃 | 水果”，至少两类、每类至少两句），就能看到每层的留一法最近质心准确率。",
                   "Add a sense label to every sentence (e.g. '苹果真好吃 | 水果'; two or more labels, two or more sentences each) "
                   "to see leave-one-out nearest-centroid accuracy per layer."))
     else:
-        chance = max(labels.count(x) for x in set(labels)) / len(labels)
+        res, chance = acc
         st.plotly_chart(ui.cached_figure(f"acc|{res}|{chance}", lambda: plots.layer_accuracy_chart(
             res, chance, title=t("每层的词义分类准确率（留一法，最近质心）", "Sense accuracy per layer (leave-one-out nearest centroid)"),
             x_title=t("层", "layer"), y_title=t("准确率", "accuracy"))), config=plots.PLOTLY_CONFIG, key="acc")
