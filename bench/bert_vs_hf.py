@@ -14,7 +14,7 @@ NSP head; HF's BertForMaskedLM projects every position and masks the loss with -
 tokens = non-pad input tokens.
 
     pip install transformers==5.23.0   # bench-only
-    OMP_NUM_THREADS=1 python bench/bert_vs_hf.py --threads 1 [--bf16]
+    OMP_NUM_THREADS=1 python bench/bert_vs_hf.py --threads 1 [--precision fp32|bf16|both]
 Last line: {"ctxlib_tokens_per_s":..,"hf_tokens_per_s":..,"speed_ratio":..}
 """
 from __future__ import annotations
@@ -60,7 +60,8 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=128, help="max_len of both models")
     ap.add_argument("--rounds", type=int, default=6, help="alternating rounds")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per model per round")
-    ap.add_argument("--bf16", action="store_true", help="bf16 autocast for both (default fp32 both)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "both"],
+                    help="fp32 both, bf16 autocast both, or all four alternating (the JSON's main figures are fp32)")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
@@ -82,8 +83,8 @@ def main(argv=None):
     n_hf = sum(p.numel() for p in theirs.parameters())
     opts = {"ctxlib": torch.optim.AdamW(ours.parameters(), 1e-4), "hf": torch.optim.AdamW(theirs.parameters(), 1e-4)}
 
-    def step(name, b):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+    def step(name, b, bf16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             if name == "ctxlib":
                 loss, _ = ours.loss(b)
             else:
@@ -93,31 +94,38 @@ def main(argv=None):
         opts[name].step()
         return int((b["ids"] != 0).sum())
 
-    for name in ("ctxlib", "hf"):  # warm-up, untimed
-        step(name, batches[0])
-    times = {"ctxlib": 0.0, "hf": 0.0}
-    toks = {"ctxlib": 0, "hf": 0}
+    precs = {"fp32": [False], "bf16": [True], "both": [False, True]}[args.precision]
+    runs = [(n, p) for p in precs for n in ("ctxlib", "hf")]
+    for name, p in runs:  # warm-up, untimed
+        step(name, batches[0], p)
+    times = {r: 0.0 for r in runs}
+    toks = {r: 0 for r in runs}
     k = 0
     for r in range(args.rounds):
-        order = ("ctxlib", "hf") if r % 2 == 0 else ("hf", "ctxlib")
-        for name in order:
-            for s in range(args.steps):
-                b = batches[(k + s) % n_batches]
+        for run in (runs if r % 2 == 0 else runs[::-1]):
+            for s_ in range(args.steps):
+                b = batches[(k + s_) % n_batches]
                 t = time.perf_counter()
-                toks[name] += step(name, b)
-                times[name] += time.perf_counter() - t
+                toks[run] += step(run[0], b, run[1])
+                times[run] += time.perf_counter() - t
         k += args.steps
-    ctx = toks["ctxlib"] / times["ctxlib"]
-    hf = toks["hf"] / times["hf"]
+    rate = {f"{n}_{'bf16' if p else 'fp32'}": toks[(n, p)] / times[(n, p)] for n, p in runs}
     import transformers
 
     print(f"config {cfg}\nparams ctxlib {n_ours:,} (incl. NSP head), hf {n_hf:,}; batch {args.batch}, "
           f"mean non-pad tokens/batch {np.mean([int((b['ids'] != 0).sum()) for b in batches]):.0f}, "
-          f"threads {args.threads}, {'bf16' if args.bf16 else 'fp32'}, transformers {transformers.__version__}")
-    print(f"ctxlib {ctx:.0f} tok/s, hf {hf:.0f} tok/s")
-    print(json.dumps({"ctxlib_tokens_per_s": round(ctx, 1), "hf_tokens_per_s": round(hf, 1), "speed_ratio": round(ctx / hf, 3),
-                      "precision": "bf16" if args.bf16 else "fp32", "threads": args.threads, "batch": args.batch,
-                      "seq": args.seq}))
+          f"threads {args.threads}, transformers {transformers.__version__}")
+    for key, v in rate.items():
+        print(f"{key:>12}: {v:8.0f} tok/s")
+    main_p = "fp32" if "ctxlib_fp32" in rate else "bf16"
+    res = {"ctxlib_tokens_per_s": round(rate[f"ctxlib_{main_p}"], 1), "hf_tokens_per_s": round(rate[f"hf_{main_p}"], 1),
+           "speed_ratio": round(rate[f"ctxlib_{main_p}"] / rate[f"hf_{main_p}"], 3), "precision": main_p,
+           "threads": args.threads, "batch": args.batch, "seq": args.seq}
+    if args.precision == "both":
+        res.update({"ctxlib_bf16_tokens_per_s": round(rate["ctxlib_bf16"], 1), "hf_bf16_tokens_per_s": round(rate["hf_bf16"], 1),
+                    "speed_ratio_bf16": round(rate["ctxlib_bf16"] / rate["hf_bf16"], 3),
+                    "ctxlib_bf16_over_fp32": round(rate["ctxlib_bf16"] / rate["ctxlib_fp32"], 3)})
+    print(json.dumps(res))
 
 
 if __name__ == "__main__":

@@ -111,9 +111,16 @@ class SelfAttention(nn.Module):
         self.p_attn = cfg.attn_dropout
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, keep, need_weights: bool = False):
-        B, T, D = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, d)
+    def forward(self, x, keep, need_weights: bool = False, packed=None):
+        """x: (B, T, D), or (N, D) real tokens only when packed = (idx, B, T) gives their flat positions."""
+        if packed is None:
+            B, T, D = x.shape
+            qkv = self.qkv(x)  # (B, T, 3D)
+        else:
+            (idx, B, T), D = packed, x.size(-1)
+            qkv = self.qkv(x)  # (N, 3D)
+            qkv = qkv.new_zeros(B * T, 3 * D).index_copy(0, idx, qkv)  # (B*T, 3D): scattered into the padded grid
+        q, k, v = qkv.view(B, T, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, d)
         p_drop = self.p_attn if self.training else 0.0
         if need_weights:
             att = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B, H, T, T)
@@ -126,6 +133,8 @@ class SelfAttention(nn.Module):
             probs = None
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p_drop)  # (B, H, T, d)
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        if packed is not None:
+            y = y.reshape(B * T, D).float().index_select(0, packed[0])  # (N, D); fp32: index_add in the backward is slow in bf16
         return self.drop(self.proj(y)), probs
 
 
@@ -139,8 +148,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.hidden)
         self.mlp = nn.Sequential(nn.Linear(cfg.hidden, cfg.ffn), nn.GELU(), nn.Linear(cfg.ffn, cfg.hidden), nn.Dropout(cfg.dropout))
 
-    def forward(self, x, keep, need_weights=False):
-        a, probs = self.attn(self.ln1(x), keep, need_weights)
+    def forward(self, x, keep, need_weights=False, packed=None):
+        a, probs = self.attn(self.ln1(x), keep, need_weights, packed)
         x = x + a
         return x + self.mlp(self.ln2(x)), probs
 
@@ -205,14 +214,30 @@ class BertModel(nn.Module):
     def nsp_logits(self, h_cls):
         return self.nsp_head(torch.tanh(self.pooler(h_cls)))  # (B, 2)
 
+    def forward_packed(self, ids, segment_ids):
+        """Training path: every per-token layer (embeddings, LayerNorms, QKV, projections, MLP) runs on the
+        real tokens only, packed as (N, D); only attention sees the padded (B, T) grid. Returns the final
+        vectors (N, D) and `rank` (B*T,): the packed row of each grid position (-1 for [PAD])."""
+        B, T = ids.shape
+        real = (ids != 0).reshape(-1)  # (B*T,)
+        idx = real.nonzero().squeeze(1)  # (N,)
+        pos = torch.arange(T, device=ids.device).repeat(B)  # (B*T,)
+        x = self.tok_emb(ids.reshape(-1)[idx]) + self.pos_emb(pos[idx]) + self.seg_emb(segment_ids.reshape(-1)[idx])  # (N, D)
+        x = self.drop(self.emb_ln(x))
+        keep = (ids != 0).view(B, 1, 1, T)
+        for blk in self.blocks:
+            x, _ = blk(x, keep, packed=(idx, B, T))
+        return self.ln_f(x), real.long().cumsum(0) - 1
+
     def loss(self, batch):
         """MLM cross-entropy on the masked positions only + NSP cross-entropy. Returns (loss, non-pad tokens)."""
         ids = batch["ids"]
-        (h,), _ = self.forward(ids, batch["segment_ids"])  # (B, T, D)
-        hm = h.reshape(-1, h.size(-1)).index_select(0, batch["mlm_pos"])  # (N, D): masked positions only
+        h, rank = self.forward_packed(ids, batch["segment_ids"])  # (N, D), (B*T,)
+        hm = h.index_select(0, rank[batch["mlm_pos"]])  # (M, D): masked positions only
         mlm = F.cross_entropy(self.mlm_logits(hm).float(), batch["mlm_labels"])
-        nsp = F.cross_entropy(self.nsp_logits(h[:, 0]).float(), batch["nsp"])
-        return mlm + nsp, int((ids != 0).sum())
+        cls = rank[torch.arange(ids.size(0), device=ids.device) * ids.size(1)]  # packed rows of [CLS]
+        nsp = F.cross_entropy(self.nsp_logits(h.index_select(0, cls)).float(), batch["nsp"])
+        return mlm + nsp, int(h.size(0))
 
 
 # ----------------------------------------------------------------------------- presets and training

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import ctxlib
 from ctxlib import checkpoint, corpus
@@ -53,6 +54,25 @@ def test_attention_rows_sum_to_one_and_pad_gets_none():
     fused, _ = m(ids, torch.zeros_like(ids), need_weights=False, all_layers=True)
     for x, y in zip(fused, layers):
         assert torch.allclose(x[0], y[0], atol=1e-5) and torch.allclose(x[1, :3], y[1, :3], atol=1e-5)
+
+
+def test_packed_training_path_matches_padded():
+    torch.manual_seed(0)
+    m = BertModel(BertConfig(vocab_size=50, hidden=32, layers=2, heads=4, ffn=64, max_len=16)).eval()
+    ids = torch.tensor([[2, 7, 8, 3, 10, 3], [2, 11, 3, 12, 3, 0]])
+    seg = torch.tensor([[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 0]])
+    with torch.no_grad():
+        (h,), _ = m(ids, seg)
+        hp, rank = m.forward_packed(ids, seg)
+    assert hp.shape == (11, 32)
+    assert torch.allclose(hp, h.reshape(-1, 32)[ids.reshape(-1) != 0], atol=1e-5)
+    batch = {"ids": ids, "segment_ids": seg, "mlm_pos": torch.tensor([1, 8]), "mlm_labels": torch.tensor([7, 12]),
+             "nsp": torch.tensor([1, 0])}
+    with torch.no_grad():
+        loss, n = m.loss(batch)
+        ref = F.cross_entropy(m.mlm_logits(h.reshape(-1, 32)[[1, 8]]), batch["mlm_labels"]) + \
+            F.cross_entropy(m.nsp_logits(h[:, 0]), batch["nsp"])
+    assert n == 11 and abs(float(loss) - float(ref)) < 1e-5
 
 
 def test_tiny_model_loss_falls(trained, pars):
