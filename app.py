@@ -75,16 +75,24 @@ a_col, b_col = st.columns(2)
 s1 = a_col.text_input(t("句子 A", "Sentence A"), value=ui.qp_init("home_a", "a", "苹果真好吃"), key="home_a_w", max_chars=300)
 s2 = b_col.text_input(t("句子 B", "Sentence B"), value=ui.qp_init("home_b", "b", "苹果手机很好用"), key="home_b_w", max_chars=300)
 st.query_params.update({"word": word, "a": s1, "b": s2})
-with st.spinner(t("正在加载模型…", "Loading the models…")):
-    status = ui.model_status()
-    loaded = [m for m, err in status.items() if err is None]
-    rows, problems = ui.demo_cosines(loaded, word, s1, s2)
+_, problems = ui.demo_cosines([], word, s1, s2)  # input problems only
 for zh, en in problems:
     st.warning(ui.escape_md(t(zh, en)))
+chart, notes = st.empty(), st.container()
+rows, status = [], {}
+for m in ui.MODEL_ORDER:  # model by model, so word2vec's bar shows while ELMo and BERT still load
+    with st.spinner(t(f"正在加载 {m}…", f"Loading {m}…")):
+        status[m] = ui.try_load(m)[1]
+        new, msgs = ui.demo_cosines([m], word, s1, s2) if status[m] is None and not problems else ([], [])
+    for zh, en in msgs:
+        notes.warning(ui.escape_md(t(zh, en)))
+    if new:
+        rows += new
+        chart.plotly_chart(plots.cosine_bars(rows, title=t(f"两个「{word}」向量的余弦相似度（每个模型、每一层）",
+                                                           f"Cosine similarity of the two {word} vectors, per model and layer"),
+                                             y_title="cos"), config=plots.PLOTLY_CONFIG)
+loaded = [m for m, err in status.items() if err is None]
 if rows:
-    st.plotly_chart(plots.cosine_bars(rows, title=t(f"两个「{word}」向量的余弦相似度（每个模型、每一层）",
-                                                     f"Cosine similarity of the two {word} vectors, per model and layer"),
-                                      y_title="cos"), config=plots.PLOTLY_CONFIG, key="demo")
     st.caption(t("word2vec 只有类型向量，两个句子里的向量完全相同，余弦正好是 1。ELMo 和 BERT 的向量随上下文改变，余弦小于 1；"
                  "越高的层通常越小。", "word2vec has only the type vector: the two vectors are identical and the cosine is exactly 1. "
                  "ELMo's and BERT's vectors change with the context, so their cosine is below 1, usually lower at higher layers."))
