@@ -92,6 +92,10 @@ for m in ui.MODEL_ORDER:  # model by model, so word2vec's bar shows while ELMo a
                                                            f"Cosine similarity of the two {word} vectors, per model and layer"),
                                              y_title="cos"), config=plots.PLOTLY_CONFIG)
 loaded = [m for m, err in status.items() if err is None]
+if not loaded:
+    st.warning(t("还没有可用的模型。先训练一个：`python -m ctxlib train word2vec`（几分钟），下面列出了每个模型的构建命令。",
+                 "No model is available yet. Train one first: `python -m ctxlib train word2vec` (a few minutes); "
+                 "each model's build command is listed below."))
 if rows:
     st.caption(t("word2vec 只有类型向量，两个句子里的向量完全相同，余弦正好是 1。ELMo 和 BERT 的向量随上下文改变，余弦小于 1；"
                  "越高的层通常越小。", "word2vec has only the type vector: the two vectors are identical and the cosine is exactly 1. "

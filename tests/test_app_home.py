@@ -65,3 +65,22 @@ def test_home_script_in_sentence_is_text(monkeypatch):
     at.text_input(key="home_a_w").set_value("苹果<script>alert(1)</script>").run()
     assert not at.exception
     assert "<script>" not in at.get("plotly_chart")[0].proto.spec
+
+
+def test_broken_and_missing_checkpoints_give_rebuild_commands(monkeypatch, tmp_path):
+    """A corrupt config.json and a missing folder: the page names the file and the command, and does not crash."""
+    from ctxlib import checkpoint, ui
+
+    (tmp_path / "bert").mkdir()
+    (tmp_path / "bert" / "config.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
+    ui.load_encoder.clear()
+    try:
+        at = _run()
+        text = " ".join(c.value for c in at.caption).replace("\\", "")
+        assert "bert/config.json is corrupt" in text and "python -m ctxlib train bert" in text
+        table = at.dataframe[0].value
+        assert all("python -m ctxlib train" in str(v) for v in table.iloc[:, 1])
+        assert "No model is available yet" in " ".join(w.value for w in at.warning) and not at.get("plotly_chart")
+    finally:
+        ui.load_encoder.clear()
