@@ -154,3 +154,16 @@ def test_pair_and_next_sentence(enc):
     assert e.attentions.shape[-1] == len(e.tokens)
     p = enc.next_sentence("今天天气很好。", "我们去公园吧。")
     assert 0.0 <= p <= 1.0
+
+
+def test_run_eval_schema(trained, tmp_path):
+    from ctxlib.bert import run_eval
+
+    out = tmp_path / "eval.json"
+    r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32)
+    assert out.is_file()
+    assert r["task"] == "sentiment" and r["metric"] == "accuracy" and r["n_train"] == 64 and r["n_test"] == 32
+    assert 0.0 <= r["score"] <= 1.0 and len(r["per_layer_score"]) == len(r["layer_names"]) == 3
+    assert r["mix_weights"] is None and "word2vec_score" in r
+    with pytest.raises(ValueError):
+        run_eval(str(trained), "pos")
