@@ -86,14 +86,17 @@ def umap(X, seed: int = 0) -> np.ndarray:
     return reducer.fit_transform(X)
 
 
-def project(X, method: str = "pca", seed: int = 0) -> np.ndarray:
-    """(n, 2) coordinates of the rows of X. `method` is 'pca', 'tsne' or 'umap'."""
+def project(X, method: str = "pca", seed: int = 0, normalize: bool = True) -> np.ndarray:
+    """(n, 2) coordinates of the rows of X. `method` is 'pca', 'tsne' or 'umap'.
+
+    With `normalize`, PCA sees unit-length rows, so the map shows directions (what cosine measures) and a few
+    long vectors cannot stretch it; t-SNE and UMAP use the cosine metric anyway."""
     method = (method or "pca").lower().replace("-", "")
     if method not in METHODS:
         raise ValueError(f"projection must be one of {METHODS}, got {method!r}")
     X = _as_matrix(X)
     if method == "pca":
-        return pca(X)
+        return pca(_unit(X) if normalize else X)
     if len(X) >= 2 and np.allclose(X, X[0]):
         return np.zeros((len(X), 2))  # t-SNE/UMAP cannot place identical points meaningfully
     return tsne(X, seed) if method == "tsne" else umap(X, seed)

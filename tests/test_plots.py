@@ -124,3 +124,11 @@ def test_type_token_map_marks_coinciding_tokens():
     assert [a.text for a in fig.layout.annotations] == ["×4"]
     fig = plots.type_token_map(np.array([[0, 0], [1, 0], [0, 1]], float), ["a", "b"])
     assert not fig.layout.annotations
+
+
+def test_project_pca_sees_directions_not_lengths():
+    X = np.array([[1.0, 0.0], [10.0, 0.0], [0.0, 1.0], [0.0, 5.0]])
+    P = project(X, "pca")
+    assert np.allclose(P[0], P[1]) and np.allclose(P[2], P[3]) and not np.allclose(P[0], P[2])
+    assert not np.allclose(project(X, "pca", normalize=False)[0], project(X, "pca", normalize=False)[1])
+    assert np.all(project(np.zeros((3, 4)), "pca") == 0)
