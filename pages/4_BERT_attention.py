@@ -136,7 +136,7 @@ with tab_word:
         cos = va.drift_from_layer0(d["layers"], idx)
         w2.plotly_chart(va.drift_figure(cos, d["names"], word, t("与第 0 层（无上下文）向量的余弦", "cosine with its layer-0 (context-free) vector")),
                         width="stretch")
-        st.caption(t(f"「{word}」由这些字的向量平均得到：", f"'{word}' is the mean of these characters' vectors: ") +
+        st.caption(t(f"「{ui.escape_md(word)}」由这些字的向量平均得到：", f"'{ui.escape_md(word)}' is the mean of these characters' vectors: ") +
                    " ".join(ui.escape_md(tokens_all[i]) for i in idx))
 ui.sync_lang_param()
 ui.record_time("bert_attention", _t0)
