@@ -87,7 +87,9 @@ for col, (m, d) in zip(cols, data.items()):
         fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}"
         st.plotly_chart(ui.cached_figure("map|" + fkey, lambda: plots.type_token_map(
             xy, hover, labels if any(labels) else None, title=f"{m} · {d['layer_names'][j]}",
-            type_name=t("类型向量 ★", "type vector ★"), token_name=t("实例", "token"))), config=plots.PLOTLY_CONFIG, key=f"map_{m}")
+            type_name=t("类型向量 ★", "type vector ★"), token_name=t("实例", "token"),
+            type_hover=plots.escape(t(f"★「{word}」单独输入、没有上下文时的向量", f"★ '{word}' encoded alone, without context")))),
+            config=plots.PLOTLY_CONFIG, key=f"map_{m}")
         cos = [ui.cosine(v, d["type_vec"][j]) for v in d["vecs"][:, j]]
         st.caption(t(f"实例与类型向量的平均余弦：{np.mean(cos):.3f}", f"Mean cosine of tokens to the type vector: {np.mean(cos):.3f}"))
         st.plotly_chart(ui.cached_figure("heat|" + fkey, lambda: plots.similarity_heatmap(

@@ -73,8 +73,18 @@ if words:
     st.dataframe([{t("聚类", "cluster"): c, t("实例数", "size"): cats.count(c), t("最常见的上下文词", "top context words"): " · ".join(ws)}
                   for c, ws in sorted(words.items())], hide_index=True)
 
-sims = {model: (names, [analysis.self_similarity(d["vecs"][:, j]) for j in range(len(names))],
-                [analysis.anisotropy(d["base"][:, j]) for j in range(len(names))])}
+others = [m for m in ui.MODEL_ORDER if m != model and ui.try_load(m)[1] is None]
+compare = st.checkbox(t("与其他模型对比自相似度（要为每个模型编码一遍，较慢）", "Compare self-similarity with the other models "
+                        "(encodes the occurrences with each model: slower)"), key="at_compare", disabled=not others)
+sims = {}
+for m in [model] + (others if compare else []):
+    with st.spinner(t(f"正在用 {m} 编码…", f"Encoding with {m}…")):
+        dm = d if m == model else ui.atlas_vectors(m, word, int(cap), ui.model_stamp(m))
+    sims[m] = (dm["layer_names"], [analysis.self_similarity(dm["vecs"][:, j]) for j in range(len(dm["layer_names"]))],
+               [analysis.anisotropy(dm["base"][:, j]) for j in range(len(dm["layer_names"]))])
+st.caption(t("自相似度减去基线越小，说明这一层的向量越依赖上下文（Ethayarajh 2019 的“经各向异性校正的自相似度”）。",
+             "The smaller self-similarity minus the baseline, the more context-specific the layer (Ethayarajh's 2019 "
+             "anisotropy-adjusted self-similarity)."))
 st.plotly_chart(plots.self_similarity_chart(sims, title=t(f"“{word}”的自相似度与各向异性基线", f"Self-similarity of {word} and the anisotropy baseline"),
                                             self_name=t("自相似度", "self-similarity"), base_name=t("随机词基线", "random-token baseline"),
                                             x_title=t("层", "layer")), config=plots.PLOTLY_CONFIG, key="selfsim")

@@ -90,3 +90,13 @@ def test_atlas_real_corpus():
     at = _run(lang="en", word="发展", cap="50", colour="pos", model="word2vec")
     assert at.title[0].value == TITLE and not at.error
     assert "a random sample of 50" in " ".join(c.value for c in at.caption)
+
+
+def test_atlas_compare_models(fakes):
+    import json
+
+    at = _run(lang="en", word="发展")
+    at.checkbox(key="at_compare").check().run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert {tr["name"].split(":")[0] for tr in spec["data"]} == {"word2vec", "elmo", "bert"}
