@@ -158,6 +158,9 @@ def main() -> int:
                     wait_done(page)
                     res[f"first_visit_{path}_s"] = round(time.perf_counter() - t3, 2)
                     shoot(page, f"{a.screens}/{path}_{a.lang}.png")
+                page.goto(f"{url}/Polysemy_atlas?lang={a.lang}&colour=kmeans&k=3")
+                wait_done(page)
+                shoot(page, f"{a.screens}/Polysemy_atlas_kmeans_{a.lang}.png")
             res["errors_seen"] = page.eval_on_selector_all('[data-testid="stException"]', "e => e.length")
         finally:
             proc.terminate()
