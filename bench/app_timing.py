@@ -146,7 +146,7 @@ def main() -> int:
             res["warm_type_token_browser_roundtrip_ms"] = {"median": round(statistics.median(rtt), 1), "max": round(max(rtt), 1)}
             if a.screens:
                 shoot(page, f"{a.screens}/type_token_{a.lang}.png")
-                for i, name in ((2, "accuracy"), (1, "segmentation")):
+                for i, name in ((2, "segmentation"),):
                     page.locator('[data-testid="stTab"]').nth(i).click()
                     page.wait_for_timeout(500)
                     shoot(page, f"{a.screens}/type_token_{name}_{a.lang}.png")

@@ -97,10 +97,10 @@ for col, (m, d) in zip(cols, data.items()):
             title=t("实例之间的余弦相似度", "Cosine similarity of the tokens"))),
             config=plots.PLOTLY_CONFIG, key=f"heat_{m}")
 
-tab_near, tab_seg, tab_acc, tab_csv = st.tabs([t("最近的词", "Nearest words"), t("分词", "Segmentation"),
-                                               t("词义分类准确率", "Sense accuracy"), t("导出", "Export")])
+tab_acc, tab_near, tab_seg, tab_csv = st.tabs([t("词义分类准确率", "Sense accuracy"), t("最近的词", "Nearest words"),
+                                               t("分词", "Segmentation"), t("导出", "Export")])
 with tab_near:
-    st.caption(t("每个实例向量在该层最接近的词表词（词单独输入时的向量），括号外为余弦。",
+    st.caption(t("每个实例向量在该层最接近的词表词（每个词单独输入时的向量），数字是余弦。",
                  "The vocabulary words (each encoded alone) closest to each token vector at the chosen layer, with cosines."))
     if st.toggle(t("计算最近的词（首次需编码词表，约几秒到几十秒）", "Compute nearest words (the first time encodes the vocabulary: seconds)"),
                  value=ui.qp_init("tt_near", "near", "0") == "1", key="tt_near_w", on_change=ui.flag_param, args=("tt_near_w", "near")):
@@ -119,6 +119,9 @@ with tab_acc:
                   "to see leave-one-out nearest-centroid accuracy per layer."))
     else:
         res, chance = acc
+        st.caption(t("每个句子用其余句子的各类中心来分类（余弦最近者）；虚线是总猜最多那一类的准确率。",
+                     "Each sentence is classified by the nearest (cosine) class centre of the other sentences; the dotted "
+                     "line is the accuracy of always guessing the largest class."))
         st.plotly_chart(ui.cached_figure(f"acc|{res}|{chance}", lambda: plots.layer_accuracy_chart(
             res, chance, title=t("每层的词义分类准确率（留一法，最近质心）", "Sense accuracy per layer (leave-one-out nearest centroid)"),
             x_title=t("层", "layer"), y_title=t("准确率", "accuracy"))), config=plots.PLOTLY_CONFIG, key="acc")
