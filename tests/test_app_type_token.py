@@ -128,3 +128,15 @@ def test_tsne_projection(fakes):
     at.radio(key="tt_proj_w").set_value("tsne").run()
     assert not at.exception and at.query_params["proj"] in ("tsne", ["tsne"])
     assert len(at.get("plotly_chart")) == 3
+
+
+def test_nearest_words_and_segmentation(fakes):
+    at = _run(lang="en")
+    at.toggle(key="tt_near_w").set_value(True).run()
+    assert not at.exception and at.query_params["near"] in ("1", ["1"])
+    tables = [d.value for d in at.dataframe]
+    near = [tb for tb in tables if "elmo" in tb.columns and tb["elmo"].str.contains(r"\d\.\d\d").all()]
+    assert near and not near[0]["elmo"].str.contains("苹果 ").any()  # the word itself is excluded
+    seg = [tb for tb in tables if "bert: pooled characters" in tb.columns][0]
+    assert set(seg["bert: pooled characters"]) == {"苹 + 果"}
+    assert any("【苹果】" in v for v in seg["word2vec / elmo"])  # word models share one jieba segmentation
