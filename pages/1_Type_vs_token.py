@@ -46,6 +46,7 @@ models = ui.models_sidebar("tt")
 method = st.sidebar.radio(t("投影", "Projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get,
                           index=list(METHOD_NAMES).index(ui.qp_init("tt_proj", "proj", "pca")), key="tt_proj_w")
 st.sidebar.caption(t("图右上角的相机按钮可下载 PNG。", "Download a PNG with the camera button at the top right of each plot."))
+ui.share_hint()
 
 word, pairs, msgs = examples.check_inputs(st.session_state["tt_word"], st.session_state["tt_text"])
 for level, zh, en in msgs:

@@ -37,6 +37,7 @@ ui.qp_int("at_k", "k", 3, 2, 8)
 k = c4.slider("k", 2, 8, key="at_k", disabled=colour != "kmeans")
 method = st.sidebar.radio(t("投影", "Projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="at_proj")
 st.sidebar.caption(t("图右上角的相机按钮可下载 PNG。", "Download a PNG with the camera button at the top right of each plot."))
+ui.share_hint()
 if not word or model is None:
     st.info(t("请输入一个词。", "Type a word.") if model else t("没有可用的模型。", "No model is available."))
     st.stop()
