@@ -208,26 +208,28 @@ class _SGNS:
             d_out = g[:, :, None] * h[:, None, :]  # (B, K+1, D)
             hits = (vf.sum(1) > 0).float()  # (B,)
         if self.cfg.max_row_updates:
-            d_out = self._cap_rows(d_out, tgt, hits[:, None].expand(tgt.shape), len(self.w_out))
-            d_in = self._cap_rows(d_in, ctx, vf, len(self.w_in))
+            d_out, d_in = self._cap_rows(d_out, tgt, hits[:, None].expand(tgt.shape), d_in, ctx, vf)
         self.w_out.index_add_(0, tgt.reshape(-1), d_out.reshape(-1, D))
         self.w_in.index_add_(0, ctx.reshape(-1), d_in.reshape(-1, D))
         if not with_loss:
             return 0.0
         return float(-(torch.nn.functional.logsigmoid(torch.where(label > 0, f, -f)) * mask).sum())
 
-    def _cap_rows(self, delta, idx, hits, n_rows: int):
-        """delta (*idx.shape, D) with the rows of table rows that sum n > max_row_updates contributions in this
-        step scaled by max_row_updates / n.
+    def _cap_rows(self, d_out, tgt, out_hits, d_in, ctx, in_hits):
+        """(d_out, d_in) with the updates of rows that sum n > max_row_updates contributions in this step scaled
+        by max_row_updates / n (output rows counted at tgt, input rows at ctx, both in one bincount).
 
         Sequential SGD corrects itself after each of a row's updates; a summed batch update cannot, and a row
         hit hundreds of times in one step (a run of the same word, a very frequent negative) can overshoot."""
         import torch
 
-        n = torch.bincount(idx.reshape(-1), hits.reshape(-1).float(), n_rows)  # (V,)
+        V = len(self.w_in)
+        idx = torch.cat([tgt.reshape(-1), ctx.reshape(-1) + V])  # output rows, then input rows
+        n = torch.bincount(idx, torch.cat([out_hits.reshape(-1), in_hits.reshape(-1)]).float(), 2 * V)  # (2V,)
         if float(n.max()) <= self.cfg.max_row_updates:  # the usual case: plain SGD
-            return delta
-        return delta * (self.cfg.max_row_updates / n.clamp(min=1)).clamp(max=1.0)[idx].unsqueeze(-1)
+            return d_out, d_in
+        scale = (self.cfg.max_row_updates / n.clamp(min=1)).clamp(max=1.0)
+        return d_out * scale[tgt].unsqueeze(-1), d_in * scale[ctx + V].unsqueeze(-1)
 
     def step_pairs(self, center, ctx, neg, lr: float) -> float:
         """gensim's exact skip-gram: P (context, center) pairs, K fresh negatives each. center/ctx (P,), neg (P, K)."""
@@ -244,8 +246,8 @@ class _SGNS:
         d_in = torch.bmm(g[:, None, :], c).squeeze(1)  # (P, D)
         d_out = g[:, :, None] * h[:, None, :]  # (P, K+1, D)
         if self.cfg.max_row_updates:
-            d_out = self._cap_rows(d_out, tgt, torch.ones_like(tgt, dtype=torch.float32), len(self.w_out))
-            d_in = self._cap_rows(d_in, ctx, torch.ones_like(ctx, dtype=torch.float32), len(self.w_in))
+            d_out, d_in = self._cap_rows(d_out, tgt, torch.ones_like(tgt, dtype=torch.float32),
+                                         d_in, ctx, torch.ones_like(ctx, dtype=torch.float32))
         self.w_out.index_add_(0, tgt.reshape(-1), d_out.reshape(-1, D))
         self.w_in.index_add_(0, ctx, d_in)
         loss = -(torch.nn.functional.logsigmoid(torch.where(label > 0, f, -f)) * keep).sum()
@@ -307,14 +309,14 @@ def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, 
                     steps += 1
                 pairs += len(cx)
                 continue
+            neg = table[rng.integers(0, len(table), (len(center), K))]  # (m, K): K negatives per window
+            arrays = [torch.from_numpy(x).to(dev) for x in (center, ctx, valid, neg)]  # sliced below without copies
             for a in range(0, len(center), B):
-                sl = slice(a, a + B)
-                neg = table[rng.integers(0, len(table), (len(center[sl]), K))]
-                t = [torch.from_numpy(np.ascontiguousarray(x)).to(dev) for x in (center[sl], ctx[sl], valid[sl], neg)]
+                t = [x[a:a + B] for x in arrays]
                 with_loss = steps % LOSS_EVERY == 0  # the loss is only monitored: a sample of steps is enough
                 loss_sum += model.step_windows(*t, lr, with_loss)
                 if with_loss:
-                    loss_n += int(valid[sl].sum()) if cfg.sg else len(t[0])
+                    loss_n += int(t[2].sum()) if cfg.sg else len(t[0])
                 steps += 1
             pairs += int(valid.sum())
         with st.lock:
@@ -395,8 +397,8 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
                       for r in rngs]
                 for t in ts:
                     t.start()
-                while any(t.is_alive() for t in ts):
-                    ts[0].join(timeout=1.0)
+                while alive := [t for t in ts if t.is_alive()]:
+                    alive[0].join(timeout=1.0)
                     report()
                 for t in ts:
                     t.join()
