@@ -41,6 +41,14 @@ def cmd_corpus(args) -> int:
 
 def cmd_train(args) -> int:
     mod = importlib.import_module(f"ctxlib.{args.kind}")
+    presets = getattr(mod, "PRESETS", {})
+    if presets and args.preset not in presets:
+        return _fail(f"unknown preset '{args.preset}' for {args.kind}; choose from {', '.join(presets)}")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
     out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit)
     print(f"saved {out}")
     return 0
