@@ -202,9 +202,10 @@ def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: s
 def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: str = "") -> go.Figure:
     """Layers x context tokens: where the word looks in each layer (mean over heads and its characters)."""
     n_layers, T = wa.shape
+    labels = axis_labels(tokens)
     fig = go.Figure(go.Heatmap(
         z=wa, x=list(range(T)), y=[f"layer {layer + 1}" for layer in range(n_layers)], colorscale="Oranges",
-        zmin=0, customdata=[[axis_labels(tokens)[j] for j in range(T)] for _ in range(n_layers)],
+        zmin=0, customdata=[labels[:T] for _ in range(n_layers)],
         hovertemplate=f"{plot_text(word)} → %{{customdata}}<br>%{{y}}: %{{z:.3f}}<extra></extra>",
         colorbar=dict(thickness=10)))
     fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[plot_text(t) for t in tokens], side="top")
@@ -356,26 +357,13 @@ def mask_text(text: str, chosen: list[int], whole_word: bool = False) -> tuple[s
 def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt: str = "[MASK] {n}: {orig}") -> go.Figure:
     """One horizontal bar chart per [MASK] (at most 8): the top-k candidates and their probabilities;
     the original character, when known, in red."""
-    from plotly.subplots import make_subplots
+    from .viz_elmo import hbar_panels
 
     res = results[:8]
-    n = max(1, len(res))
-    cols = min(n, 4)
-    rows = (n + cols - 1) // cols
-    titles = [title_fmt.format(n=k + 1, orig=plot_text(originals[k]) if k < len(originals) and originals[k] else "?")
-              for k in range(len(res))]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or [""], horizontal_spacing=0.08, vertical_spacing=0.12)
-    for k, r in enumerate(res):
-        cands = list(r["candidates"])[::-1]
-        orig = originals[k] if k < len(originals) else None
-        fig.add_trace(go.Bar(x=[p for _, p in cands], y=[f"{plot_text(c)}\u2002" for c, _ in cands], orientation="h",
-                             marker_color=["#d62728" if c == orig else "#1f77b4" for c, _ in cands],
-                             text=[f"{p:.1%}" for _, p in cands], textposition="outside", showlegend=False,
-                             hovertemplate="%{y}: %{x:.3f}<extra></extra>"), k // cols + 1, k % cols + 1)
-        fig.update_xaxes(range=[0, max([p for _, p in cands] + [0.01]) * 1.35], tickformat=".1%", row=k // cols + 1, col=k % cols + 1)
-    fig.update_layout(height=60 + rows * (40 + 24 * max((len(r["candidates"]) for r in res), default=5)),
-                      margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT, size=14))
-    return fig
+    panels = [(title_fmt.format(n=k + 1, orig=originals[k] if k < len(originals) and originals[k] else "?"),
+               r["candidates"], "#1f77b4") for k, r in enumerate(res)]
+    origs = [originals[k] if k < len(originals) else None for k in range(len(res))]
+    return hbar_panels(panels, actual=origs, per_row=4, font_size=14)
 
 
 def example_html(ex: dict, lang: str = "en") -> str:
