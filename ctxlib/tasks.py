@@ -69,20 +69,22 @@ def task_sentences(task: str, split: str, limit: int, seed: int = 0) -> tuple[li
 
 
 def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32) -> list[np.ndarray]:
-    """Frozen features for given word lists (no re-segmentation): a list of (n_i, n_layers, dim) float16 arrays."""
-    out = []
-    for i in range(0, len(sentences), batch_size):
-        chunk = sentences[i:i + batch_size]
+    """Frozen features for given word lists (no re-segmentation): a list of (n_i, n_layers, dim) float16 arrays.
+    Sentences are batched by length (padding costs LSTM steps) and returned in the given order."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    out: list = [None] * len(sentences)
+    for i in range(0, len(order), batch_size):
+        chunk = order[i:i + batch_size]
         toks, texts = [], []
-        for ws in chunk:
+        for j in chunk:
             spans, pos = [], 0
-            for w in ws:
+            for w in sentences[j]:
                 spans.append((w, pos, pos + len(w)))
                 pos += len(w)
             toks.append(spans)
-            texts.append("".join(ws))
-        for e in encoder._encode_tokens(toks, texts):
-            out.append(np.ascontiguousarray(e.layers.transpose(1, 0, 2)).astype(np.float16))  # (T, L, D)
+            texts.append("".join(sentences[j]))
+        for j, e in zip(chunk, encoder._encode_tokens(toks, texts)):
+            out[j] = np.ascontiguousarray(e.layers.transpose(1, 0, 2)).astype(np.float16)  # (T, L, D)
     return out
 
 
@@ -91,7 +93,8 @@ def task_features(encoder, task: str, split: str, limit: int, seed: int = 0) -> 
     (POS and NER share the People's Daily sentences)."""
     words, labels = task_sentences(task, split, limit, seed)
     src = "reviews" if task == "sentiment" else "pd"
-    key = (id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
+    where = getattr(encoder, "path", None)  # a loaded checkpoint is keyed by its folder, so POS and NER runs share
+    key = (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
     if key not in _FEATURES:
         t0 = time.time()
         _FEATURES[key] = encode_words(encoder, words)
@@ -152,7 +155,7 @@ def _param_groups(model, lr):
     return [{"params": rest, "lr": lr}, {"params": mix, "lr": 10 * lr}]  # the scalars learn faster (few parameters)
 
 
-def train_probe(xtr, ytr, xte, n_classes, *, l2=0.0, epochs=8, lr=3e-3, batch=512, seed=0, max_seconds=0.0,
+def train_probe(xtr, ytr, xte, n_classes, *, l2=0.0, epochs=10, lr=1e-2, batch=256, seed=0, max_seconds=0.0,
                 callback=None, device="cpu"):
     """Train a MixProbe on (N, L, D) features; returns (model, test predictions, history of mix weights)."""
     torch.manual_seed(seed)
@@ -239,9 +242,18 @@ def _batches(ids, feats, labels, order, bs, sentence, std, device):
                torch.from_numpy(M).to(device), torch.from_numpy(Y).to(device))
 
 
-def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=None, epochs=4, lr=3e-3, bs=32, seed=0,
+def _length_batches(ids, bs, rng=None) -> list[list[int]]:
+    """Index batches of similar-length sentences (less padding); shuffled batch order when rng is given."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    groups = [order[i:i + bs] for i in range(0, len(order), bs)]
+    if rng is not None:
+        rng.shuffle(groups)
+    return groups
+
+
+def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=None, epochs=3, lr=5e-3, bs=32, seed=0,
                      device="cpu"):
-    """Train a TaskModel on train = (ids, feats, labels); returns (model, test predictions flattened)."""
+    """Train a TaskModel on train = (ids, feats, labels); returns (model, test predictions flattened in order)."""
     torch.manual_seed(seed)
     ids, feats, labels = train
     L, D = (feats[0].shape[1:] if feats is not None else (1, 1))
@@ -250,24 +262,26 @@ def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=Non
     rng = random.Random(seed)
     for _ in range(epochs):
         m.train()
-        order = list(range(len(ids)))
-        rng.shuffle(order)
-        for I, Fe, M, Y in _batches(ids, feats, labels, order, bs, sentence, std, device):
-            loss = F.cross_entropy(m(I, Fe, M).flatten(0, -2) if not sentence else m(I, Fe, M),
-                                   Y.flatten() if not sentence else Y, ignore_index=-100)
-            if m.mix is not None:
-                loss = loss + m.mix.penalty()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        for grp in _length_batches(ids, bs, rng):
+            for I, Fe, M, Y in _batches(ids, feats, labels, grp, len(grp), sentence, std, device):
+                logits = m(I, Fe, M)
+                loss = F.cross_entropy(logits if sentence else logits.flatten(0, -2), Y if sentence else Y.flatten(),
+                                       ignore_index=-100)
+                if m.mix is not None:
+                    loss = loss + m.mix.penalty()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
     m.eval()
-    preds = []
     tids, tfeats, tlabels = test
+    per: list = [None] * len(tids)
     with torch.no_grad():
-        for I, Fe, M, Y in _batches(tids, tfeats, tlabels, list(range(len(tids))), 64, sentence, std, device):
-            p = m(I, Fe, M).argmax(-1)
-            preds.append(p.cpu().numpy() if sentence else p[M].cpu().numpy())
-    return m, np.concatenate(preds)
+        for grp in _length_batches(tids, 64):
+            for I, Fe, M, Y in _batches(tids, tfeats, tlabels, grp, len(grp), sentence, std, device):
+                p = m(I, Fe, M).argmax(-1).cpu().numpy()
+                for k, j in enumerate(grp):
+                    per[j] = p[k:k + 1] if sentence else p[k, :len(tids[j])]
+    return m, np.concatenate(per)
 
 
 # -- the app's "train the mix live" button ----------------------------------------------------------------------
@@ -301,8 +315,8 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 600, max_
 
 # -- the full evaluation --------------------------------------------------------------------------------------
 
-def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = 3000,
-             n_test: int = 1000, epochs: int = 4, probe_epochs: int = 8, word2vec: str | None = "word2vec") -> dict:
+def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = 1000,
+             n_test: int = 400, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
     from .encoder import load
     from .trainer import resolve_device
