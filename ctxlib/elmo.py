@@ -19,6 +19,7 @@ import logging
 import math
 import random
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -35,6 +36,8 @@ from .trainer import Trainer, TrainConfig, resolve_device, to_device
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
+# torch runs projected LSTMs with its generic kernel on CPU and says so on every call; nothing to act on
+warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
 
 WORD_SPECIALS = ["<pad>", "<unk>", "<S>", "</S>"]  # output vocabulary; <S>/</S> mark sentence boundaries
 CHAR_SPECIALS = ["<pad>", "<unk>", "<bow>", "<eow>", "<S>", "</S>"]  # the boundary tokens get their own "characters"

@@ -315,8 +315,8 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 600, max_
 
 # -- the full evaluation --------------------------------------------------------------------------------------
 
-def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = 1000,
-             n_test: int = 400, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
+def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = 3000,
+             n_test: int = 1000, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
     from .encoder import load
     from .trainer import resolve_device
