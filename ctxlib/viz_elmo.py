@@ -395,8 +395,8 @@ def read_evals(path, tasks) -> tuple[dict[str, dict], list[str]]:
     return found, missing
 
 
-def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = 300,
-              n_test: int = 300) -> dict:
+def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = 200,
+              n_test: int = 200) -> dict:
     """Train only the ScalarMix + a linear head on frozen ELMo features (ctxlib.tasks.train_mix_live).
 
     The features are extracted first (cached in memory by ctxlib.tasks, so only the first run per task pays),

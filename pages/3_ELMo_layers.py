@@ -121,8 +121,8 @@ live_task = lc1.selectbox(t("任务", "Task"), list(TASKS), format_func=TASKS.ge
 lam = lc2.select_slider("λ", options=[0.0, 0.001, 0.01, 0.1, 1.0, 10.0], value=0.0, key="elmo_live_lam")
 seconds = lc3.slider(t("最多秒数", "Max seconds"), 5, 60, 20, key="elmo_live_sec")
 if st.button(t("开始训练", "Train"), key="elmo_live_go", type="primary"):
-    bar = st.progress(0.0, text=t("提取 300 个句子的 ELMo 特征（每个任务只在第一次）……",
-                                  "Extracting ELMo features of 300 sentences (first time per task only)…"))
+    bar = st.progress(0.0, text=t("提取 400 个句子的 ELMo 特征（每个任务只在第一次）……",
+                                  "Extracting ELMo features of 400 sentences (first time per task only)…"))
     try:
         res = ve.train_mix(enc, live_task, lam, seconds, lambda s, n, w: bar.progress(
             min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
