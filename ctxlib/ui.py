@@ -580,6 +580,6 @@ def qp_int(key: str, param: str, default: int, lo: int, hi: int, options: list[i
 
 def share_hint() -> None:
     """Sidebar note: the URL holds the page's settings (word, sentences, models, layer, projection, language)."""
-    st.sidebar.caption(t("🔗 地址栏里的链接保存了当前的词、句子、模型、层、投影和语言：复制它，别人打开就是同一个画面。",
-                         "🔗 The address bar holds the word, sentences, models, layer, projection and language: "
+    st.sidebar.caption(t("地址栏里的链接保存了当前的词、句子、模型、层、投影和语言：复制它，别人打开就是同一个画面。",
+                         "The address bar holds the word, sentences, models, layer, projection and language: "
                          "copy it and others open the same view."))
