@@ -186,7 +186,7 @@ def atlas_map(coords, hover: list[str], colour_by: list[str], title: str = "",
                                    marker=dict(size=7, color=col, opacity=0.8),
                                    text=[hover[i] for i in idx], hovertemplate="%{text}<extra>" + escape(cat) + "</extra>"))
         if cluster_words and cluster_words.get(cat):
-            cx, cy = P[idx].mean(0)
+            cx, cy = np.median(P[idx], axis=0)  # robust to a few far-off points
             fig.add_annotation(x=cx, y=cy, text="<b>" + escape(" · ".join(cluster_words[cat])) + "</b>",
                                showarrow=False, font=dict(size=13, color=col, family=CJK_FONT),
                                bgcolor="rgba(255,255,255,0.75)")

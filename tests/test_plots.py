@@ -69,7 +69,7 @@ def test_atlas_map_with_cluster_words():
     texts = sorted(a.text for a in fig.layout.annotations)
     assert "经济" in texts[0] or "经济" in texts[1]
     centres = {a.text: (a.x, a.y) for a in fig.layout.annotations}
-    assert (0, 0.5) in centres.values() and (5, 5.5) in centres.values()
+    assert (0, 0.5) in centres.values() and (5, 5.5) in centres.values()  # the median of two points is their mean
 
 
 def test_pca_matches_svd_and_handles_degenerate_input():
