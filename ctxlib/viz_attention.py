@@ -123,21 +123,20 @@ def drift_from_layer0(layers: np.ndarray, idx: list[int]) -> np.ndarray:
 
 # -- Plotly figures ----------------------------------------------------------------------
 def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height: int = 420) -> go.Figure:
-    """One (T, T) attention matrix: rows attend (from), columns are attended (to)."""
+    """One (T, T) attention matrix: rows attend (from), columns are attended (to). Built from one dict
+    (update_* calls re-validate the figure each time)."""
     a = np.asarray(a)
     labels = axis_labels(tokens)
     n = len(tokens)
-    fig = go.Figure(go.Heatmap(
-        z=a, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0, zmax=float(max(a.max(), 1e-6)),
-        customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
-        hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>",
-        colorbar=dict(thickness=10)))
     ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[plot_text(t) for t in tokens], tickfont=dict(size=11))
-    fig.update_xaxes(side="top", **ticks)
-    fig.update_yaxes(title="from ↓  to →", autorange="reversed", **ticks)
-    fig.update_layout(title=dict(text=plot_text(title), y=0.995, yanchor="top"), height=height + 30,
-                      margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))
-    return fig
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=a, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0,
+                   zmax=float(max(a.max(), 1e-6)), customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
+                   hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>",
+                   colorbar=dict(thickness=10))],
+        layout=dict(xaxis=dict(side="top", **ticks), yaxis=dict(title=dict(text="from ↓  to →"), autorange="reversed", **ticks),
+                    title=dict(text=plot_text(title), y=0.995, yanchor="top"), height=height + 30,
+                    margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))))
 
 
 def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | None = None,
@@ -218,14 +217,15 @@ def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: s
 def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str = "") -> go.Figure:
     """Cosine of the word's vector at each layer with its layer-0 (context-free) vector."""
     x = list(range(len(cos)))
-    fig = go.Figure(go.Scatter(x=x, y=cos, mode="lines+markers+text", text=[f"{c:.2f}" for c in cos],
-                               textposition="top center", customdata=[plot_text(n) for n in layer_names],
-                               hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728")))
-    fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[plot_text(n) for n in layer_names], title="layer")
-    fig.update_yaxes(title=f"cos({plot_text(word)}_layer, {plot_text(word)}_0)", range=[min(0.0, float(np.min(cos)) - 0.05), 1.08])
-    fig.update_layout(title=plot_text(title), height=330, margin=dict(l=60, r=10, t=40, b=10),
-                      font=dict(family=CJK_FONT))
-    return fig
+    w = plot_text(word)
+    return go.Figure(dict(
+        data=[dict(type="scatter", x=x, y=[float(c) for c in cos], mode="lines+markers+text", text=[f"{c:.2f}" for c in cos],
+                   textposition="top center", customdata=[plot_text(n) for n in layer_names],
+                   hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728"))],
+        layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[plot_text(n) for n in layer_names], title=dict(text="layer")),
+                    yaxis=dict(title=dict(text=f"cos({w}_layer, {w}_0)"), range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
+                    title=dict(text=plot_text(title)), height=330, margin=dict(l=60, r=10, t=40, b=10),
+                    font=dict(family=CJK_FONT))))
 
 
 # -- head view: inline SVG + JS ---------------------------------------------------------------
