@@ -419,8 +419,11 @@ def model_rows(status: dict[str, str | None]) -> list[dict]:
             continue
         enc = load_encoder(m)
         s = enc.summary or {}
-        val = {k: v for k, v in s.items() if isinstance(v, (int, float)) and any(x in k.lower() for x in (
-            "val", "ppl", "perplexity", "acc", "agree", "loss"))}
+        flat = {}
+        for k, v in s.items():  # one level of nesting: {"perplexity": {"forward": ...}} -> perplexity.forward
+            flat.update({f"{k}.{k2}": v2 for k2, v2 in v.items()} if isinstance(v, dict) else {k: v})
+        val = {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and any(
+            x in k.lower() for x in ("val", "ppl", "perplexity.f", "perplexity.b", "acc", "agree", "mlm", "nsp", "loss"))}
         wall = _pick(s, "wall_s", "wall_time_s", "wall_time", "seconds")
         rows.append({
             t("模型", "model"): m, t("状态", "status"): t("已加载", "loaded"),
