@@ -236,7 +236,9 @@ class Featurizer:
                     uniq.append(self.char_ids(w))
                 idx[i, t] = j
                 tgt[i, t] = self.words.get(w)
-        C = max(self.min_width, max(len(u) for u in uniq))
+        # always pad to max_chars: the char-CNN max-pools over padding too, so a batch-dependent width would make
+        # a word's vectors depend on the other sentences in the batch
+        C = max(self.min_width, self.max_chars)
         u = np.zeros((len(uniq), C), dtype=np.int64)
         for j, ids in enumerate(uniq):
             u[j, : len(ids)] = ids
