@@ -96,6 +96,8 @@ def test_corpus_command(capsys):
     assert "distinct_words" in capsys.readouterr().out
 
 
-def test_train_unknown_preset_is_an_error(tmp_path):
-    with pytest.raises(ValueError, match="unknown preset"):
-        main(["train", "word2vec", "--preset", "huge", "--out", str(tmp_path / "x")])
+def test_train_unknown_preset_is_an_error(tmp_path, capsys):
+    assert main(["train", "word2vec", "--preset", "huge", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown preset 'huge'" in err[0] and "tiny" in err[0]
+    assert not (tmp_path / "x").exists()
