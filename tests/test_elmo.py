@@ -142,3 +142,10 @@ def test_untrained_differs(enc):
     a = enc.encode(["我们今天去北京"])[0].layers
     b = u.encode(["我们今天去北京"])[0].layers
     assert a.shape == b.shape and not np.allclose(a, b)
+
+
+def test_vectors_do_not_depend_on_the_rest_of_the_batch(enc):
+    # the char-CNN max-pools over padded character positions: padding must not vary with the batch's longest word
+    alone = enc.encode(["苹果真好吃"])[0].layers
+    batched = enc.encode(["苹果真好吃", "中华人民共和国国务院总理会见了来访的各国客人"])[0].layers
+    np.testing.assert_allclose(alone, batched, atol=1e-5)
