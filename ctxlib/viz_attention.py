@@ -86,8 +86,10 @@ def head_summaries(att: np.ndarray, tokens: list[str]) -> list[dict]:
                 "max_entropy": float(np.log2(T)) if T > 1 else 0.0,
                 "cls": float(r[:, cls_idx].sum(axis=1).mean()) if cls_idx else 0.0,
                 "sep": float(r[:, sep_idx].sum(axis=1).mean()) if sep_idx else 0.0,
-                "prev": float(np.mean([a[i, j] for i, j in prev_pairs])) if prev_pairs else 0.0,
-                "next": float(np.mean([a[i, j] for i, j in next_pairs])) if next_pairs else 0.0,
+                # averaged over the same rows as the other shares (0 where the neighbour is a special token),
+                # so prev + next + self + cls + sep never exceeds 1
+                "prev": float(sum(a[i, j] for i, j in prev_pairs) / len(rows_idx)),
+                "next": float(sum(a[i, j] for i, j in next_pairs) / len(rows_idx)),
                 "self": float(np.mean([a[i, i] for i in rows_idx])),
             }
             d["kind"] = head_kind(d)

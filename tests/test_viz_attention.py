@@ -46,7 +46,10 @@ def test_head_summaries_on_hand_made_heads():
     att = np.stack([np.stack([prev, sep]), np.stack([uniform, nxt])])  # (2, 2, T, T)
     rows = {(r["layer"], r["head"]): r for r in va.head_summaries(att, TOKENS)}
     assert rows[(1, 1)]["kind"] == "previous char"
-    assert rows[(1, 1)]["prev"] == pytest.approx(1.0)  # from 果, 很, 甜 to the non-special previous char
+    # 果, 很, 甜 attend to their previous char; 苹's previous token is [CLS], which counts as the [CLS] share
+    assert rows[(1, 1)]["prev"] == pytest.approx(0.75) and rows[(1, 1)]["cls"] == pytest.approx(0.25)
+    for r in rows.values():  # shares of one distribution over the same rows never add up to more than 1
+        assert r["prev"] + r["next"] + r["self"] + r["cls"] + r["sep"] <= 1.0 + 1e-9
     assert rows[(1, 1)]["entropy"] == pytest.approx(0.0)
     assert rows[(1, 2)]["kind"] == "[SEP]" and rows[(1, 2)]["sep"] == pytest.approx(1.0)
     assert rows[(2, 1)]["entropy"] == pytest.approx(np.log2(T)) and rows[(2, 1)]["kind"] == "broad"
