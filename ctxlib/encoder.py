@@ -132,20 +132,24 @@ class Encoder:
         return np.stack(out).astype(np.float32), pooled
 
     # -- nearest vocabulary words ------------------------------------------------------
-    def type_vectors(self, layer: int, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
-        """(words, (n, dim) matrix): the `max_words` most frequent vocabulary words, each encoded alone
-        (no context) and read at `layer`. For word2vec this is just the embedding table. Cached."""
-        key = (layer, max_words)
+    def type_matrix(self, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
+        """(words, (n, n_layers, dim) unit vectors): the `max_words` most frequent vocabulary words, each encoded
+        alone (no context), every layer from one encoding pass. Cached per `max_words`."""
         cache = self.__dict__.setdefault("_type_cache", {})
-        if key not in cache:
+        if max_words not in cache:
             words = self.vocab_words(max_words)
             mats = []
             for i in range(0, len(words), 256):
-                chunk = words[i:i + 256]
-                mats.append(np.stack([e.layers[layer].mean(0) for e in self.encode(chunk)]))
-            m = np.concatenate(mats) if mats else np.zeros((0, self.dim), np.float32)
-            cache[key] = (words, m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
-        return cache[key]
+                encs = self.encode(words[i:i + 256], batch_size=256)
+                mats.append(np.stack([e.layers.mean(1) for e in encs]))  # (b, L, D)
+            m = (np.concatenate(mats) if mats else np.zeros((0, len(self.layer_names), self.dim))).astype(np.float32)
+            cache[max_words] = (words, m / np.maximum(np.linalg.norm(m, axis=2, keepdims=True), 1e-12))
+        return cache[max_words]
+
+    def type_vectors(self, layer: int, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
+        """(words, (n, dim) unit vectors): `type_matrix` read at `layer`."""
+        words, m = self.type_matrix(max_words)
+        return words, m[:, layer, :]
 
     def vocab_words(self, max_words: int = 10000) -> list[str]:
         """The most frequent vocabulary words (no specials), most frequent first."""

@@ -175,20 +175,9 @@ NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neig
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def vocab_matrix(model: str, stamp: str) -> tuple[list[str], np.ndarray]:
-    """(words, (n, n_layers, dim) unit vectors): each frequent vocabulary word encoded alone, every layer at once.
-
-    Encoder.type_vectors(layer) re-encodes the vocabulary for each layer; one pass for all layers is L times cheaper."""
-    enc = load_encoder(model)
-    if len(enc.layer_names) == 1:
-        words, m = enc.type_vectors(0)
-        return list(words), m[:, None, :]
-    words = list(enc.vocab_words(NEAREST_VOCAB))
-    mats = []
-    for i in range(0, len(words), 256):
-        encs = enc.encode(words[i:i + 256], target=None, batch_size=256)
-        mats.append(np.stack([e.layers.mean(1) for e in encs]))  # (b, L, D)
-    M = np.concatenate(mats).astype(np.float32)
-    return words, M / np.maximum(np.linalg.norm(M, axis=2, keepdims=True), 1e-12)
+    """(words, (n, n_layers, dim) unit vectors): Encoder.type_matrix of the NEAREST_VOCAB most frequent words."""
+    words, m = load_encoder(model).type_matrix(NEAREST_VOCAB)
+    return list(words), m
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

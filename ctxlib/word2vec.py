@@ -616,6 +616,10 @@ class Word2VecEncoder(Encoder):
     def vocab_words(self, max_words: int = 10000) -> list[str]:
         return self.kv.index_to_key[:max_words]
 
+    def type_matrix(self, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
+        """The normalised embedding table as (words, (n, 1, dim)): no encoding needed."""
+        return self.kv.index_to_key[:max_words], self.kv.get_normed_vectors()[:max_words, None, :]
+
     def type_vectors(self, layer: int = 0, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
         if layer != 0:
             raise IndexError(f"word2vec has one layer (0), asked for {layer}")
