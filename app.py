@@ -7,11 +7,9 @@ import streamlit as st
 from ctxlib import plots, ui
 
 _t0 = time.perf_counter()
-st.set_page_config(page_title="ctxlab", page_icon="🍎", layout="wide")
-ui.language_switch()
-ui.sync_lang_param()
+ui.page_header("ctxlab", "ctxlab：上下文词向量",
+               "ctxlab: contextual word embeddings", icon="🍎")
 t = ui.t
-st.title(t("ctxlab：上下文词向量", "ctxlab: contextual word embeddings"))
 st.markdown(t(
     "一个词，在不同的句子里，是同一个向量吗？这里有三个在人民日报（1998 年 1 月）和商品/酒店评论上训练的小模型："
     "**word2vec**、**ELMo** 和 **BERT**，用来亲手检验这一讲的几个论断。",

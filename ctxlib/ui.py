@@ -141,6 +141,14 @@ def sync_lang_param() -> None:
     st.query_params["lang"] = lang()
 
 
+def page_header(page_title: str, zh: str, en: str, icon: str | None = None) -> None:
+    """Every page's opening: page config, the sidebar language switch (kept in ?lang= so links share it), the title."""
+    st.set_page_config(page_title=page_title, page_icon=icon, layout="wide")
+    language_switch()
+    sync_lang_param()
+    st.title(t(zh, en))
+
+
 def _encode_word(enc, texts: list[str], word: str) -> dict:
     """Vectors of `word` in each text (mean over its tokens at the first occurrence, as Encoder.word_vectors),
     the word encoded alone (its context-free type vector), and what the page shows about tokenisation.

@@ -8,11 +8,9 @@ from ctxlib import analysis, examples, plots, ui
 from ctxlib.projection import METHOD_NAMES
 
 _t0 = time.perf_counter()
-st.set_page_config(page_title="Type vs token · ctxlab", layout="wide")
-ui.language_switch()
-ui.sync_lang_param()
+ui.page_header("Type vs token · ctxlab", "类型与实例：一个词有几个向量？",
+               "Type vs token: how many vectors does a word have?")
 t = ui.t
-st.title(t("类型与实例：一个词有几个向量？", "Type vs token: how many vectors does a word have?"))
 st.markdown(t(
     "word2vec 给每个**词类型**一个向量：所有句子里的「苹果」都落在同一点（★）。ELMo 和 BERT 给每个**词实例**（token）一个向量，"
     "随上下文变化。看看各层里的点是否按词义（颜色）分开。★ 是该模型的**类型向量**：word2vec 就是它唯一的那个向量；"

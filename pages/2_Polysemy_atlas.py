@@ -8,11 +8,9 @@ from ctxlib.corpus import SOURCE_NAMES
 from ctxlib.projection import METHOD_NAMES, cluster_top_words, kmeans
 
 _t0 = time.perf_counter()
-st.set_page_config(page_title="Polysemy atlas · ctxlab", layout="wide")
-ui.language_switch()
-ui.sync_lang_param()
+ui.page_header("Polysemy atlas · ctxlab", "多义词图谱：语料中的每一个实例",
+               "Polysemy atlas: every occurrence in the corpus")
 t = ui.t
-st.title(t("多义词图谱：语料中的每一个实例", "Polysemy atlas: every occurrence in the corpus"))
 st.markdown(t(
     "取出一个词在语料（人民日报 1998-01 和评论）中的所有出现，每个实例一个点。在上下文模型的高层，点会按词义或词性聚成几团；"
     "word2vec 的所有点重合。下方的图是 Ethayarajh (2019) 的**自相似度**：同一个词各实例之间的平均余弦，"

@@ -8,11 +8,10 @@ from ctxlib import ui
 from ctxlib import viz_elmo as ve
 
 _t0 = time.perf_counter()
-st.set_page_config(page_title="ELMo layers", layout="wide")
-ui.language_switch()
+ui.page_header("ELMo layers", "ELMo：分层表示与按任务混合",
+               "ELMo: layers and task-specific mixing")
 t = ui.t
 lang = ui.lang()
-st.title(t("ELMo：分层表示与按任务混合", "ELMo: layers and task-specific mixing"))
 st.markdown(t(
     "ELMo 给每个词 **2L+1 = 5 个向量**：字符 CNN 得到的词向量 x，以及两层双向 LSTM 的前向、后向状态。"
     "前向语言模型只看左边，后向只看右边，两者从不互相看见。下游任务学习一组 softmax 权重 s_j 和缩放 γ，"

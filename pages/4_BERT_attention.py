@@ -8,11 +8,10 @@ from ctxlib import ui
 from ctxlib import viz_attention as va
 
 _t0 = time.perf_counter()
-st.set_page_config(page_title="BERT attention", layout="wide")
-ui.language_switch()
+ui.page_header("BERT attention", "BERT 注意力：每一层、每个头在看哪里",
+               "BERT attention: where each layer and head looks")
 t = ui.t
 lang = ui.lang()
-st.title(t("BERT 注意力：每一层、每个头在看哪里", "BERT attention: where each layer and head looks"))
 st.markdown(t(
     "BERT 的每个字在每一层都同时看**左右两边**的所有字（ELMo 的两个 LSTM 各只看一边）。"
     "注意：有的头专看前一个字或后一个字，有的头把注意力「停」在 [SEP] 上；"

@@ -9,11 +9,10 @@ from ctxlib import viz_elmo as ve
 from ctxlib.tokens import char_tokens
 
 _t0 = time.perf_counter()
-st.set_page_config(page_title="BERT pre-training", layout="wide")
-ui.language_switch()
+ui.page_header("BERT pre-training", "BERT 预训练：完形填空与下一句预测",
+               "BERT pre-training: masked LM and next-sentence prediction")
 t = ui.t
 lang = ui.lang()
-st.title(t("BERT 预训练：完形填空与下一句预测", "BERT pre-training: masked LM and next-sentence prediction"))
 st.markdown(t(
     "BERT 用两个任务预训练：**遮蔽语言模型**（随机选 15% 的字：80% 换成 [MASK]，10% 换成随机字，10% 不变，再让模型猜原字——"
     "像带注意力的 CBOW 完形填空）和**下一句预测**（[CLS] A [SEP] B [SEP]：B 是不是 A 的下一句）。"
