@@ -1,4 +1,4 @@
-"""Shared fixtures: one tiny word2vec checkpoint per test session (trained in seconds on a corpus slice)."""
+"""Shared fixtures: tiny word2vec and ELMo checkpoints, trained once per test session on a corpus slice."""
 import pytest
 
 
@@ -8,3 +8,30 @@ def w2v_tiny(tmp_path_factory):
     from ctxlib import word2vec
 
     return word2vec.train("tiny", device="cpu", out=tmp_path_factory.mktemp("ckpt") / "word2vec", seed=0)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared CPU two threads can be much slower."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def elmo_tiny(tmp_path_factory):
+    """Path of a tiny ELMo checkpoint (preset "tiny", 300 People's Daily train paragraphs), trained on one thread."""
+    import torch
+
+    from ctxlib import corpus, elmo
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        pars = corpus.load("pd", "train")[:300]
+        return elmo.train("tiny", device="cpu", out=tmp_path_factory.mktemp("elmo") / "elmo", paragraphs=pars)
+    finally:
+        torch.set_num_threads(n)

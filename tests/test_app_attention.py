@@ -1,32 +1,20 @@
 """AppTest for the BERT attention page: defaults, head view HTML, pair input, bad input, missing model."""
 import json
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from app_pages import run_page, shipped, use_checkpoint_dir
 
-from ctxlib import checkpoint, ui
-
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_BERT_attention.py")
+PAGE = "4_BERT_attention.py"
 TITLE = "BERT attention: where each layer and head looks"
 
 
 @pytest.fixture(scope="module")
 def bert():
-    if not (checkpoint.CHECKPOINT_DIR / "bert" / "config.json").is_file():
-        pytest.skip("checkpoints/bert missing: python -m ctxlib train bert")
-    return ui.load_encoder("bert")
+    return shipped("bert")
 
 
 def _run(**qp):
-    at = AppTest.from_file(PAGE, default_timeout=90)
-    at.query_params["lang"] = "en"
-    for k, v in qp.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    assert [t.value for t in at.title] == [TITLE]
-    return at
+    return run_page(PAGE, TITLE, timeout=90, **qp)
 
 
 def _iframes(at):
@@ -84,10 +72,7 @@ def test_bad_inputs_give_messages(bert):
 
 
 def test_missing_model_names_the_command(monkeypatch, tmp_path):
-    import ctxlib
-
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
-    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert "not available" in at.warning[0].value and not at.error
     assert any("python -m ctxlib train bert" in i.value for i in at.info)

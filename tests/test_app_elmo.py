@@ -1,42 +1,25 @@
 """AppTest for the ELMo layers page: defaults, eval files present or missing, live mix wiring, bad input."""
-import json
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
+from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
-from ctxlib import checkpoint, ui
 from ctxlib import viz_elmo as ve
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_ELMo_layers.py")
+PAGE = "3_ELMo_layers.py"
 TITLE = "ELMo: layers and task-specific mixing"
 
 
 @pytest.fixture(scope="module")
 def elmo():
-    if not (checkpoint.CHECKPOINT_DIR / "elmo" / "config.json").is_file():
-        pytest.skip("checkpoints/elmo missing: python -m ctxlib train elmo")
-    return ui.load_encoder("elmo")
+    return shipped("elmo")
 
 
 def _run(at=None, **qp):
-    at = at or AppTest.from_file(PAGE, default_timeout=120)
-    at.query_params["lang"] = "en"
-    for k, v in qp.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    assert [t.value for t in at.title] == [TITLE]
-    return at
-
-
-def _specs(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return run_page(PAGE, TITLE, at, timeout=120, **qp)
 
 
 def test_defaults_render(elmo):
     at = _run()
-    specs = _specs(at)
+    specs = chart_specs(at)
     words = [tr for tr in specs[0]["data"] if tr.get("mode") == "text"][0]["text"]
     assert "苹果" in words  # the target stays one token in the architecture drawing
     assert specs[1]["data"][1]["z"]["shape"] == "5, 5"  # the cosine matrix of the 2L+1 vectors
@@ -56,10 +39,7 @@ def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
     d.mkdir()
     for f in ("config.json", "vocab.json", "model.pt"):
         (d / f).symlink_to(elmo.path / f)
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
-    import ctxlib
-
-    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     infos = " ".join(i.value for i in at.info)
     for task in ("pos", "ner", "sentiment"):
@@ -83,7 +63,7 @@ def test_live_mix_button_shows_history(elmo, monkeypatch):
     at.run()
     assert not at.exception, at.exception
     assert calls == [("ner", 0.0, 20)]
-    hist = [s for s in _specs(at) if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "step"]
+    hist = [s for s in chart_specs(at) if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "step"]
     assert hist and len(hist[0]["data"]) == 3
     assert any("γ = 1.500" in m.value for m in at.markdown)
 
@@ -92,7 +72,7 @@ def test_bad_inputs_give_messages(elmo):
     at = _run(text="")
     assert "Please type a sentence" in at.warning[0].value
     at = _run(text="<script>alert(1)</script>苹果很好吃", word="苹果")
-    words = [tr for tr in _specs(at)[0]["data"] if tr.get("mode") == "text"][0]["text"]
+    words = [tr for tr in chart_specs(at)[0]["data"] if tr.get("mode") == "text"][0]["text"]
     assert not any("<script" in w for w in words)
     assert not any("<script" in m.value for m in at.markdown if m.proto.allow_html)
     at = _run(text="我买了苹果。" * 400, word="苹果")  # 2,400 characters
@@ -102,9 +82,6 @@ def test_bad_inputs_give_messages(elmo):
 
 
 def test_missing_model_names_the_command(monkeypatch, tmp_path):
-    import ctxlib
-
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
-    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert at.warning and not at.error and any("python -m ctxlib train elmo" in i.value for i in at.info)

@@ -1,42 +1,26 @@
 """AppTest for the BERT pre-training page: fill-mask, a live example, NSP, ELMo vs BERT, bad input."""
-import json
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
+from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
-from ctxlib import checkpoint, ui
+from ctxlib import checkpoint
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_BERT_pretraining.py")
+PAGE = "5_BERT_pretraining.py"
 TITLE = "BERT pre-training: masked LM and next-sentence prediction"
 
 
 @pytest.fixture(scope="module")
 def bert():
-    if not (checkpoint.CHECKPOINT_DIR / "bert" / "config.json").is_file():
-        pytest.skip("checkpoints/bert missing: python -m ctxlib train bert")
-    return ui.load_encoder("bert")
+    return shipped("bert")
 
 
 def _run(**qp):
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.query_params["lang"] = "en"
-    for k, v in qp.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    assert [t.value for t in at.title] == [TITLE]
-    return at
-
-
-def _specs(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return run_page(PAGE, TITLE, timeout=120, **qp)
 
 
 def test_defaults_render(bert):
     at = _run()
     assert at.code[0].value == "今天天气很[MASK]，我们去公园散步吧。"  # the default mask (URL mask=5)
-    fm = _specs(at)[0]
+    fm = chart_specs(at)[0]
     assert "(original: 好)" in fm["layout"]["annotations"][0]["text"]
     assert len(fm["data"][0]["y"]) == 5  # k = 5 candidates
     example = at.get("html")[0].proto.body
@@ -64,7 +48,7 @@ def test_bad_inputs_give_messages(bert):
     at = _run(text="今天天气很好", mask="")
     assert any("There is no [MASK]" in i.value for i in at.info)
     at = _run(text="今天天气很[MASK]")
-    assert at.code[0].value == "今天天气很[MASK]" and len(_specs(at)) >= 1
+    assert at.code[0].value == "今天天气很[MASK]" and len(chart_specs(at)) >= 1
     at = _run(text="<script>alert(1)</script>天气很好", mask="13")
     assert "<script>alert(1)</script>" in at.code[0].value  # shown as text in a code block
     assert not any("<script" in m.value for m in at.markdown if m.proto.allow_html)
@@ -75,10 +59,7 @@ def test_bad_inputs_give_messages(bert):
 
 
 def test_missing_model_names_the_command(monkeypatch, tmp_path):
-    import ctxlib
-
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
-    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert any("python -m ctxlib train bert" in i.value for i in at.info)
     assert at.warning and not at.error

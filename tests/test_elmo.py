@@ -8,26 +8,12 @@ import torch
 import ctxlib
 from ctxlib import checkpoint, corpus, elmo
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared CPU two threads can be much slower."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    pars = corpus.load("pd", "train")[:300]
-    d = elmo.train("tiny", device="cpu", out=tmp_path_factory.mktemp("elmo") / "elmo", paragraphs=pars)
-    return d
-
-
-@pytest.fixture(scope="module")
-def enc(tiny):
-    return ctxlib.load(tiny)
+def enc(elmo_tiny):
+    return ctxlib.load(elmo_tiny)
 
 
 def test_config_validation():
@@ -96,13 +82,13 @@ def test_lm_loss_falls():
     assert float(model.loss(batch)[0].detach()) < first - 1.0
 
 
-def test_save_load_round_trip(enc, tiny, tmp_path):
+def test_save_load_round_trip(enc, elmo_tiny, tmp_path):
     texts = ["中国人民今天很高兴", "苹果手机很好用"]
     v1 = [e.layers for e in enc.encode(texts)]
-    again = ctxlib.load(tiny)
+    again = ctxlib.load(elmo_tiny)
     for a, e in zip(v1, again.encode(texts)):
         np.testing.assert_array_equal(a, e.layers)
-    cfg, voc, sd = checkpoint.load(tiny)
+    cfg, voc, sd = checkpoint.load(elmo_tiny)
     checkpoint.save(tmp_path / "copy", "elmo", cfg["config"], voc, sd, cfg["summary"])
     for a, e in zip(v1, ctxlib.load(tmp_path / "copy").encode(texts)):
         np.testing.assert_array_equal(a, e.layers)

@@ -5,23 +5,9 @@ import numpy as np
 import pytest
 
 import ctxlib
-import torch
-from ctxlib import corpus, elmo, tasks
+from ctxlib import tasks
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared CPU two threads can be much slower."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    pars = corpus.load("pd", "train")[:300]
-    return elmo.train("tiny", device="cpu", out=tmp_path_factory.mktemp("elmo") / "elmo", paragraphs=pars)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_task_sentences():
@@ -35,9 +21,9 @@ def test_task_sentences():
         tasks.task_sentences("parse", "train", 5)
 
 
-def test_run_eval_schema(tiny, w2v_tiny, tmp_path):
+def test_run_eval_schema(elmo_tiny, w2v_tiny, tmp_path):
     out = tmp_path / "eval_pos.json"
-    r = tasks.run_eval(str(tiny), "pos", device="cpu", out=out, n_train=40, n_test=20, epochs=1, probe_epochs=1,
+    r = tasks.run_eval(str(elmo_tiny), "pos", device="cpu", out=out, n_train=40, n_test=20, epochs=1, probe_epochs=1,
                        word2vec=str(w2v_tiny))
     saved = json.loads(out.read_text(encoding="utf-8"))
     for k in ("task", "metric", "score", "per_layer_score", "mix_weights", "gamma", "expected_layer", "word2vec_score",
@@ -52,14 +38,14 @@ def test_run_eval_schema(tiny, w2v_tiny, tmp_path):
     assert r["score"] == saved["score"]
 
 
-def test_run_eval_sentiment_without_word2vec(tiny, tmp_path):
-    r = tasks.run_eval(str(tiny), "sentiment", device="cpu", out=tmp_path / "s.json", n_train=30, n_test=20, epochs=1,
+def test_run_eval_sentiment_without_word2vec(elmo_tiny, tmp_path):
+    r = tasks.run_eval(str(elmo_tiny), "sentiment", device="cpu", out=tmp_path / "s.json", n_train=30, n_test=20, epochs=1,
                        probe_epochs=1, word2vec=str(tmp_path / "missing"))
     assert r["metric"] == "accuracy" and r["word2vec_score"] is None and "word2vec_note" in r
 
 
-def test_train_mix_live_and_l2(tiny):
-    enc = ctxlib.load(tiny)
+def test_train_mix_live_and_l2(elmo_tiny):
+    enc = ctxlib.load(elmo_tiny)
     seen = []
     r = tasks.train_mix_live(enc, "pos", l2=0.0, n_train=60, n_test=20, max_seconds=30, seed=0,
                              callback=lambda step, total, w: seen.append((step, total, w)))
