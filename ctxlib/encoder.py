@@ -56,6 +56,12 @@ class Encoded:
     def token_indices(self, start: int, end: int) -> list[int]:
         return tokens_in_span([(t, a, b) for t, (a, b) in zip(self.tokens, self.spans)], start, end)
 
+    def word_indices(self, word: str, occurrence: int = 0) -> list[int]:
+        """Indices of the tokens covering the `occurrence`-th `word` in the text (the last one if there are fewer);
+        [] when the word is absent or fell outside the encoded part."""
+        found = find_all(self.text, word)
+        return self.token_indices(*found[min(occurrence, len(found) - 1)]) if found else []
+
 
 class Encoder:
     """Base class. Subclasses implement `_encode_tokens` (and usually `_tokenize`)."""
@@ -115,18 +121,14 @@ class Encoder:
 
     def word_vectors_with_tokens(self, texts: list[str], word: str, occurrence: int = 0):
         """As word_vectors, plus for each text the list of token strings that were pooled."""
-        spans = []
         for i, t in enumerate(texts):
-            found = find_all(t[:MAX_CHARS], word)
-            if not found:
+            if not find_all(t[:MAX_CHARS], word):
                 raise WordNotFound(word, i, t)
-            spans.append(found[min(occurrence, len(found) - 1)])
-        encs = self.encode(texts, target=word)
         out, pooled = [], []
-        for e, (a, b) in zip(encs, spans):
-            idx = e.token_indices(a, b)
-            if not idx:  # cannot happen for a found span, but never index an empty list
-                raise WordNotFound(word, len(out), e.text)
+        for i, e in enumerate(self.encode(texts, target=word)):
+            idx = e.word_indices(word, occurrence)
+            if not idx:  # the word lies beyond what the model encodes (e.g. BERT's max length)
+                raise WordNotFound(word, i, e.text)
             out.append(e.layers[:, idx, :].mean(axis=1))
             pooled.append([e.tokens[j] for j in idx])
         return np.stack(out).astype(np.float32), pooled

@@ -154,13 +154,11 @@ def _encode_word(enc, texts: list[str], word: str) -> dict:
     the word encoded alone (its context-free type vector), and what the page shows about tokenisation.
     One encode() call for everything: the texts and the word alone share a batch. No streamlit here."""
     from .encoder import WordNotFound
-    from .tokens import find_all
 
     encs = enc.encode(list(texts) + [word], target=word, batch_size=64)
     vecs, pooled, segs = [], [], []
     for i, e in enumerate(encs):
-        spans = find_all(e.text, word)
-        idx = e.token_indices(*spans[0]) if spans else []
+        idx = e.word_indices(word)
         if not idx:
             raise WordNotFound(word, i, e.text)
         vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
@@ -277,10 +275,6 @@ def find_first(text: str, word: str) -> tuple[int, int]:
     return spans[0] if spans else (0, 0)
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return ctxlib.cosine(a, b)
-
-
 def cosine_matrix(X: np.ndarray) -> np.ndarray:
     U = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
     return np.clip(U @ U.T, -1.0, 1.0)
@@ -382,7 +376,7 @@ def demo_cosines(models: list[str], word: str, s1: str, s2: str) -> tuple[list[t
                          f"'{word}' is not in word2vec's vocabulary: it has no vector for an unseen word. ELMo builds one from characters."))
             continue
         for j, name in enumerate(d["layer_names"]):
-            rows.append((m, name, cosine(d["vecs"][0, j], d["vecs"][1, j])))
+            rows.append((m, name, ctxlib.cosine(d["vecs"][0, j], d["vecs"][1, j])))
     return rows, msgs
 
 

@@ -4,7 +4,8 @@ import time
 import numpy as np
 import streamlit as st
 
-from ctxlib import analysis, examples, plots, ui
+import ctxlib
+from ctxlib import examples, plots, ui
 from ctxlib.projection import METHOD_NAMES
 
 _t0 = time.perf_counter()
@@ -89,7 +90,7 @@ for col, (m, d) in zip(cols, data.items()):
             type_name=t("类型向量 ★", "type vector ★"), token_name=t("实例", "token"),
             type_hover=plots.escape(t(f"★「{word}」单独输入、没有上下文时的向量", f"★ '{word}' encoded alone, without context")))),
             config=plots.PLOTLY_CONFIG, key=f"map_{m}")
-        cos = [ui.cosine(v, d["type_vec"][j]) for v in d["vecs"][:, j]]
+        cos = [ctxlib.cosine(v, d["type_vec"][j]) for v in d["vecs"][:, j]]
         st.caption(t(f"实例与类型向量的平均余弦：{np.mean(cos):.3f}", f"Mean cosine of tokens to the type vector: {np.mean(cos):.3f}"))
         st.plotly_chart(ui.cached_figure("heat|" + fkey, lambda: plots.similarity_heatmap(
             ui.cosine_matrix(d["vecs"][:, j]), list(texts), hover, labels=labels,
