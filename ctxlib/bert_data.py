@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .tokens import char_tokens, norm_token
+from .tokens import char_tokens
 
 MASK_RATE = 0.15  # share of non-special positions chosen for prediction
 MASK_PROBS = (0.8, 0.1, 0.1)  # chosen -> [MASK], random token, unchanged

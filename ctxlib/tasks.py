@@ -17,7 +17,6 @@ than their scales.
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
