@@ -143,7 +143,8 @@ class Encoder:
             mats = []
             for i in range(0, len(words), 256):
                 encs = self.encode(words[i:i + 256], batch_size=256)
-                mats.append(np.stack([e.layers.mean(1) for e in encs]))  # (b, L, D)
+                # pooled over the word's own tokens (BERT's [CLS]/[SEP] left out), as `word_vectors` pools a token
+                mats.append(np.stack([e.layers[:, e.word_indices(e.text) or slice(None)].mean(1) for e in encs]))
             m = (np.concatenate(mats) if mats else np.zeros((0, len(self.layer_names), self.dim))).astype(np.float32)
             cache[max_words] = (words, m / np.maximum(np.linalg.norm(m, axis=2, keepdims=True), 1e-12))
         return cache[max_words]

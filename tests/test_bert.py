@@ -167,3 +167,13 @@ def test_run_eval_schema(trained, tmp_path):
     assert r["mix_weights"] is None and "word2vec_score" in r
     with pytest.raises(ValueError):
         run_eval(str(trained), "pos")
+
+
+def test_type_matrix_pools_the_word_like_the_type_point(enc):
+    # a vocabulary word's context-free vector = the word encoded alone, pooled over its own characters
+    # ([CLS]/[SEP] left out), exactly the ★ type point of the Type vs token page
+    words, m = enc.type_matrix(max_words=20)
+    w = next(x for x in words if len(x) == 1)
+    v = enc.word_vectors([w], w)[0]
+    v = v / np.linalg.norm(v, axis=-1, keepdims=True)
+    np.testing.assert_allclose(m[words.index(w)], v, atol=1e-5)
