@@ -37,6 +37,7 @@ TASKS = ("pos", "ner", "sentiment")
 NER_MAP = {"nr": "person", "ns": "place", "nt": "organisation"}
 METRICS = {"pos": "accuracy", "ner": "name-token F1", "sentiment": "accuracy"}
 MAX_LEN = 80  # words per sentence (longer ones are cut)
+N_TRAIN, N_TEST = 3000, 1000  # sentences per eval (ELMo's heads and BERT's fine-tuning use the same ones)
 _FEATURES: dict = {}  # in-memory cache of extracted features
 
 
@@ -314,8 +315,8 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_
 
 # -- the full evaluation --------------------------------------------------------------------------------------
 
-def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = 3000,
-             n_test: int = 1000, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
+def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = N_TRAIN,
+             n_test: int = N_TEST, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
     from .encoder import load
     from .trainer import resolve_device
