@@ -61,6 +61,7 @@ class BertConfig:
     dropout: float = 0.1  # on embeddings, attention output and MLP output
     attn_dropout: float = 0.1  # on attention probabilities
     type_vocab: int = 2  # segment ids (A, B)
+    positions: str = "absolute"  # "absolute" (learned embeddings, as BERT) or "rope" (rotary, relative; Su et al. 2021)
 
     def __post_init__(self):
         if self.vocab_size < len(SPECIALS) + 1:
@@ -73,6 +74,10 @@ class BertConfig:
             raise ValueError("max_len must be at least 8")
         if not (0 <= self.dropout < 1 and 0 <= self.attn_dropout < 1):
             raise ValueError("dropout rates must be in [0, 1)")
+        if self.positions not in ("absolute", "rope"):
+            raise ValueError(f"positions must be 'absolute' or 'rope', got {self.positions!r}")
+        if self.positions == "rope" and (self.hidden // self.heads) % 2:
+            raise ValueError("rotary positions need an even head width (hidden / heads)")
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -106,10 +111,23 @@ class CharTokenizer:
 
 
 # ----------------------------------------------------------------------------- model
+def rotate(x, base: float = 10000.0):
+    """Rotary position embedding of q or k (B, H, T, d): pairs of features (i, i + d/2) are rotated by
+    angle t * base^(-2i/d), so q_s . k_t depends on s - t only: attention sees relative positions and
+    no absolute position enters the residual stream (Su et al. 2021, RoFormer)."""
+    T, d = x.size(-2), x.size(-1)
+    inv = base ** (-torch.arange(0, d // 2, device=x.device, dtype=torch.float32) / (d // 2))  # (d/2,)
+    ang = torch.arange(T, device=x.device, dtype=torch.float32)[:, None] * inv[None]  # (T, d/2)
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)  # (B, H, T, d)
+
+
 class SelfAttention(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.heads = cfg.heads
+        self.rope = cfg.positions == "rope"
         self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
         self.proj = nn.Linear(cfg.hidden, cfg.hidden)
         self.p_attn = cfg.attn_dropout
@@ -125,6 +143,8 @@ class SelfAttention(nn.Module):
             qkv = self.qkv(x)  # (N, 3D)
             qkv = qkv.new_zeros(B * T, 3 * D).index_copy(0, idx, qkv)  # (B*T, 3D): scattered into the padded grid
         q, k, v = qkv.view(B, T, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, d)
+        if self.rope:
+            q, k = rotate(q), rotate(k)
         p_drop = self.p_attn if self.training else 0.0
         if need_weights:
             att = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B, H, T, T)
@@ -164,7 +184,7 @@ class BertModel(nn.Module):
         self.cfg = cfg
         D = cfg.hidden
         self.tok_emb = nn.Embedding(cfg.vocab_size, D)
-        self.pos_emb = nn.Embedding(cfg.max_len, D)
+        self.pos_emb = nn.Embedding(cfg.max_len, D) if cfg.positions == "absolute" else None
         self.seg_emb = nn.Embedding(cfg.type_vocab, D)
         self.emb_ln = nn.LayerNorm(D)
         self.drop = nn.Dropout(cfg.dropout)
@@ -198,8 +218,9 @@ class BertModel(nn.Module):
         if segment_ids is None:
             segment_ids = torch.zeros_like(ids)
         keep = (ids != 0).view(B, 1, 1, T)  # (B, 1, 1, T): True = may be attended to; [PAD] never is
-        pos = torch.arange(T, device=ids.device)
-        x = self.tok_emb(ids) + self.pos_emb(pos)[None] + self.seg_emb(segment_ids)  # (B, T, D)
+        x = self.tok_emb(ids) + self.seg_emb(segment_ids)  # (B, T, D)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(torch.arange(T, device=ids.device))[None]
         x = self.drop(self.emb_ln(x))
         layers, atts = [x], []
         for i, blk in enumerate(self.blocks):
@@ -225,8 +246,9 @@ class BertModel(nn.Module):
         B, T = ids.shape
         real = (ids != 0).reshape(-1)  # (B*T,)
         idx = real.nonzero().squeeze(1)  # (N,)
-        pos = torch.arange(T, device=ids.device).repeat(B)  # (B*T,)
-        x = self.tok_emb(ids.reshape(-1)[idx]) + self.pos_emb(pos[idx]) + self.seg_emb(segment_ids.reshape(-1)[idx])  # (N, D)
+        x = self.tok_emb(ids.reshape(-1)[idx]) + self.seg_emb(segment_ids.reshape(-1)[idx])  # (N, D)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(torch.arange(T, device=ids.device).repeat(B)[idx])
         x = self.drop(self.emb_ln(x))
         keep = (ids != 0).view(B, 1, 1, T)
         for blk in self.blocks:
@@ -248,33 +270,20 @@ class BertModel(nn.Module):
 PRESETS = {
     # tests: a few seconds on a slice of the corpus
     "tiny": dict(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), batch=16, steps=60, lr=3e-3, warmup=5,
-                 max_paragraphs=400, min_count=1),
-    # the shipped model: 107 min of training on one CPU thread, bf16 autocast (2x fp32 on this CPU); the time limit
-    # holds the budget and the learning-rate decay follows whichever runs out first, steps or time
-    # (no dropout: chosen when the budget gave ~5 passes, keeps the fused attention path on; the 110-min run
-    # makes ~15 passes over the A documents and was not compared with dropout)
+                 max_paragraphs=400, min_count=1, timeline=False),
+    # the previous shipped model: 107 min of training on one CPU thread, bf16 autocast (2x fp32 on this CPU); the
+    # learning-rate decay follows whichever runs out first, steps or the time budget
+    # (no dropout: chosen when the budget gave ~5 passes, keeps the fused attention path on)
     "default": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
-                    batch=32, steps=20000, lr=1e-3, warmup=100, max_paragraphs=None, min_count=2, time_limit=6400.0,
+                    batch=32, steps=20000, lr=1e-3, warmup=100, max_paragraphs=None, min_count=2, budget_s=6400.0,
                     amp="bf16"),
+    # the long run (models issue): same size, rotary (relative) positions, whole-word masking, a step schedule
+    # (no time budget) so it can run in stretches with --resume; ~6 h on one CPU thread
+    "long": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0,
+                            positions="rope"),
+                 batch=32, steps=28000, lr=1e-3, warmup=500, max_paragraphs=None, min_count=2, budget_s=0.0,
+                 amp="bf16", whole_word=True),
 }
-
-
-def _budget_trainer(model, batches, tc, device, callback):
-    """A Trainer whose warmup + linear decay follows whichever budget runs out first, steps or seconds,
-    so a run stopped by its time limit still ends at the low learning rate."""
-    from .trainer import Trainer
-
-    class BudgetTrainer(Trainer):
-        def lr_at(self, step):
-            if step == 0 or not hasattr(self, "_t0"):
-                self._t0 = time.time()
-            c = self.cfg
-            if step < c.warmup or not c.time_limit:
-                return super().lr_at(step)
-            frac = max((step - c.warmup) / max(1, c.steps - c.warmup), (time.time() - self._t0) / c.time_limit)
-            return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
-
-    return BudgetTrainer(model, batches, tc, device=device, callback=callback)
 
 
 def _set_seed(seed: int):
@@ -316,46 +325,127 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
 
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback=None, paragraphs=None) -> Path:
-    """Pre-train with MLM + NSP on the train split of both sources and save a checkpoint (default checkpoints/bert).
+          callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0) -> Path:
+    """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
-    The shipped checkpoint: `OMP_NUM_THREADS=1 python -m ctxlib train bert` (preset "default", seed 0; one
-    CPU thread, bf16 autocast, stops at the preset's time limit; on CUDA the same preset runs far more steps)."""
+    time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
+    many seconds, resumable with `resume=DIR` (the run's folder), which continues exactly where it stopped.
+    Under torchrun each rank trains on its own shard; only rank 0 writes. The folder is a loadable checkpoint
+    at every save (every `save_every` s), with resume.pt and the timeline beside it."""
     from . import corpus
+    from . import resume as rs
     from .bert_data import Documents, PretrainBatches
-    from .trainer import TrainConfig
+    from .timeline import Timeline
+    from .trainer import TrainConfig, Trainer, init_distributed
 
+    rank, world = init_distributed(device)
+    state = None
+    if resume is not None:
+        run = rs.run_info(resume)
+        if run["kind"] != "bert":
+            raise ValueError(f"{resume} holds a {run['kind']} run, not a BERT run")
+        preset, seed = run["preset"], run["seed"]
+        out = Path(resume)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
     P = PRESETS[preset]
     t0 = time.time()
+    out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "bert"
     if paragraphs is None:
         paragraphs = corpus.load("all", "train")
         if P.get("max_paragraphs"):
             rng = np.random.default_rng(seed)
             paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:P["max_paragraphs"]])]
-    tok = CharTokenizer.build(paragraphs, min_count=P["min_count"])
-    model = build_model(tok, P["model"], seed)
+    if resume is not None:
+        cfg_json, vocab_json, sd = checkpoint.load(resume)
+        tok = CharTokenizer(Vocab.from_json(vocab_json))
+        model = BertModel(BertConfig(**cfg_json["config"]))
+        checkpoint.load_state_into(model, sd, resume)
+        state = rs.load_state(resume)
+        prev = cfg_json.get("summary", {})
+    else:
+        tok = CharTokenizer.build(paragraphs, min_count=P["min_count"])
+        model = build_model(tok, P["model"], seed)
+        prev = {}
     docs = Documents(paragraphs, tok)
-    batches = PretrainBatches(docs, P["batch"], model.cfg.max_len, seed=seed)
-    limit = time_limit or P.get("time_limit", 0.0)
-    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=P.get("amp", "auto"), time_limit=limit,
-                     log_every=max(1, P["steps"] // 50))
-    log.info("BERT %s: %d params, vocab %d, %d documents, preset %s", asdict(model.cfg),
-             sum(p.numel() for p in model.parameters()), len(tok), len(docs), preset)
-    summary = _budget_trainer(model, batches, tc, device, callback).run()
-    model = model.float().cpu()
-    summary["epochs"] = round(summary["steps"] * P["batch"] / max(1, len(docs.a_docs)), 3)
-    if preset != "tiny":
-        valid = corpus.load("all", "valid")
+    if P["batch"] % world:
+        raise ValueError(f"batch {P['batch']} is not divisible by the {world} processes")
+    batches = PretrainBatches(docs, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=P.get("whole_word", False),
+                              rank=rank, world=world)
+    budget = time_limit or P.get("budget_s", 0.0)
+    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=P.get("amp", "auto"), budget_s=budget,
+                     time_limit=stretch, save_every=save_every if P.get("timeline", True) else 0.0,
+                     log_every=max(1, min(200, P["steps"] // 50)))
+    if rank == 0:
+        log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
+                 sum(p.numel() for p in model.parameters()), len(tok), len(docs), preset, world,
+                 f", resuming {resume} at step {state['step'] if state else '?'}" if resume else "")
+    valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid")) if P.get("timeline", True) else None
+    tl = None
+    if P.get("timeline", True) and rank == 0:
+        tl = Timeline("bert", P["steps"], model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
+        if resume is not None:
+            tl.load_existing(out)
+    run = {"preset": preset, "seed": seed, "world_size": world, "sources": "pd+reviews+supplement (train split)"}
+    command = f"OMP_NUM_THREADS=1 python -m ctxlib train bert --preset {preset} --seed {seed}"
+
+    def write(tr: Trainer, summary: dict) -> None:
+        st = tr.state_dict()  # every rank: gathers the data positions
+        if rank != 0:
+            return
+        summary = {**prev, **summary, "run": run, "command": command, "epochs":
+                   round(tr.step * P["batch"] / max(1, len(docs.a_docs)), 3)}
+        checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(), model.state_dict(), summary, half=True)
+        if tl is not None:
+            tl.save(out)
+        rs.save_state(out, st)
+
+    def on_step(tr: Trainer) -> None:
+        if tl is not None:
+            tl.maybe_record(tr.step, tr.tokens, tr.trained_s, tr.ema)
+
+    trainer = Trainer(model, batches, tc, device, callback, state=state, on_step=on_step,
+                      on_save=lambda tr: write(tr, {"steps": tr.step, "tokens_seen": tr.tokens, "wall_s": round(tr.trained_s, 1),
+                                                   "finished": False}))
+    if tl is not None and state is None:
+        tl.maybe_record(0, 0, 0.0, None)
+    summary = trainer.run()
+    model = model.float()
+    if summary["finished"] and tl is not None:
+        tl.maybe_record(trainer.step, trainer.tokens, trainer.trained_s, trainer.ema, force=True)
+    if summary["finished"] and preset != "tiny" and rank == 0:
+        valid = corpus.load("corpora", "valid")
         summary["valid"] = evaluate_pretraining(model, tok, valid, n=2000)
         log.info("held-out: %s", summary["valid"])
     summary["total_wall_s"] = round(time.time() - t0, 1)
     summary["preset"], summary["seed"] = preset, seed
-    summary["command"] = f"OMP_NUM_THREADS=1 python -m ctxlib train bert --preset {preset} --seed {seed}"
-    out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "bert"
-    checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(), model.state_dict(), summary, half=True)
+    write(trainer, summary)
+    if not summary["finished"] and rank == 0:
+        log.info("stopped at step %d of %d; continue with: python -m ctxlib train bert --resume %s",
+                 trainer.step, P["steps"], out)
     return out
+
+
+def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 256, seed: int = 4321):
+    """Held-out MLM + NSP loss on n fixed examples (the timeline's held-out curve)."""
+    from .bert_data import Documents, collate, make_example
+
+    docs = Documents(paragraphs, tok)
+    rng = np.random.default_rng(seed)
+    exs = [make_example(rng, tok, docs, max_len=model.cfg.max_len) for _ in range(n)]
+    exs.sort(key=lambda e: len(e["ids"]))
+    batches = [collate(exs[i:i + 64]) for i in range(0, n, 64)]
+
+    @torch.no_grad()
+    def fn() -> float:
+        dev = next(model.parameters()).device
+        tot = 0.0
+        for b in batches:
+            loss, _ = model.loss({k: v.to(dev) for k, v in b.items()})
+            tot += float(loss)
+        return tot / len(batches)
+
+    return fn
 
 
 # ----------------------------------------------------------------------------- encoder (the app's interface)
@@ -538,12 +628,13 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     Writes eval_sentiment.json (ELMo's schema) in the checkpoint folder, or `out`."""
     from . import analysis, tasks
     from .encoder import load
-    from .trainer import resolve_device
+    from .trainer import fast_bf16, resolve_device
 
     if task != "sentiment":
         raise ValueError(f"BERT evaluation supports task 'sentiment' only, got {task!r}")
     t0 = time.time()
     dev = resolve_device(device)
+    use_bf16 = amp and fast_bf16(dev)  # emulated bf16 on an AVX2-only CPU is far slower than fp32
     enc = load(model_name)
     if not isinstance(enc, BertEncoder):
         raise ValueError(f"{model_name} is not a BERT checkpoint")
@@ -598,7 +689,7 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
         for bi in rng.permutation(len(batches)):
             idx = batches[bi]
             ids = _batch_ids(enc.tok, [xtr[i] for i in idx], L).to(dev)
-            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=use_bf16):
                 logits = clf(ids, torch.zeros_like(ids))
             loss = F.cross_entropy(logits.float(), torch.tensor(ytr[idx], device=dev))
             opt.zero_grad(set_to_none=True)
@@ -620,7 +711,7 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
               "mix_weights": None, "gamma": None, "expected_layer": None, "word2vec_score": w2v,
               "n_train": len(xtr), "n_test": len(xte), "seconds": round(time.time() - t0, 1),
               "method": f"fine-tune all weights on [CLS] (pooler + linear), {epochs} epoch(s), lr {lr}, batch {batch}"
-                        f"{', bf16 autocast' if amp else ''}; "
+                        f"{', bf16 autocast' if use_bf16 else ''}; "
                         "per_layer_score: frozen logistic probe on mean-pooled character vectors; word2vec_score: "
                         "the same probe on mean word2vec vectors (ELMo's eval_sentiment.json also has word2vec as "
                         "the task model's input, on the same reviews)",

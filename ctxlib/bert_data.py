@@ -225,27 +225,61 @@ class PretrainBatches:
     """An endless iterable of collated batches; each epoch visits every document once as the A side,
     in a new order and with new masks and pairs. Examples are made `pool` batches at a time and
     grouped by length, so a batch holds similar lengths and little compute goes to [PAD]
-    (documents are short: without this about 40% of a batch is padding)."""
+    (documents are short: without this about 40% of a batch is padding).
+
+    Data parallel: every rank draws the same epoch permutation and takes every `world`-th document
+    from it (its shard, reshuffled each epoch); masks and pairs come from a per-rank generator.
+    `state_dict()` / `load_state_dict()` give the position after the last batch handed out, so a
+    resumed run continues with exactly the batches an uninterrupted one would have seen."""
 
     def __init__(self, docs: Documents, batch_size: int, max_len: int, seed: int = 0, whole_word: bool = False,
-                 pool: int = 16):
+                 pool: int = 16, rank: int = 0, world: int = 1):
+        if not 0 <= rank < world:
+            raise ValueError(f"rank {rank} outside world size {world}")
         self.docs, self.batch_size, self.max_len, self.whole_word = docs, batch_size, max_len, whole_word
         self.pool = max(1, pool)
-        self.rng = np.random.default_rng(seed)
+        self.rank, self.world = rank, world
+        self.order_rng = np.random.default_rng([seed, 7919])  # the same on every rank
+        self.rng = np.random.default_rng([seed, rank])  # masks and pairs, per rank
         self.epoch = 0
+        self._pos: dict | None = None  # position after the last batch handed out
+        self._start: dict | None = None  # where the next __iter__ begins (set by load_state_dict)
+
+    def state_dict(self) -> dict | None:
+        return None if self._pos is None else dict(self._pos)
+
+    def load_state_dict(self, state: dict) -> None:
+        self._start = dict(state)
+        self._pos = dict(state)
 
     def __iter__(self):
         bs = self.batch_size
+        start, self._start = self._start, None
+        if start is not None:
+            self.epoch = int(start["epoch"])
+            self.order_rng.bit_generator.state = start["order_rng"]
         while True:
-            order = self.rng.permutation(self.docs.a_docs)  # document indices
+            order_state = self.order_rng.bit_generator.state
+            order = self.order_rng.permutation(self.docs.a_docs)[self.rank::self.world]  # this rank's shard
             step = bs * self.pool
-            for k in range(0, len(order) - bs + 1, step):
+            k0 = int(start["chunk"]) if start is not None else 0
+            for k in range(k0, len(order) - bs + 1, step):
+                skip = 0
+                if start is not None:
+                    self.rng.bit_generator.state = start["rng"]
+                    skip, start = int(start["done"]), None
+                rng_state = self.rng.bit_generator.state
                 chunk = order[k:k + step]
                 chunk = chunk[:len(chunk) - len(chunk) % bs]
                 ex = [make_example(self.rng, self.docs.tokenizer, self.docs, self.whole_word, self.max_len,
                                    doc_index=int(j)) for j in chunk]
                 ex.sort(key=lambda e: len(e["ids"]))
                 groups = [ex[i:i + bs] for i in range(0, len(ex), bs)]
-                for g in self.rng.permutation(len(groups)):
+                for n, g in enumerate(self.rng.permutation(len(groups))):
+                    if n < skip:
+                        continue
+                    self._pos = {"epoch": self.epoch, "order_rng": order_state, "chunk": k, "rng": rng_state,
+                                 "done": n + 1}
                     yield collate(groups[g], self.docs.tokenizer.pad_id)
+            start = None
             self.epoch += 1

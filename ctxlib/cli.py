@@ -49,8 +49,25 @@ def cmd_train(args) -> int:
 
         if not torch.cuda.is_available():
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
-    out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit)
-    print(f"saved {out}")
+    kw = {}
+    if args.kind in ("elmo", "bert"):
+        kw = {"resume": args.resume, "stretch": args.stretch}
+    elif args.resume or args.stretch:
+        return _fail(f"--resume and --stretch are for elmo and bert; {args.kind} trains in one go")
+    if args.resume is not None:
+        from . import checkpoint, resume
+
+        try:
+            run = resume.run_info(args.resume)
+        except checkpoint.CheckpointError as e:
+            return _fail(str(e))
+        if run["kind"] != args.kind:
+            return _fail(f"{args.resume} holds a {run['kind']} run; resume it with: python -m ctxlib train {run['kind']} --resume {args.resume}")
+    out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit, **kw)
+    from .trainer import dist_info
+
+    if dist_info()[0] == 0:
+        print(f"saved {out}")
     return 0
 
 
@@ -175,7 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--out", default=None, help="checkpoint folder (default checkpoints/<kind>)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--time-limit", type=float, default=0.0, help="stop training after this many seconds (0: no limit)")
+    s.add_argument("--time-limit", type=float, default=0.0,
+                   help="a time budget in seconds that the learning-rate decay follows (0: the preset's)")
+    s.add_argument("--stretch", type=float, default=0.0,
+                   help="stop this process after so many seconds of training, resumable with --resume (0: no stop)")
+    s.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the run saved in DIR (its preset and seed; resume.pt, else the weights alone)")
     s.set_defaults(fn=cmd_train)
 
     s = sub.add_parser("embed", help="vectors of a word in each input sentence, as .npz")

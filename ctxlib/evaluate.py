@@ -1,0 +1,149 @@
+"""Held-out figures on token vectors and fill-mask, for the models issue and the timeline.
+
+- Sense sets (`sense_sets`): "examples" (the app's 12 example sets), "supplement" (the held-out
+  valid + test part of the teaching supplement, never trained on) and "frozen" (sentences written
+  before training for words outside the supplement, `data/eval/sense_frozen.tsv`).
+- `loo_centroid_accuracy` per layer (analysis.py) and `pair_ranking`: the share of triples
+  (a, b same sense, c other sense) with cos(a, b) > cos(a, c), which is the home page's
+  two-sentence demo asked over every triple.
+- `cloze`: top-1 / top-5 accuracy of fill-mask on `data/eval/cloze.tsv` (one masked character
+  per everyday sentence, written before training, frozen).
+
+`python -m ctxlib eval MODEL --task senses|cloze` writes eval_senses.json / eval_cloze.json.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .analysis import loo_centroid_accuracy
+
+EVAL_DIR = Path(__file__).resolve().parent / "data" / "eval"
+SENSE_SETS = ("examples", "supplement", "frozen")
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def pair_ranking(vectors: np.ndarray, labels) -> float:
+    """Share of triples (a, b, c), b != a with label(b) == label(a) != label(c), where cos(a, b) > cos(a, c)
+    (ties count half). vectors: (n, dim)."""
+    X = _unit(np.asarray(vectors, dtype=np.float64))
+    y = np.asarray(labels)
+    S = X @ X.T
+    wins = total = 0.0
+    for a in range(len(X)):
+        same = (y == y[a])
+        same[a] = False
+        other = y != y[a]
+        if not same.any() or not other.any():
+            continue
+        d = S[a, same][:, None] - S[a, other][None, :]  # (n_same, n_other)
+        wins += float((d > 1e-9).sum()) + 0.5 * float((np.abs(d) <= 1e-9).sum())
+        total += d.size
+    return wins / total if total else float("nan")
+
+
+def _read_tsv(path: Path) -> list[tuple[str, str, str]]:
+    import unicodedata
+
+    rows = []
+    for ln in path.read_text(encoding="utf-8").splitlines():
+        ln = unicodedata.normalize("NFKC", ln).strip()
+        if ln and not ln.startswith("#"):
+            parts = [p.strip() for p in ln.split("\t")]
+            if len(parts) == 3:
+                rows.append((parts[0], parts[1], parts[2]))
+    return rows
+
+
+def sense_sets(name: str) -> dict[str, list[tuple[str, str]]]:
+    """{word: [(sentence, sense), ...]} for one of SENSE_SETS; words with fewer than 2 senses are dropped."""
+    groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    if name == "examples":
+        from .examples import EXAMPLE_SETS
+
+        for s in EXAMPLE_SETS.values():
+            groups[s["word"]] = list(s["sentences"])
+    elif name == "supplement":
+        from . import supplement
+
+        for r in supplement.load():
+            if r.split != "train":
+                groups[r.word].append((r.sentence, r.sense))
+    elif name == "frozen":
+        for sent, word, sense in _read_tsv(EVAL_DIR / "sense_frozen.tsv"):
+            groups[word].append((sent, sense))
+    else:
+        raise ValueError(f"sense set must be one of {SENSE_SETS}, got {name!r}")
+    return {w: v for w, v in groups.items() if len({s for _, s in v}) >= 2}
+
+
+def sense_scores(enc, name: str, vectors: dict | None = None) -> dict:
+    """Per layer, mean over words: leave-one-out nearest-centroid accuracy and pair ranking.
+    `vectors` ({word: (n, L, D)}) skips the encoding (the timeline passes its own)."""
+    sets = sense_sets(name)
+    per_word = {}
+    acc_rows, pr_rows = [], []
+    for w, items in sets.items():
+        labels = [s for _, s in items]
+        V = vectors[w] if vectors is not None else enc.word_vectors([t for t, _ in items], w)
+        acc = [loo_centroid_accuracy(V[:, j], labels) for j in range(V.shape[1])]
+        pr = [pair_ranking(V[:, j], labels) for j in range(V.shape[1])]
+        per_word[w] = {"n": len(items), "accuracy": [round(a, 4) for a in acc], "pair_ranking": [round(p, 4) for p in pr]}
+        acc_rows.append(acc)
+        pr_rows.append(pr)
+    acc_m, pr_m = np.mean(acc_rows, 0), np.mean(pr_rows, 0)
+    return {"set": name, "words": len(sets), "sentences": sum(len(v) for v in sets.values()),
+            "accuracy": [round(float(a), 4) for a in acc_m], "pair_ranking": [round(float(p), 4) for p in pr_m],
+            "best_accuracy": round(float(acc_m.max()), 4), "best_accuracy_layer": int(acc_m.argmax()),
+            "best_pair_ranking": round(float(pr_m.max()), 4), "best_pair_ranking_layer": int(pr_m.argmax()),
+            "per_word": per_word}
+
+
+def cloze_items() -> list[tuple[str, str, str]]:
+    """(text with one [MASK], answer character, domain)."""
+    return [(t, a, d) for t, a, d in _read_tsv(EVAL_DIR / "cloze.tsv") if t.count("[MASK]") == 1 and len(a) == 1]
+
+
+def cloze(enc) -> dict:
+    """Top-1 / top-5 of a masked-LM encoder's fill_mask on the frozen cloze set, overall and per domain."""
+    if not hasattr(enc, "fill_mask"):
+        raise ValueError(f"model '{enc.name}' is a {enc.kind} model; the cloze test needs fill-mask (BERT)")
+    items = cloze_items()
+    hits = defaultdict(lambda: [0, 0, 0])
+    misses = []
+    for text, ans, dom in items:
+        cands = [c for c, _ in enc.fill_mask(text, topk=5)[0]["candidates"]]
+        for key in (dom, "all"):
+            hits[key][0] += int(cands[:1] == [ans])
+            hits[key][1] += int(ans in cands)
+            hits[key][2] += 1
+        if cands[:1] != [ans]:
+            misses.append({"text": text, "answer": ans, "top5": cands})
+    return {"n": len(items), **{k: {"top1": round(v[0] / v[2], 4), "top5": round(v[1] / v[2], 4), "n": v[2]}
+                                for k, v in sorted(hits.items())}, "misses": misses[:30]}
+
+
+def run_eval(model_name: str, task: str, out=None, **_) -> dict:
+    """`python -m ctxlib eval MODEL --task senses|cloze`: writes eval_<task>.json in the checkpoint folder (or `out`)."""
+    from . import checkpoint
+    from .encoder import load
+
+    t0 = time.time()
+    enc = load(model_name)
+    if task == "senses":
+        result = {"task": "senses", "model": enc.name, "kind": enc.kind, "layer_names": enc.layer_names,
+                  "sets": {n: sense_scores(enc, n) for n in SENSE_SETS}}
+    elif task == "cloze":
+        result = {"task": "cloze", "model": enc.name, "kind": enc.kind, **cloze(enc)}
+    else:
+        raise ValueError(f"task must be senses or cloze here, got {task!r}")
+    result["seconds"] = round(time.time() - t0, 1)
+    path = Path(out) if out else Path(enc.path) / f"eval_{task}.json"
+    checkpoint.atomic_write_json(path, result)
+    return result
