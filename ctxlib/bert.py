@@ -325,16 +325,18 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
 
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0) -> Path:
+          callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
+          corpus_path=None) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
     time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
     many seconds, resumable with `resume=DIR` (the run's folder), which continues exactly where it stopped.
     Under torchrun each rank trains on its own shard; only rank 0 writes. The folder is a loadable checkpoint
-    at every save (every `save_every` s), with resume.pt and the timeline beside it."""
+    at every save (every `save_every` s), with resume.pt and the timeline beside it. `corpus_path` (a UTF-8 or
+    GB18030 file or folder) trains on a user's text instead, streamed from disk."""
     from . import corpus
     from . import resume as rs
-    from .bert_data import Documents, PretrainBatches
+    from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
     from .timeline import Timeline
     from .trainer import TrainConfig, Trainer, init_distributed
 
@@ -345,13 +347,15 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         if run["kind"] != "bert":
             raise ValueError(f"{resume} holds a {run['kind']} run, not a BERT run")
         preset, seed = run["preset"], run["seed"]
+        corpus_path = run.get("corpus") or corpus_path
         out = Path(resume)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
     P = PRESETS[preset]
     t0 = time.time()
     out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "bert"
-    if paragraphs is None:
+    files = corpus.user_files(corpus_path) if corpus_path is not None else None
+    if paragraphs is None and files is None:
         paragraphs = corpus.load("all", "train")
         if P.get("max_paragraphs"):
             rng = np.random.default_rng(seed)
@@ -364,21 +368,29 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         state = rs.load_state(resume)
         prev = cfg_json.get("summary", {})
     else:
-        tok = CharTokenizer.build(paragraphs, min_count=P["min_count"])
+        source = paragraphs if files is None else (corpus.user_paragraph(ln, i, words=False)
+                                                   for i, ln in enumerate(corpus.iter_user_lines(files)))
+        tok = CharTokenizer.build(source, min_count=P["min_count"])
         model = build_model(tok, P["model"], seed)
         prev = {}
-    docs = Documents(paragraphs, tok)
     if P["batch"] % world:
         raise ValueError(f"batch {P['batch']} is not divisible by the {world} processes")
-    batches = PretrainBatches(docs, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=P.get("whole_word", False),
-                              rank=rank, world=world)
+    ww = P.get("whole_word", False)
+    if files is None:
+        docs = Documents(paragraphs, tok)
+        batches = PretrainBatches(docs, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank,
+                                  world=world)
+    else:
+        docs = None
+        batches = StreamPretrainBatches(files, tok, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=ww,
+                                        rank=rank, world=world)
     budget = time_limit or P.get("budget_s", 0.0)
     tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=P.get("amp", "auto"), budget_s=budget,
                      time_limit=stretch, save_every=save_every if P.get("timeline", True) else 0.0,
                      log_every=max(1, min(200, P["steps"] // 50)))
     if rank == 0:
         log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
-                 sum(p.numel() for p in model.parameters()), len(tok), len(docs), preset, world,
+                 sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, preset, world,
                  f", resuming {resume} at step {state['step'] if state else '?'}" if resume else "")
     valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid")) if P.get("timeline", True) else None
     tl = None
@@ -386,15 +398,16 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         tl = Timeline("bert", P["steps"], model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
         if resume is not None:
             tl.load_existing(out)
-    run = {"preset": preset, "seed": seed, "world_size": world, "sources": "pd+reviews+supplement (train split)"}
-    command = f"OMP_NUM_THREADS=1 python -m ctxlib train bert --preset {preset} --seed {seed}"
+    run = {"preset": preset, "seed": seed, "world_size": world, "corpus": str(corpus_path) if files else None,
+           "sources": f"user corpus {corpus_path}" if files else "pd+reviews+supplement (train split)"}
+    command = f"OMP_NUM_THREADS=1 python -m ctxlib train bert --preset {preset} --seed {seed}" + (f" --corpus {corpus_path}" if files else "")
 
     def write(tr: Trainer, summary: dict) -> None:
         st = tr.state_dict()  # every rank: gathers the data positions
         if rank != 0:
             return
         summary = {**prev, **summary, "run": run, "command": command, "epochs":
-                   round(tr.step * P["batch"] / max(1, len(docs.a_docs)), 3)}
+                   round(tr.step * P["batch"] / max(1, len(docs.a_docs)), 3) if docs else None}
         checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(), model.state_dict(), summary, half=True)
         if tl is not None:
             tl.save(out)

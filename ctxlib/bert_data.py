@@ -221,6 +221,28 @@ def collate(examples: list[dict], pad_id: int = 0) -> dict:
             "nsp": torch.tensor([int(e["is_next"]) for e in examples], dtype=torch.long)}
 
 
+def _chunk_batches(docs: Documents, order, rng: np.random.Generator, bs: int, pool: int, max_len: int, whole_word: bool,
+                   start: dict | None = None):
+    """Batches over `order` (document indices), made `pool` batches at a time and grouped by length.
+    Yields (position, batch); position = {"chunk", "rng", "done"} restarts exactly there (via `start`)."""
+    step = bs * pool
+    k0 = int(start["chunk"]) if start is not None else 0
+    for k in range(k0, len(order) - bs + 1, step):
+        skip = 0
+        if start is not None:
+            rng.bit_generator.state = start["rng"]
+            skip, start = int(start["done"]), None
+        rng_state = rng.bit_generator.state
+        chunk = order[k:k + step]
+        chunk = chunk[:len(chunk) - len(chunk) % bs]
+        ex = [make_example(rng, docs.tokenizer, docs, whole_word, max_len, doc_index=int(j)) for j in chunk]
+        ex.sort(key=lambda e: len(e["ids"]))
+        groups = [ex[i:i + bs] for i in range(0, len(ex), bs)]
+        for n, g in enumerate(rng.permutation(len(groups))):
+            if n >= skip:
+                yield {"chunk": k, "rng": rng_state, "done": n + 1}, collate(groups[g], docs.tokenizer.pad_id)
+
+
 class PretrainBatches:
     """An endless iterable of collated batches; each epoch visits every document once as the A side,
     in a new order and with new masks and pairs. Examples are made `pool` batches at a time and
@@ -253,7 +275,6 @@ class PretrainBatches:
         self._pos = dict(state)
 
     def __iter__(self):
-        bs = self.batch_size
         start, self._start = self._start, None
         if start is not None:
             self.epoch = int(start["epoch"])
@@ -261,25 +282,71 @@ class PretrainBatches:
         while True:
             order_state = self.order_rng.bit_generator.state
             order = self.order_rng.permutation(self.docs.a_docs)[self.rank::self.world]  # this rank's shard
-            step = bs * self.pool
-            k0 = int(start["chunk"]) if start is not None else 0
-            for k in range(k0, len(order) - bs + 1, step):
-                skip = 0
+            for pos, batch in _chunk_batches(self.docs, order, self.rng, self.batch_size, self.pool, self.max_len,
+                                             self.whole_word, start):
+                self._pos = {"epoch": self.epoch, "order_rng": order_state, **pos}
+                yield batch
+            start = None
+            self.epoch += 1
+
+
+class StreamPretrainBatches:
+    """PretrainBatches over a user's corpus streamed from disk (`corpus.user_files`): this rank reads every
+    `world`-th non-empty line, `buffer` documents at a time; examples are made within the buffer (a NotNext B
+    comes from another buffered document) and the stream starts again for each epoch, so memory holds one
+    buffer, never the corpus. The position (epoch, first line of the buffer, generator states, batches done)
+    makes a resumed run continue exactly."""
+
+    def __init__(self, files, tokenizer, batch_size: int, max_len: int, seed: int = 0, whole_word: bool = False,
+                 pool: int = 16, rank: int = 0, world: int = 1, buffer: int = 20000):
+        if buffer < 2 * batch_size:
+            raise ValueError("buffer must hold at least two batches of documents")
+        self.files, self.tokenizer, self.batch_size, self.max_len = files, tokenizer, batch_size, max_len
+        self.whole_word, self.pool, self.rank, self.world, self.buffer = whole_word, max(1, pool), rank, world, buffer
+        self.rng = np.random.default_rng([seed, rank])
+        self.epoch = 0
+        self._pos: dict | None = None
+        self._start: dict | None = None
+
+    state_dict = PretrainBatches.state_dict
+    load_state_dict = PretrainBatches.load_state_dict
+
+    def _buffers(self, first_line: int):
+        from .corpus import iter_user_lines, user_paragraph
+
+        buf, buf_start = [], None
+        for j, line in enumerate(iter_user_lines(self.files)):
+            if j % self.world != self.rank or j < first_line:
+                continue
+            if buf_start is None:
+                buf_start = j
+            buf.append(user_paragraph(line, j, words=self.whole_word))
+            if len(buf) == self.buffer:
+                yield buf_start, buf
+                buf, buf_start = [], None
+        if len(buf) >= 2:
+            yield buf_start, buf
+
+    def __iter__(self):
+        start, self._start = self._start, None
+        if start is not None:
+            self.epoch = int(start["epoch"])
+        while True:
+            produced = start is not None  # a resumed epoch may have nothing left in it
+            for buf_start, buf in self._buffers(int(start["line"]) if start is not None else 0):
                 if start is not None:
-                    self.rng.bit_generator.state = start["rng"]
-                    skip, start = int(start["done"]), None
-                rng_state = self.rng.bit_generator.state
-                chunk = order[k:k + step]
-                chunk = chunk[:len(chunk) - len(chunk) % bs]
-                ex = [make_example(self.rng, self.docs.tokenizer, self.docs, self.whole_word, self.max_len,
-                                   doc_index=int(j)) for j in chunk]
-                ex.sort(key=lambda e: len(e["ids"]))
-                groups = [ex[i:i + bs] for i in range(0, len(ex), bs)]
-                for n, g in enumerate(self.rng.permutation(len(groups))):
-                    if n < skip:
-                        continue
-                    self._pos = {"epoch": self.epoch, "order_rng": order_state, "chunk": k, "rng": rng_state,
-                                 "done": n + 1}
-                    yield collate(groups[g], self.docs.tokenizer.pad_id)
+                    self.rng.bit_generator.state = start["buffer_rng"]
+                buf_rng = self.rng.bit_generator.state
+                docs = Documents(buf, self.tokenizer)
+                order = self.rng.permutation(docs.a_docs)
+                for pos, batch in _chunk_batches(docs, order, self.rng, self.batch_size, self.pool, self.max_len,
+                                                 self.whole_word, start):
+                    self._pos = {"epoch": self.epoch, "line": buf_start, "buffer_rng": buf_rng, **pos}
+                    produced = True
+                    yield batch
+                start = None
+            if not produced:
+                raise ValueError(f"the corpus gives this process fewer than {self.batch_size} documents per pass; "
+                                 f"use a bigger corpus or a smaller batch")
             start = None
             self.epoch += 1

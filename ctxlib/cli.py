@@ -28,6 +28,21 @@ def _fail(msg: str) -> int:
 def cmd_corpus(args) -> int:
     from . import corpus
 
+    if args.word is not None:
+        word = corpus.nfkc(args.word.strip())
+        if not word:
+            return _fail("--word is empty; give a word, e.g. --word 苹果")
+        rows = corpus.word_table(word)
+        if args.json:
+            print(json.dumps({"word": word, "rows": rows}, ensure_ascii=False, indent=1))
+            return 0
+        print(f"'{word}' as a whole word, per source and split (supplement: per sense; it is written for ctxlab)")
+        print(f"{'source':>12}{'sense':>14}{'train':>9}{'valid':>9}{'test':>9}")
+        for r in rows:
+            print(f"{r['source']:>12}{r['sense'] or '':>14}{r['train']:>9,}{r['valid']:>9,}{r['test']:>9,}")
+        if not any(r["train"] + r["valid"] + r["test"] for r in rows):
+            print("no occurrences: the models learn this word only from its characters (ELMo, BERT)")
+        return 0
     rows = corpus.corpus_table()
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -49,11 +64,22 @@ def cmd_train(args) -> int:
 
         if not torch.cuda.is_available():
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
-    kw = {}
+    kw = {"corpus_path": args.corpus}
     if args.kind in ("elmo", "bert"):
-        kw = {"resume": args.resume, "stretch": args.stretch}
+        kw.update(resume=args.resume, stretch=args.stretch)
     elif args.resume or args.stretch:
         return _fail(f"--resume and --stretch are for elmo and bert; {args.kind} trains in one go")
+    if args.corpus is not None:
+        from .corpus import CorpusError, user_files
+
+        if args.resume is not None:
+            return _fail("--resume continues the run's own corpus; leave out --corpus")
+        try:
+            user_files(args.corpus)
+        except CorpusError as e:
+            return _fail(str(e))
+        if args.out is None:
+            return _fail("--corpus needs --out DIR, so the shipped checkpoints/ stay as they are")
     if args.resume is not None:
         from . import checkpoint, resume
 
@@ -63,7 +89,12 @@ def cmd_train(args) -> int:
             return _fail(str(e))
         if run["kind"] != args.kind:
             return _fail(f"{args.resume} holds a {run['kind']} run; resume it with: python -m ctxlib train {run['kind']} --resume {args.resume}")
-    out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit, **kw)
+    from .corpus import CorpusError
+
+    try:
+        out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit, **kw)
+    except CorpusError as e:  # e.g. a line deep in a big file that is not text: nothing was saved
+        return _fail(str(e))
     from .trainer import dist_info
 
     if dist_info()[0] == 0:
@@ -155,8 +186,17 @@ def cmd_eval(args) -> int:
         kind = checkpoint.read_config(args.model)["kind"]
     except checkpoint.CheckpointError as e:
         return _fail(str(e))
-    mod = importlib.import_module("ctxlib.bert" if kind == "bert" else "ctxlib.tasks")
+    if args.task in ("senses", "cloze"):
+        mod = importlib.import_module("ctxlib.evaluate")
+        if args.task == "cloze" and kind != "bert":
+            return _fail(f"the cloze test needs a masked LM; '{args.model}' is a {kind} model")
+    elif kind == "bert" and args.task != "sentiment":
+        return _fail("BERT's task evaluation is --task sentiment (and senses, cloze)")
+    else:
+        mod = importlib.import_module("ctxlib.bert" if kind == "bert" else "ctxlib.tasks")
     result = mod.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
+    if args.task == "senses":  # the per-word detail is in the file
+        result = {**result, "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()}}
     print(json.dumps(result, ensure_ascii=False, indent=1))
     return 0
 
@@ -182,8 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    s = sub.add_parser("corpus", help="corpus statistics per source and split")
+    s = sub.add_parser("corpus", help="corpus statistics per source and split, or one word's occurrences")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--word", default=None, help="count this word's occurrences per source, split (and supplement sense)")
     s.set_defaults(fn=cmd_corpus)
 
     s = sub.add_parser("train", help="train a model and save a checkpoint")
@@ -196,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a time budget in seconds that the learning-rate decay follows (0: the preset's)")
     s.add_argument("--stretch", type=float, default=0.0,
                    help="stop this process after so many seconds of training, resumable with --resume (0: no stop)")
+    s.add_argument("--corpus", default=None, metavar="FILE_OR_DIR",
+                   help="train on your own text: a UTF-8 or GB18030 file or folder, one sentence or paragraph a line "
+                        "(streamed from disk, so it may be larger than memory); needs --out")
     s.add_argument("--resume", default=None, metavar="DIR",
                    help="continue the run saved in DIR (its preset and seed; resume.pt, else the weights alone)")
     s.set_defaults(fn=cmd_train)
@@ -213,7 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="train task heads on frozen features and write eval_<task>.json")
     s.add_argument("model")
-    s.add_argument("--task", required=True, choices=["pos", "ner", "sentiment"])
+    s.add_argument("--task", required=True, choices=["pos", "ner", "sentiment", "senses", "cloze"],
+                   help="pos/ner/sentiment: task heads; senses: sense accuracy and pair ranking per layer on three "
+                        "held-out sets; cloze: fill-mask top-1/top-5 on the frozen cloze set (BERT)")
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default=None, help="output JSON (default: in the checkpoint folder)")

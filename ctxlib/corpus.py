@@ -196,6 +196,125 @@ def user_corpus(path: str | os.PathLike) -> tuple[Paragraph, ...]:
     return tuple(Paragraph("user", i, [w for w in jb.cut(ln) if w.strip()]) for i, ln in enumerate(lines))
 
 
+# -- a user's corpus streamed from disk (python -m ctxlib train KIND --corpus FILE_OR_DIR) ----------------------
+_PROBE = 65536  # bytes read to decide a file's encoding and whether it is text
+
+
+def _probe_encoding(path: Path) -> str:
+    """'utf-8-sig' or 'gb18030' from the first bytes of a file; CorpusError for empty, binary or other files."""
+    with open(path, "rb") as f:
+        head = f.read(_PROBE)
+    whole = len(head) < _PROBE
+    if not head.strip():
+        raise CorpusError(f"{path}: the file is empty; give one sentence or paragraph per line.")
+    if b"\x00" in head:
+        raise CorpusError(f"{path}: looks like a binary file (NUL bytes); give a UTF-8 or GB18030 text file.")
+    for enc in ("utf-8-sig", "gb18030"):
+        for cut in range(1 if whole else 4):  # the probe may end inside a multi-byte character
+            try:
+                text = head[:len(head) - cut].decode(enc)
+            except UnicodeDecodeError:
+                continue
+            ctrl = sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\n\r\t")
+            if ctrl > 0.01 * len(text):
+                raise CorpusError(f"{path}: looks like a binary file (control characters); give a text file.")
+            return enc
+    raise CorpusError(f"{path}: not UTF-8 or GB18030 text; re-save the file as UTF-8.")
+
+
+def user_files(path: str | os.PathLike) -> list[tuple[Path, str]]:
+    """(file, encoding) of a user's corpus: one file, or every regular non-hidden file under a folder (sorted).
+    CorpusError, naming the file, for a missing path, an empty folder or file, or a binary file."""
+    p = Path(path)
+    if not p.exists():
+        raise CorpusError(f"{p}: file or folder not found.")
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        if not files:
+            raise CorpusError(f"{p}: the folder has no files; put UTF-8 or GB18030 text files in it.")
+    else:
+        files = [p]
+    return [(f, _probe_encoding(f)) for f in files]
+
+
+def iter_user_lines(files: list[tuple[Path, str]]):
+    """Non-empty, NFKC-normalised lines of the files, streamed (never the whole file in memory).
+    A line that cannot be decoded or holds binary control characters stops with a CorpusError naming it."""
+    for f, enc in files:
+        with open(f, encoding=enc, newline=None) as fh:
+            no = 0
+            while True:
+                try:
+                    ln = fh.readline(1 << 20)  # a line longer than 1 MiB arrives in pieces
+                except UnicodeDecodeError as e:
+                    raise CorpusError(f"{f}: line {no + 1} is not valid {enc} text ({e.reason}); re-save the file as UTF-8.") from e
+                if not ln:
+                    break
+                no += 1
+                ln = ln.strip()
+                if not ln:
+                    continue
+                if "\x00" in ln:
+                    raise CorpusError(f"{f}: line {no} holds NUL bytes (a binary file?); give a text file.")
+                yield nfkc(ln)
+
+
+def count_user_lines(files) -> int:
+    n = 0
+    for _ in iter_user_lines(files):
+        n += 1
+    if n == 0:
+        raise CorpusError(f"{files[0][0]}: no non-empty lines.")
+    return n
+
+
+def user_paragraph(line: str, index: int, words: bool = True) -> Paragraph:
+    """A streamed line as a Paragraph (jieba words; with words=False one word per character, which is cheaper and
+    enough for BERT without whole-word masking). The split is fixed to train: a user corpus is all training text."""
+    ws = [w for w in _jieba().cut(line) if w.strip()] if words else [c for c in line if not c.isspace()]
+    return Paragraph("user", index, ws, split="train")
+
+
+class UserSentences:
+    """A user's corpus as a re-iterable of jieba word lists (one per non-empty line), for word2vec.
+
+    The first pass segments the stream and writes the words to a cache file (keyed by the files' paths, sizes
+    and modification times); later passes read that file line by line. Memory holds one line at a time."""
+
+    def __init__(self, files):
+        self.files = files
+        key = hashlib.md5(repr([(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns, e) for f, e in files])
+                          .encode("utf-8")).hexdigest()[:16]
+        self.path = _cache_dir() / f"user-{key}.seg.txt"
+        self._n: int | None = None
+
+    def _build(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        n = 0
+        with open(tmp, "w", encoding="utf-8") as out:
+            for i, line in enumerate(iter_user_lines(self.files)):
+                ws = user_paragraph(line, i).words
+                if ws:
+                    out.write("\t".join(ws) + "\n")
+                    n += 1
+        if n == 0:
+            tmp.unlink()
+            raise CorpusError(f"{self.files[0][0]}: no words in the corpus.")
+        os.replace(tmp, self.path)
+
+    def __iter__(self):
+        if not self.path.exists():
+            self._build()
+        with open(self.path, encoding="utf-8") as f:
+            for ln in f:
+                yield ln.rstrip("\n").split("\t")
+
+    def __len__(self) -> int:
+        if self._n is None:
+            self._n = sum(1 for _ in self)
+        return self._n
+
+
 @functools.lru_cache(maxsize=1)
 def supplement() -> tuple[Paragraph, ...]:
     """The teaching supplement, one sentence a paragraph; its target word is always its own token.
@@ -262,6 +381,28 @@ def corpus_table() -> list[dict]:
         for split in (*SPLITS, "all"):
             sub = pars if split == "all" else [p for p in pars if p.split == split]
             rows.append({"source": src, "split": split, **stats(sub)})
+    return rows
+
+
+def word_table(word: str) -> list[dict]:
+    """Whole-word occurrences of `word` per source and split; the supplement's rows are per sense (its own
+    labels, where the word is the labelled target)."""
+    word = nfkc(word)
+    rows = []
+    for src in CORPORA:
+        c = {sp: 0 for sp in SPLITS}
+        for p in load(src):
+            if word in p.text:
+                c[p.split] += sum(1 for w in p.words if w == word)
+        rows.append({"source": src, "sense": None, **c})
+    senses: dict[str, dict] = {}
+    for p in supplement():
+        if p.sense and p.sense[0] == word:
+            senses.setdefault(p.sense[1], {sp: 0 for sp in SPLITS})[p.split] += 1
+    for sense, c in senses.items():
+        rows.append({"source": "supplement", "sense": sense, **c})
+    if not senses:
+        rows.append({"source": "supplement", "sense": None, **{sp: 0 for sp in SPLITS}})
     return rows
 
 

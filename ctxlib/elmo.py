@@ -311,6 +311,65 @@ class BucketBatches:
             self.epoch += 1
 
 
+class StreamBatches:
+    """BucketBatches over a user's corpus streamed from disk: this rank reads every `world`-th non-empty line,
+    `buffer` lines at a time (jieba words, cut to `max_len`), groups the buffer's sentences by length and
+    shuffles the groups; the stream starts again for each epoch. The position (epoch, first line of the buffer,
+    generator state, batches done) makes a resumed run continue exactly."""
+
+    def __init__(self, files, feat: Featurizer, batch_tokens: int, max_len: int, seed: int = 0, rank: int = 0,
+                 world: int = 1, buffer: int = 50000):
+        self.files, self.feat, self.batch_tokens, self.max_len = files, feat, batch_tokens, max_len
+        self.rank, self.world, self.buffer = rank, world, buffer
+        self.rng = random.Random(seed)
+        self.epoch = 0
+        self._pos: dict | None = None
+        self._start: dict | None = None
+
+    state_dict = BucketBatches.state_dict
+    load_state_dict = BucketBatches.load_state_dict
+
+    def _buffers(self, first_line: int):
+        from .corpus import iter_user_lines, user_paragraph
+
+        buf, buf_start = [], None
+        for j, line in enumerate(iter_user_lines(self.files)):
+            if j % self.world != self.rank or j < first_line:
+                continue
+            if buf_start is None:
+                buf_start = j
+            buf.extend(chunk_sentences([user_paragraph(line, j).words], self.max_len))
+            if len(buf) >= self.buffer:
+                yield buf_start, buf
+                buf, buf_start = [], None
+        if buf:
+            yield buf_start, buf
+
+    def __iter__(self):
+        start, self._start = self._start, None
+        if start is not None:
+            self.epoch = int(start["epoch"])
+        while True:
+            produced = start is not None
+            for buf_start, sents in self._buffers(int(start["line"]) if start is not None else 0):
+                if start is not None:
+                    self.rng.setstate(_as_tuple(start["rng"]))
+                rng_state = self.rng.getstate()
+                groups = BucketBatches(sents, self.feat, self.batch_tokens).groups
+                self.rng.shuffle(groups)
+                skip = int(start["done"]) if start is not None else 0
+                start = None
+                for n, grp in enumerate(groups):
+                    if n >= skip:
+                        self._pos = {"epoch": self.epoch, "line": buf_start, "rng": rng_state, "done": n + 1}
+                        produced = True
+                        yield self.feat.batch([sents[i] for i in grp])
+            if not produced:
+                raise ValueError("the corpus gives this process no sentences; use a bigger corpus")
+            start = None
+            self.epoch += 1
+
+
 def _as_tuple(x):
     """random.Random states come back from torch.load as lists; setstate wants tuples."""
     return tuple(_as_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
@@ -361,13 +420,15 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
-          save_every: float = 600.0) -> Path:
+          save_every: float = 600.0, corpus_path=None) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
     and the held-out perplexity; the lr decay follows it. stretch: stop this process after so many seconds of
     training, resumable with `resume=DIR`. Under torchrun each rank trains on its own shard; rank 0 writes.
-    `paragraphs` (a list of corpus.Paragraph) replaces the corpus (tests).
+    `paragraphs` (a list of corpus.Paragraph) replaces the corpus (tests); `corpus_path` (a UTF-8 or GB18030 file
+    or folder) trains on a user's text instead, streamed from disk (the vocabularies come from its first
+    200,000 lines).
     """
     from . import corpus
     from . import resume as rs
@@ -381,6 +442,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         if run["kind"] != "elmo":
             raise ValueError(f"{resume} holds a {run['kind']} run, not an ELMo run")
         preset, seed, out = run["preset"], run["seed"], Path(resume)
+        corpus_path = run.get("corpus") or corpus_path
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {list(PRESETS)}")
     p = PRESETS[preset]
@@ -388,7 +450,14 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     budget = time_limit or p["time_limit"]
     dev = resolve_device(device)
     torch.manual_seed(seed)
-    if paragraphs is None:
+    files = corpus.user_files(corpus_path) if corpus_path is not None else None
+    if files is not None:
+        import itertools
+
+        lines = itertools.islice(corpus.iter_user_lines(files), 200000)
+        pars = [corpus.user_paragraph(ln, i) for i, ln in enumerate(lines)]
+        valid_pars = corpus.load("corpora", "valid")
+    elif paragraphs is None:
         pars = corpus.load("all", "train")
         if p["paragraphs"]:
             pars = random.Random(seed).sample(pars, min(p["paragraphs"], len(pars)))
@@ -416,6 +485,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         model = ElmoLM(cfg)
     feat = Featurizer(wv, cv, cfg.max_chars, min_width=max(w for w, _ in cfg.filters))
     n_params = sum(q.numel() for q in model.parameters())
+    n_words = sum(map(len, sents))
     if rank == 0:
         log.info("ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters, %d process(es)", preset,
                  len(sents), sum(map(len, sents)), len(wv), len(cv), n_params / 1e6, world)
@@ -439,7 +509,10 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     tc = TrainConfig(steps=p["steps"], lr=p["lr"], warmup=p["warmup"], budget_s=train_time, time_limit=stretch,
                      amp=p.get("amp", "off"), weight_decay=0.0, clip=1.0, log_every=50, progress=True,
                      save_every=save_every if preset != "tiny" else 0.0)
-    batches = BucketBatches(sents, feat, p["batch_tokens"] // world, seed=seed, rank=rank, world=world)
+    if files is None:
+        batches = BucketBatches(sents, feat, p["batch_tokens"] // world, seed=seed, rank=rank, world=world)
+    else:
+        batches = StreamBatches(files, feat, p["batch_tokens"] // world, p["max_len"], seed=seed, rank=rank, world=world)
     vsample = valid[:300]
 
     def valid_loss() -> float:
@@ -453,16 +526,18 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         if resume is not None:
             tl.load_existing(out)
     d = Path(out) if out else checkpoint.CHECKPOINT_DIR / "elmo"
-    run = {"preset": preset, "seed": seed, "world_size": world, "sources": "pd+reviews+supplement (train split)"}
+    run = {"preset": preset, "seed": seed, "world_size": world, "corpus": str(corpus_path) if files else None,
+           "sources": f"user corpus {corpus_path}" if files else "pd+reviews+supplement (train split)"}
 
     def write(tr: Trainer, summary: dict) -> None:
         st = tr.state_dict()
         if rank != 0:
             return
-        summary = {**prev, **summary, "run": run, "speed_tokens_per_s": speed, "train_sentences": len(sents),
-                   "train_words": sum(map(len, sents)), "parameters": n_params,
-                   "epochs": round(tr.tokens / max(1, sum(len(s) + 1 for s in sents)), 2),
-                   "command": f"python -m ctxlib train elmo --preset {preset} --seed {seed}"}
+        summary = {**prev, **summary, "run": run, "speed_tokens_per_s": speed,
+                   "train_sentences": None if files else len(sents), "train_words": None if files else n_words,
+                   "parameters": n_params, "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2),
+                   "command": f"python -m ctxlib train elmo --preset {preset} --seed {seed}"
+                              + (f" --corpus {corpus_path}" if files else "")}
         checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
                         model.state_dict(), summary)
         if tl is not None:

@@ -348,8 +348,9 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
         raise ValueError(f"only {len(vocab)} words reach min_count={cfg.min_count}; give more text or lower min_count")
     raw_words = sum(len(s) for s in sentences)
     stoi = vocab.stoi
-    ids_all = np.array([stoi.get(w, -1) for s in sentences for w in s], dtype=np.int64)
-    sid_all = np.repeat(np.arange(len(sentences)), [len(s) for s in sentences])
+    ids_all = np.fromiter((stoi.get(w, -1) for s in sentences for w in s), dtype=np.int64)
+    lens = np.fromiter((len(s) for s in sentences), dtype=np.int64)
+    sid_all = np.repeat(np.arange(len(lens)), lens)
     known = ids_all >= 0  # out-of-vocabulary words are removed before windowing, as in gensim
     ids_all, sid_all = ids_all[known], sid_all[known]
     counts = np.array(vocab.counts, dtype=np.float64)
@@ -470,8 +471,9 @@ PRESETS: dict[str, tuple[Word2VecConfig, int | None]] = {
 
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable[[dict], None] | None = None, paragraphs=None) -> Path:
-    """Train on the train split of both sources (or on `paragraphs`) and save a checkpoint; returns its folder."""
+          callback: Callable[[dict], None] | None = None, paragraphs=None, corpus_path=None) -> Path:
+    """Train on the train split of all sources (or on `paragraphs`, or a user's corpus at `corpus_path`, streamed
+    through a segmented cache file) and save a checkpoint; returns its folder."""
     import torch
 
     from . import corpus
@@ -480,7 +482,10 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
     cfg, n_sent = PRESETS[preset]
     cfg = replace(cfg, seed=seed)
-    if paragraphs is not None:
+    if corpus_path is not None:
+        sents = corpus.UserSentences(corpus.user_files(corpus_path))
+        n_sent = None
+    elif paragraphs is not None:
         sents = [p.words[a:b] for p in paragraphs for a, b in p.sentences()]
     else:
         sents = corpus.sentences("all", "train")
@@ -488,10 +493,10 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         sents = sents[::len(sents) // n_sent][:n_sent] + [x for x in sents if "苹果" in x]
     log.info("word2vec preset %s: %d sentences, %d words; %s", preset, len(sents), sum(map(len, sents)), cfg)
     kv, summary = fit(sents, cfg, device=device, time_limit=time_limit, callback=callback)
-    if paragraphs is None and preset != "tiny":
+    if paragraphs is None and corpus_path is None and preset != "tiny":
         summary.update(pos_agreement(kv.index_to_key, kv.vectors))
     summary["most_similar"] = {w: [[x, round(s, 3)] for x, s in kv.most_similar(w, topn=5)] for w in EXAMPLE_WORDS if w in kv}
-    summary.update(preset=preset, sentences=len(sents))
+    summary.update(preset=preset, sentences=len(sents), corpus=str(corpus_path) if corpus_path else "pd+reviews+supplement (train split)")
     d = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "word2vec"
     vocab = Vocab(kv.index_to_key, kv.counts)
     checkpoint.save(d, "word2vec", asdict(cfg), vocab.to_json(), {"in_vectors": torch.from_numpy(kv.vectors)}, summary)

@@ -1,0 +1,122 @@
+"""Runs that survive interruption and scale out: DDP equivalence, exact resume, --resume end to end."""
+import numpy as np
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from ctxlib import corpus
+from ctxlib import resume as rs
+from ctxlib.bert import BertConfig, BertModel, CharTokenizer, train as bert_train
+from ctxlib.bert_data import Documents, PretrainBatches
+from ctxlib.trainer import TrainConfig, Trainer
+
+import ddp_worker
+
+
+@pytest.fixture(scope="module")
+def pars():
+    ps = corpus.load("all", "train")
+    rng = np.random.default_rng(0)
+    return [ps[i] for i in sorted(rng.permutation(len(ps))[:200])]
+
+
+def test_two_gloo_processes_equal_one_process_on_the_full_batch(tmp_path):
+    """DDP on 2 ranks (each on its half of every batch) ends with the parameters of one process on the whole
+    batches, to fp tolerance (dropout off; equal loss terms per half)."""
+    torch.set_num_threads(1)
+    single = ddp_worker.tiny_model()
+    start = {k: v.clone() for k, v in single.state_dict().items()}
+    s = Trainer(single, ddp_worker.global_batches(), ddp_worker.config(), device="cpu").run()
+    mp.start_processes(ddp_worker.run, args=(2, str(tmp_path / "store"), str(tmp_path)), nprocs=2, start_method="spawn")
+    got = torch.load(tmp_path / "ddp.pt", weights_only=True)
+    moved = 0.0
+    for k, v in single.state_dict().items():
+        torch.testing.assert_close(got["params"][k], v, rtol=1e-4, atol=1e-5, msg=k)
+        moved = max(moved, float((v - start[k]).abs().max()))
+    assert moved > 1e-3  # the steps really changed the weights, so the comparison means something
+    assert got["tokens"] == s["tokens_seen"]  # tokens are summed over the ranks
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def _bert_run(pars, steps, stop_at=None, state=None):
+    torch.manual_seed(0)
+    tok = CharTokenizer.build(pars, min_count=1)
+    model = BertModel(BertConfig(vocab_size=len(tok), hidden=32, layers=2, heads=2, ffn=64, max_len=48))  # dropout on
+    batches = PretrainBatches(Documents(pars, tok), 8, 48, seed=3, whole_word=True)
+    losses = []
+
+    def cb(step, ema, info):
+        losses.append(ema)
+        if stop_at is not None and step == stop_at:
+            raise _Interrupt
+
+    tr = Trainer(model, batches, TrainConfig(steps=steps, lr=3e-3, warmup=2, amp="off", progress=False), device="cpu",
+                 callback=cb, state=state)
+    try:
+        tr.run()
+    except _Interrupt:
+        pass
+    return tr, model, losses
+
+
+def test_resume_continues_exactly_like_an_uninterrupted_run(pars):
+    torch.set_num_threads(1)
+    _, full, full_losses = _bert_run(pars, steps=8)
+    tr, _, first = _bert_run(pars, steps=8, stop_at=4)
+    state = tr.state_dict()
+    assert state["step"] == 4 and state["batches"][0]["done"] >= 1
+    buf = __import__("io").BytesIO()
+    torch.save(state, buf)  # the resume file must load with weights_only=True
+    buf.seek(0)
+    state = torch.load(buf, weights_only=True)
+    _, resumed, rest = _bert_run(pars, steps=8, state=state)
+    assert first + rest == pytest.approx(full_losses, rel=1e-6)  # the loss EMA continues from the saved one
+    for k, v in full.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[k], v, rtol=1e-5, atol=1e-6, msg=k)
+    # without the saved data position the next batches differ, so the test above can fail
+    state2 = dict(state)
+    state2["batches"] = [None]
+    _, other, _ = _bert_run(pars, steps=8, state=state2)
+    assert any(not torch.allclose(other.state_dict()[k], v) for k, v in full.state_dict().items())
+
+
+def test_train_resume_end_to_end_and_fallback_to_weights(pars, tmp_path, caplog):
+    torch.set_num_threads(1)
+    out = tmp_path / "run"
+    bert_train(preset="tiny", device="cpu", out=out, seed=0, paragraphs=pars, stretch=1e-9)  # stops after one step
+    info = rs.run_info(out)
+    assert info["preset"] == "tiny" and (out / rs.RESUME_FILE).is_file()
+    first = rs.load_state(out)
+    assert first["step"] == 1
+    bert_train(device="cpu", paragraphs=pars, resume=out)
+    s = __import__("json").loads((out / "config.json").read_text())["summary"]
+    assert s["steps"] == 60 and s["finished"] is True
+    # a damaged resume file: the run goes on from model.pt's weights, and says so
+    (out / rs.RESUME_FILE).write_bytes(b"not a zip")
+    with caplog.at_level("WARNING"):
+        assert rs.load_state(out) is None
+    assert "cannot be read" in caplog.text
+
+
+def test_bucket_batches_resume_position():
+    from ctxlib.elmo import BucketBatches
+
+    class Feat:
+        def batch(self, sents):
+            return [tuple(s) for s in sents]
+
+    sents = [[f"w{i}"] * (1 + i % 7) for i in range(300)]
+    a = BucketBatches(sents, Feat(), 40, seed=5)
+    it = iter(a)
+    seen = [next(it) for _ in range(23)]  # crosses an epoch boundary
+    st = a.state_dict()
+    nxt = [next(it) for _ in range(10)]
+    b = BucketBatches(sents, Feat(), 40, seed=5)
+    b.load_state_dict(st)
+    itb = iter(b)
+    assert [next(itb) for _ in range(10)] == nxt
+    c = BucketBatches(sents, Feat(), 40, seed=5)  # a fresh one starts over: the saved position is what matters
+    assert [next(itc) for itc in [iter(c)] for _ in range(23)] == seen and next(iter(c)) != nxt[0]
