@@ -613,15 +613,72 @@ class BertEncoder(Encoder):
 
 # ----------------------------------------------------------------------------- fine-tuning evaluation
 class _Classifier(nn.Module):
-    def __init__(self, bert: BertModel, n_classes: int = 2):
+    """A head on the encoder: "cls" is BERT's recipe (tanh pooler on [CLS], then linear); "mean" averages the final
+    vectors of the real characters ([CLS]/[SEP]/[PAD] left out) and puts a linear layer on that."""
+
+    def __init__(self, bert: BertModel, n_classes: int = 2, head: str = "cls"):
         super().__init__()
-        self.bert = bert
+        if head not in ("cls", "mean"):
+            raise ValueError(f"head must be 'cls' or 'mean', got {head!r}")
+        self.bert, self.kind = bert, head
         self.head = nn.Linear(bert.cfg.hidden, n_classes)
         self.drop = nn.Dropout(0.1)
 
     def forward(self, ids, seg):
-        (h,), _ = self.bert(ids, seg)
-        return self.head(self.drop(torch.tanh(self.bert.pooler(h[:, 0]))))  # (B, C): BERT's [CLS] recipe
+        (h,), _ = self.bert(ids, seg)  # (B, T, D)
+        if self.kind == "cls":
+            return self.head(self.drop(torch.tanh(self.bert.pooler(h[:, 0]))))  # (B, C)
+        real = ((ids != 0) & (ids != 2) & (ids != 3)).unsqueeze(-1).to(h.dtype)  # (B, T, 1): not [PAD]/[CLS]/[SEP]
+        return self.head(self.drop((h * real).sum(1) / real.sum(1).clamp(min=1)))  # (B, C)
+
+
+def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *, epochs: int = 3, lr: float = 1e-4,
+              batch: int = 32, seed: int = 0, head: str = "cls", device: str = "cpu", bf16: bool = False,
+              warmup: float = 0.1) -> _Classifier:
+    """Fine-tune a copy of `model` with a classification head on all weights: AdamW, `warmup` share of linear warmup
+    then linear decay, batches of similar lengths in random order. The given model is left as it was."""
+    dev = torch.device(device)
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    y = np.asarray(labels)
+    clf = _Classifier(copy.deepcopy(model), n_classes=int(y.max()) + 1, head=head).to(dev)
+    opt = torch.optim.AdamW(clf.parameters(), lr=lr, weight_decay=0.01)
+    steps = epochs * math.ceil(len(texts) / batch)
+    w = max(1, int(steps * warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / w) * max(0.0, 1 - s / steps))
+    clf.train()
+    L = model.cfg.max_len
+    for _ in range(epochs):
+        order = rng.permutation(len(texts))
+        pool = 16 * batch
+        batches = []
+        for k in range(0, len(order), pool):
+            chunk = sorted(order[k:k + pool], key=lambda i: len(texts[i]))
+            batches += [np.array(chunk[j:j + batch]) for j in range(0, len(chunk), batch)]
+        for bi in rng.permutation(len(batches)):
+            idx = batches[bi]
+            ids = _batch_ids(tok, [texts[i] for i in idx], L).to(dev)
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+                logits = clf(ids, torch.zeros_like(ids))
+            loss = F.cross_entropy(logits.float(), torch.tensor(y[idx], device=dev))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(clf.parameters(), 1.0)
+            opt.step()
+            sched.step()
+    return clf.eval()
+
+
+@torch.no_grad()
+def predict(clf: _Classifier, tok: CharTokenizer, texts: list[str], device: str = "cpu") -> np.ndarray:
+    """Predicted class per text."""
+    out = np.zeros(len(texts), np.int64)
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    for k in range(0, len(texts), 128):
+        idx = order[k:k + 128]
+        ids = _batch_ids(tok, [texts[i] for i in idx], clf.bert.cfg.max_len).to(device)
+        out[idx] = clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy()
+    return out
 
 
 def _batch_ids(tok: CharTokenizer, texts: list[str], max_len: int) -> torch.Tensor:
@@ -635,7 +692,7 @@ def _batch_ids(tok: CharTokenizer, texts: list[str], max_len: int) -> torch.Tens
 
 def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: int = 0, out=None,
              max_train: int | None = None, max_test: int | None = None, epochs: int = 3, lr: float = 1e-4, batch: int = 32,
-             amp: bool = True) -> dict:
+             amp: bool = True, head: str = "cls") -> dict:
     """Fine-tune BERT on [CLS] for review sentiment (corpus reviews train/test split), plus frozen
     per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors.
     Writes eval_sentiment.json (ELMo's schema) in the checkpoint folder, or `out`."""
@@ -651,7 +708,6 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     enc = load(model_name)
     if not isinstance(enc, BertEncoder):
         raise ValueError(f"{model_name} is not a BERT checkpoint")
-    rng = np.random.default_rng(seed)
     # ELMo's sampler and default sizes (ctxlib.tasks): exactly the reviews that
     # `python -m ctxlib eval elmo --task sentiment` trains and scores on
     max_train = tasks.N_TRAIN if max_train is None else max_train
@@ -685,45 +741,17 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
 
     # fine-tuning: all weights, [CLS] pooler + linear head, 3 epochs (Devlin et al. try 2-4), lr 1e-4 (the top of
     # Turc et al. 2019's grid for small BERTs), 10% warmup then linear decay
-    torch.manual_seed(seed)
-    clf = _Classifier(copy.deepcopy(enc.model)).to(dev)  # the loaded encoder stays pre-trained
-    opt = torch.optim.AdamW(clf.parameters(), lr=lr, weight_decay=0.01)
-    steps = epochs * math.ceil(len(xtr) / batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps))
-    clf.train()
-    L = enc.model.cfg.max_len
-    for ep in range(epochs):
-        order = rng.permutation(len(xtr))
-        pool = 16 * batch  # batches of similar lengths (less padding), in random order
-        batches = []
-        for k in range(0, len(order), pool):
-            chunk = sorted(order[k:k + pool], key=lambda i: len(xtr[i]))
-            batches += [np.array(chunk[j:j + batch]) for j in range(0, len(chunk), batch)]
-        for bi in rng.permutation(len(batches)):
-            idx = batches[bi]
-            ids = _batch_ids(enc.tok, [xtr[i] for i in idx], L).to(dev)
-            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=use_bf16):
-                logits = clf(ids, torch.zeros_like(ids))
-            loss = F.cross_entropy(logits.float(), torch.tensor(ytr[idx], device=dev))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(clf.parameters(), 1.0)
-            opt.step()
-            sched.step()
-    clf.eval()
-    right = np.zeros(len(xte), bool)
-    with torch.no_grad():
-        order = np.argsort([len(t) for t in xte], kind="stable")
-        for k in range(0, len(xte), 128):
-            idx = order[k:k + 128]
-            ids = _batch_ids(enc.tok, [xte[i] for i in idx], L).to(dev)
-            right[idx] = clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy() == yte[idx]
+    clf = fine_tune(enc.model, enc.tok, xtr, ytr, epochs=epochs, lr=lr, batch=batch, seed=seed, head=head,
+                    device=str(dev), bf16=use_bf16)
+    right = predict(clf, enc.tok, xte, device=str(dev)) == yte
     result = {"task": "sentiment", "model": enc.name, "kind": "bert", "metric": "accuracy",
               "score": round(float(right.mean()), 4),
               "per_layer_score": per_layer, "layer_names": enc.layer_names,
               "mix_weights": None, "gamma": None, "expected_layer": None, "word2vec_score": w2v,
               "n_train": len(xtr), "n_test": len(xte), "seconds": round(time.time() - t0, 1),
-              "method": f"fine-tune all weights on [CLS] (pooler + linear), {epochs} epoch(s), lr {lr}, batch {batch}"
+              "method": f"fine-tune all weights, head {head} ("
+                        f"{'tanh pooler on [CLS] + linear' if head == 'cls' else 'mean of the character vectors + linear'}), "
+                        f"{epochs} epoch(s), lr {lr}, batch {batch}"
                         f"{', bf16 autocast' if use_bf16 else ''}; "
                         "per_layer_score: frozen logistic probe on mean-pooled character vectors; word2vec_score: "
                         "the same probe on mean word2vec vectors (ELMo's eval_sentiment.json also has word2vec as "
