@@ -276,13 +276,13 @@ PRESETS = {
     # (no dropout: chosen when the budget gave ~5 passes, keeps the fused attention path on)
     "default": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
                     batch=32, steps=20000, lr=1e-3, warmup=100, max_paragraphs=None, min_count=2, budget_s=6400.0,
-                    amp="bf16"),
+                    amp="auto"),
     # the long run (models issue): same size, rotary (relative) positions, whole-word masking, a step schedule
     # (no time budget) so it can run in stretches with --resume; ~6 h on one CPU thread
     "long": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0,
                             positions="rope"),
                  batch=32, steps=28000, lr=1e-3, warmup=500, max_paragraphs=None, min_count=2, budget_s=0.0,
-                 amp="bf16", whole_word=True),
+                 amp="auto", whole_word=True),
 }
 
 
@@ -326,7 +326,7 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
-          corpus_path=None) -> Path:
+          corpus_path=None, amp: str | None = None) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
     time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
@@ -385,7 +385,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         batches = StreamPretrainBatches(files, tok, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=ww,
                                         rank=rank, world=world)
     budget = time_limit or P.get("budget_s", 0.0)
-    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=P.get("amp", "auto"), budget_s=budget,
+    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=amp or P.get("amp", "auto"), budget_s=budget,
                      time_limit=stretch, save_every=save_every if P.get("timeline", True) else 0.0,
                      log_every=max(1, min(200, P["steps"] // 50)))
     if rank == 0:

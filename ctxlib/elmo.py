@@ -87,7 +87,7 @@ PRESETS = {
     # the long run (models issue): the same model, bf16 autocast (measured 1.24x faster here), a step schedule with
     # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
     "long": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=20000, lr=2e-3, warmup=200,
-                 bench_steps=0, valid_sentences=3000, time_limit=0.0, amp="bf16"),
+                 bench_steps=0, valid_sentences=3000, time_limit=0.0, amp="auto"),
 }
 
 
@@ -420,7 +420,7 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
-          save_every: float = 600.0, corpus_path=None) -> Path:
+          save_every: float = 600.0, corpus_path=None, amp: str | None = None) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
@@ -507,7 +507,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     if p["batch_tokens"] % world:
         raise ValueError(f"batch_tokens {p['batch_tokens']} is not divisible by the {world} processes")
     tc = TrainConfig(steps=p["steps"], lr=p["lr"], warmup=p["warmup"], budget_s=train_time, time_limit=stretch,
-                     amp=p.get("amp", "off"), weight_decay=0.0, clip=1.0, log_every=50, progress=True,
+                     amp=amp or p.get("amp", "off"), weight_decay=0.0, clip=1.0, log_every=50, progress=True,
                      save_every=save_every if preset != "tiny" else 0.0)
     if files is None:
         batches = BucketBatches(sents, feat, p["batch_tokens"] // world, seed=seed, rank=rank, world=world)

@@ -93,7 +93,7 @@ class TrainConfig:
     min_lr_ratio: float = 0.1  # final lr as a share of the peak
     weight_decay: float = 0.01  # AdamW decay on matrices only
     clip: float = 1.0  # max grad norm (0 = off)
-    amp: str = "auto"  # "auto" (bf16 on CUDA), "bf16" (also on a CPU with native bf16; fp32 elsewhere), "off"
+    amp: str = "auto"  # "auto": bf16 where it is native (CUDA, AVX512-BF16/AMX CPUs), else fp32; "bf16": always; "off"
     time_limit: float = 0.0  # seconds this process trains before it stops (0 = none); the schedule ignores it
     budget_s: float = 0.0  # total training seconds over all stretches (0 = none); the decay follows it too
     save_every: float = 0.0  # seconds between on_save calls (0 = only at the end)
@@ -151,8 +151,7 @@ class Trainer:
         return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
 
     def amp_used(self) -> bool:
-        want = (self.cfg.amp == "bf16") or (self.cfg.amp == "auto" and self.device.type == "cuda")
-        return want and fast_bf16(self.device)
+        return self.cfg.amp == "bf16" or (self.cfg.amp == "auto" and fast_bf16(self.device))
 
     def _amp_ctx(self):
         if self.amp_used():

@@ -101,3 +101,27 @@ def test_train_unknown_preset_is_an_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown preset 'huge'" in err[0] and "tiny" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_eval_senses_writes_three_held_out_sets(w2v_tiny, tmp_path, capsys):
+    out = tmp_path / "senses.json"
+    assert main(["eval", str(w2v_tiny), "--task", "senses", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert set(r["sets"]) == {"examples", "supplement", "frozen"}
+    sup = r["sets"]["supplement"]
+    assert sup["words"] >= 42 and len(sup["accuracy"]) == 1 and sup["pair_ranking"] == [0.5]  # one vector per type
+    assert "per_word" in sup and "per_word" not in json.loads(capsys.readouterr().out)["sets"]["supplement"]
+
+
+def test_eval_cloze_needs_a_masked_lm(w2v_tiny, tmp_path, capsys):
+    assert main(["eval", str(w2v_tiny), "--task", "cloze", "--out", str(tmp_path / "c.json")]) == 2
+    assert "masked LM" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_train_options_for_other_kinds_exit_2(tmp_path, capsys):
+    assert main(["train", "word2vec", "--amp", "bf16", "--out", str(tmp_path / "w")]) == 2
+    assert main(["train", "word2vec", "--resume", str(tmp_path)]) == 2
+    assert main(["train", "bert", "--resume", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(e.startswith("error: ") for e in err)
