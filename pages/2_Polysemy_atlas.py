@@ -12,10 +12,11 @@ ui.page_header("Polysemy atlas · ctxlab", "多义词图谱：语料中的每一
                "Polysemy atlas: every occurrence in the corpus")
 t = ui.t
 st.markdown(t(
-    "取出一个词在语料（人民日报 1998-01 和评论）中的所有出现，每个实例一个点。在上下文模型的高层，点会按词义或词性聚成几团；"
+    "取出一个词在语料（人民日报 1998-01、评论，以及为本项目编写的教学补充句）中的所有出现，每个实例一个点。在上下文模型的高层，点会按词义或词性聚成几团；"
     "word2vec 的所有点重合。下方的图是 Ethayarajh (2019) 的**自相似度**：同一个词各实例之间的平均余弦，"
     "与随机词之间的平均余弦（各向异性基线）相比，越接近基线说明上下文改变得越多。",
-    "All occurrences of a word in the corpus (People's Daily 1998-01 and reviews), one point per token. At a contextual model's "
+    "All occurrences of a word in the corpus (People's Daily 1998-01, reviews, and the teaching supplement written for "
+    "this project), one point per token. At a contextual model's "
     "higher layers the points gather by sense or part of speech; word2vec's all coincide. The chart below is Ethayarajh's (2019) "
     "**self-similarity**: the mean cosine between the word's tokens, against the mean cosine between random tokens (the "
     "anisotropy baseline); the closer to the baseline, the more the context changed the vectors."))

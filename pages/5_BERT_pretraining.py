@@ -59,7 +59,7 @@ def paragraphs(n: int = 3000):
 
     from ctxlib import corpus
 
-    ps = corpus.load("all", "train")
+    ps = corpus.load("corpora", "train")  # the real corpora; supplement sentences would need a "written for ctxlab" label
     idx = np.random.default_rng(0).choice(len(ps), size=min(n, len(ps)), replace=False)
     return [ps[int(i)] for i in sorted(idx)]
 

@@ -177,3 +177,17 @@ def test_type_matrix_pools_the_word_like_the_type_point(enc):
     v = enc.word_vectors([w], w)[0]
     v = v / np.linalg.norm(v, axis=-1, keepdims=True)
     np.testing.assert_allclose(m[words.index(w)], v, atol=1e-5)
+
+
+def test_mean_head_averages_the_real_characters_only(enc):
+    from ctxlib.bert import _Classifier, _batch_ids
+
+    clf = _Classifier(enc.model, head="mean").eval()
+    ids = _batch_ids(enc.tok, ["苹果很好吃", "手机"], enc.model.cfg.max_len)  # the second row is padded
+    with torch.no_grad():
+        got = clf(ids, torch.zeros_like(ids))
+        (h,), _ = enc.model(ids, torch.zeros_like(ids))
+        want = torch.stack([clf.head(h[0, 1:6].mean(0)), clf.head(h[1, 1:3].mean(0))])
+    torch.testing.assert_close(got, want)
+    with pytest.raises(ValueError):
+        _Classifier(enc.model, head="max")
