@@ -326,7 +326,7 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
-          corpus_path=None, amp: str | None = None) -> Path:
+          corpus_path=None, amp: str | None = None, steps: int | None = None) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
     time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
@@ -348,10 +348,11 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
             raise ValueError(f"{resume} holds a {run['kind']} run, not a BERT run")
         preset, seed = run["preset"], run["seed"]
         corpus_path = run.get("corpus") or corpus_path
+        steps = steps or run.get("steps")
         out = Path(resume)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
-    P = PRESETS[preset]
+    P = dict(PRESETS[preset], **({"steps": int(steps)} if steps else {}))
     t0 = time.time()
     out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "bert"
     files = corpus.user_files(corpus_path) if corpus_path is not None else None
@@ -399,6 +400,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         if resume is not None:
             tl.load_existing(out)
     run = {"preset": preset, "seed": seed, "world_size": world, "corpus": str(corpus_path) if files else None,
+           "steps": P["steps"],
            "sources": f"user corpus {corpus_path}" if files else "pd+reviews+supplement (train split)"}
     command = f"OMP_NUM_THREADS=1 python -m ctxlib train bert --preset {preset} --seed {seed}" + (f" --corpus {corpus_path}" if files else "")
 

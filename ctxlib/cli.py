@@ -66,9 +66,11 @@ def cmd_train(args) -> int:
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
     kw = {"corpus_path": args.corpus}
     if args.kind in ("elmo", "bert"):
-        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp)
-    elif args.resume or args.stretch or args.amp:
-        return _fail(f"--resume, --stretch and --amp are for elmo and bert; {args.kind} trains in one go")
+        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps)
+    elif args.resume or args.stretch or args.amp or args.steps:
+        return _fail(f"--resume, --stretch, --amp and --steps are for elmo and bert; {args.kind} trains in one go")
+    if args.steps is not None and args.steps <= 0:
+        return _fail("--steps must be a positive number of optimizer steps")
     if args.corpus is not None:
         from .corpus import CorpusError, user_files
 
@@ -237,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a time budget in seconds that the learning-rate decay follows (0: the preset's)")
     s.add_argument("--amp", default=None, choices=["auto", "bf16", "off"],
                    help="mixed precision: auto = bf16 where native (CUDA, AVX512-BF16/AMX CPUs); bf16 = always; off")
+    s.add_argument("--steps", type=int, default=None,
+                   help="optimizer steps the schedule plans for (default: the preset's); with --resume it re-plans the "
+                        "rest of a run, e.g. to end within a time budget (the learning rate then follows the new plan)")
     s.add_argument("--stretch", type=float, default=0.0,
                    help="stop this process after so many seconds of training, resumable with --resume (0: no stop)")
     s.add_argument("--corpus", default=None, metavar="FILE_OR_DIR",

@@ -420,7 +420,7 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
-          save_every: float = 600.0, corpus_path=None, amp: str | None = None) -> Path:
+          save_every: float = 600.0, corpus_path=None, amp: str | None = None, steps: int | None = None) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
@@ -443,9 +443,10 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
             raise ValueError(f"{resume} holds a {run['kind']} run, not an ELMo run")
         preset, seed, out = run["preset"], run["seed"], Path(resume)
         corpus_path = run.get("corpus") or corpus_path
+        steps = steps or run.get("steps")
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {list(PRESETS)}")
-    p = PRESETS[preset]
+    p = dict(PRESETS[preset], **({"steps": int(steps)} if steps else {}))
     t_start = time.time()
     budget = time_limit or p["time_limit"]
     dev = resolve_device(device)
@@ -527,6 +528,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
             tl.load_existing(out)
     d = Path(out) if out else checkpoint.CHECKPOINT_DIR / "elmo"
     run = {"preset": preset, "seed": seed, "world_size": world, "corpus": str(corpus_path) if files else None,
+           "steps": p["steps"],
            "sources": f"user corpus {corpus_path}" if files else "pd+reviews+supplement (train split)"}
 
     def write(tr: Trainer, summary: dict) -> None:

@@ -91,9 +91,12 @@ def test_train_resume_end_to_end_and_fallback_to_weights(pars, tmp_path, caplog)
     assert info["preset"] == "tiny" and (out / rs.RESUME_FILE).is_file()
     first = rs.load_state(out)
     assert first["step"] == 1
-    bert_train(device="cpu", paragraphs=pars, resume=out)
+    bert_train(device="cpu", paragraphs=pars, resume=out, stretch=1e-9)  # one more step
+    assert rs.load_state(out)["step"] == 2
+    bert_train(device="cpu", paragraphs=pars, resume=out, steps=30)  # re-planned: the run ends at 30, not 60
     s = __import__("json").loads((out / "config.json").read_text())["summary"]
-    assert s["steps"] == 60 and s["finished"] is True
+    assert s["steps"] == 30 and s["finished"] is True and s["run"]["steps"] == 30
+    assert rs.load_state(out)["train_config"]["steps"] == 30
     # a damaged resume file: the run goes on from model.pt's weights, and says so
     (out / rs.RESUME_FILE).write_bytes(b"not a zip")
     with caplog.at_level("WARNING"):
