@@ -326,7 +326,8 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
-          corpus_path=None, amp: str | None = None, steps: int | None = None) -> Path:
+          corpus_path=None, amp: str | None = None, steps: int | None = None,
+          timeline: bool = True) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
     time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
@@ -395,7 +396,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
                  f", resuming {resume} at step {state['step'] if state else '?'}" if resume else "")
     valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid")) if P.get("timeline", True) else None
     tl = None
-    if P.get("timeline", True) and rank == 0:
+    if P.get("timeline", True) and timeline and rank == 0:
         tl = Timeline("bert", P["steps"], model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
         if resume is not None:
             tl.load_existing(out)

@@ -66,7 +66,7 @@ def cmd_train(args) -> int:
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
     kw = {"corpus_path": args.corpus}
     if args.kind in ("elmo", "bert"):
-        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps)
+        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps, timeline=not args.no_timeline)
     elif args.resume or args.stretch or args.amp or args.steps:
         return _fail(f"--resume, --stretch, --amp and --steps are for elmo and bert; {args.kind} trains in one go")
     if args.steps is not None and args.steps <= 0:
@@ -242,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=int, default=None,
                    help="optimizer steps the schedule plans for (default: the preset's); with --resume it re-plans the "
                         "rest of a run, e.g. to end within a time budget (the learning rate then follows the new plan)")
+    s.add_argument("--no-timeline", action="store_true", help="record no training timeline (speed measurements)")
     s.add_argument("--stretch", type=float, default=0.0,
                    help="stop this process after so many seconds of training, resumable with --resume (0: no stop)")
     s.add_argument("--corpus", default=None, metavar="FILE_OR_DIR",

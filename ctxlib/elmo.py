@@ -420,7 +420,8 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
 
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
-          save_every: float = 600.0, corpus_path=None, amp: str | None = None, steps: int | None = None) -> Path:
+          save_every: float = 600.0, corpus_path=None, amp: str | None = None, steps: int | None = None,
+          timeline: bool = True) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
@@ -521,7 +522,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
 
     tl = None
-    if preset != "tiny" and rank == 0:
+    if preset != "tiny" and timeline and rank == 0:
         tl = Timeline("elmo", p["steps"], model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
                       valid_loss)
         if resume is not None:

@@ -245,15 +245,18 @@ class Trainer:
             opt.step()
             self.step += 1
             elapsed = time.time() - t0
+            since_save = time.time() - last_save
             lv = float(loss.detach())
-            stop = bool(c.time_limit and elapsed > c.time_limit)
-            save = bool(c.save_every and time.time() - last_save > c.save_every)
             n_tok = int(n_tok)
-            if self.world > 1:  # agree on the figures and decisions, so every rank takes the same branch
-                agg = torch.tensor([lv, float(n_tok), float(stop), float(save), elapsed], dtype=torch.float64)
+            if self.world > 1:  # agree on the figures and on rank 0's clock, so every rank takes the same branch
+                # (rank 0 alone runs the hooks and excludes their time; the others only wait for it meanwhile)
+                mine = [elapsed, since_save] if self.rank == 0 else [0.0, 0.0]
+                agg = torch.tensor([lv, float(n_tok), *mine], dtype=torch.float64)
                 torch.distributed.all_reduce(agg)
                 lv, n_tok = float(agg[0]) / self.world, int(agg[1])
-                stop, save, elapsed = bool(agg[2] > 0), bool(agg[3] > 0), float(agg[4]) / self.world
+                elapsed, since_save = float(agg[2]), float(agg[3])
+            stop = bool(c.time_limit and elapsed > c.time_limit)
+            save = bool(c.save_every and since_save > c.save_every)
             self.tokens += n_tok
             self.trained_s = base_s + elapsed
             if not math.isfinite(lv):
@@ -289,6 +292,10 @@ class Trainer:
         wall = time.time() - t0
         model.eval()
         self.finished = self.step >= c.steps or bool(c.budget_s and self.trained_s > c.budget_s)
+        if self.world > 1:  # rank 0's clock, as during the run
+            w = torch.tensor([wall if self.rank == 0 else 0.0], dtype=torch.float64)
+            torch.distributed.all_reduce(w)
+            wall = float(w[0])
         return {"steps": self.step, "planned_steps": c.steps, "stopped_early": stopped_early, "finished": self.finished,
                 "tokens_seen": self.tokens, "wall_s": round(self.trained_s, 1), "this_stretch_s": round(wall, 1),
                 "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1), "world_size": self.world,
