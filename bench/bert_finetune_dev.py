@@ -24,6 +24,12 @@ from ctxlib.bert import BertModel, fine_tune, predict  # noqa: E402
 from ctxlib.encoder import load  # noqa: E402
 
 
+def tasks_epochs() -> int:
+    import inspect
+
+    return inspect.signature(tasks.run_eval).parameters["epochs"].default
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="bert")
@@ -31,6 +37,9 @@ def main():
     ap.add_argument("--recipes", default="1e-4:3:cls,5e-5:3:cls,3e-5:5:cls,1e-4:3:mean,5e-5:5:mean,2e-4:3:mean",
                     help="lr:epochs:head, comma-separated")
     ap.add_argument("--untrained", action="store_true", help="also fine-tune a randomly initialised copy")
+    ap.add_argument("--encoders", default="pretrained,untrained", help="which of the encoders to fine-tune")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also the eval's task model without pre-training (a biLSTM over its own word embeddings)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -47,6 +56,18 @@ def main():
     if a.untrained:
         torch.manual_seed(0)
         models["untrained"] = BertModel(enc.model.cfg)
+    if a.baseline:
+        from ctxlib.vocab import Vocab
+
+        wv = Vocab.build(wtr, min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
+        accs, t0 = [], time.time()
+        for seed in a.seeds:
+            _, p = tasks.train_task_model(([wv.encode(w) for w in wtr], None, list(ytr)), ([wv.encode(w) for w in wdv], None, list(ydv)),
+                                          "none", 2, wv.itos, True, epochs=tasks_epochs(), seed=seed, device="cpu")
+            accs.append(float((np.asarray(p) == ydv).mean()))
+        print(json.dumps({"encoder": "task model, no pre-training", "dev_acc": [round(x, 4) for x in accs],
+                          "mean": round(float(np.mean(accs)), 4), "seconds": round(time.time() - t0, 1)}), flush=True)
+    models = {k: v for k, v in models.items() if k in a.encoders.split(",")}
     for (name, m), rec in itertools.product(models.items(), a.recipes.split(",")):
         lr, ep, head = rec.split(":")
         accs, t0 = [], time.time()

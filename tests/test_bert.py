@@ -160,8 +160,9 @@ def test_run_eval_schema(trained, tmp_path):
     from ctxlib.bert import run_eval
 
     out = tmp_path / "eval.json"
-    r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32)
+    r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2)
     assert out.is_file()
+    assert len(r["score_per_seed"]) == 2 and r["score"] == pytest.approx(sum(r["score_per_seed"]) / 2, abs=1e-4)
     assert r["task"] == "sentiment" and r["metric"] == "accuracy" and r["n_train"] == 64 and r["n_test"] == 32
     assert 0.0 <= r["score"] <= 1.0 and len(r["per_layer_score"]) == len(r["layer_names"]) == 3
     assert r["mix_weights"] is None and "word2vec_score" in r
