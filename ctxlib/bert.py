@@ -336,109 +336,66 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     at every save (every `save_every` s), with resume.pt and the timeline beside it. `corpus_path` (a UTF-8 or
     GB18030 file or folder) trains on a user's text instead, streamed from disk."""
     from . import corpus
-    from . import resume as rs
     from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
     from .timeline import Timeline
     from .trainer import TrainConfig, Trainer, init_distributed
+    from .training import RunFolder, RunSpec
 
     rank, world = init_distributed(device)
-    state = None
-    if resume is not None:
-        run = rs.run_info(resume)
-        if run["kind"] != "bert":
-            raise ValueError(f"{resume} holds a {run['kind']} run, not a BERT run")
-        preset, seed = run["preset"], run["seed"]
-        corpus_path = run.get("corpus") or corpus_path
-        steps = steps or run.get("steps")
-        out = Path(resume)
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
-    P = dict(PRESETS[preset], **({"steps": int(steps)} if steps else {}))
+    spec = RunSpec.make("bert", PRESETS, preset, seed, out, resume, corpus_path, steps)
+    P, seed, out = spec.plan, spec.seed, spec.out
     t0 = time.time()
-    out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "bert"
-    files = corpus.user_files(corpus_path) if corpus_path is not None else None
+    files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
     if paragraphs is None and files is None:
         paragraphs = corpus.load("all", "train")
         if P.get("max_paragraphs"):
             rng = np.random.default_rng(seed)
             paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:P["max_paragraphs"]])]
-    if resume is not None:
-        cfg_json, vocab_json, sd = checkpoint.load(resume)
+    if spec.resumed is not None:
+        cfg_json, vocab_json, sd = spec.resumed
         tok = CharTokenizer(Vocab.from_json(vocab_json))
         model = BertModel(BertConfig(**cfg_json["config"]))
-        checkpoint.load_state_into(model, sd, resume)
-        state = rs.load_state(resume)
-        prev = cfg_json.get("summary", {})
+        checkpoint.load_state_into(model, sd, out)
     else:
         source = paragraphs if files is None else (corpus.user_paragraph(ln, i, words=False)
                                                    for i, ln in enumerate(corpus.iter_user_lines(files)))
         tok = CharTokenizer.build(source, min_count=P["min_count"])
         model = build_model(tok, P["model"], seed)
-        prev = {}
     if P["batch"] % world:
         raise ValueError(f"batch {P['batch']} is not divisible by the {world} processes")
-    ww = P.get("whole_word", False)
+    ww, bs = P.get("whole_word", False), P["batch"] // world
     if files is None:
         docs = Documents(paragraphs, tok)
-        batches = PretrainBatches(docs, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank,
-                                  world=world)
+        batches = PretrainBatches(docs, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
     else:
         docs = None
-        batches = StreamPretrainBatches(files, tok, P["batch"] // world, model.cfg.max_len, seed=seed, whole_word=ww,
-                                        rank=rank, world=world)
-    budget = time_limit or P.get("budget_s", 0.0)
-    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=amp or P.get("amp", "auto"), budget_s=budget,
-                     time_limit=stretch, save_every=save_every if P.get("timeline", True) else 0.0,
-                     log_every=max(1, min(200, P["steps"] // 50)))
+        batches = StreamPretrainBatches(files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
+    record = P.get("timeline", True)
+    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=amp or P.get("amp", "auto"),
+                     budget_s=time_limit or P.get("budget_s", 0.0), time_limit=stretch,
+                     save_every=save_every if record else 0.0, log_every=max(1, min(200, P["steps"] // 50)))
     if rank == 0:
         log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
-                 sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, preset, world,
-                 f", resuming {resume} at step {state['step'] if state else '?'}" if resume else "")
-    valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid")) if P.get("timeline", True) else None
+                 sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, spec.preset, world,
+                 f", resuming {out} at step {spec.state['step']}" if spec.state else "")
     tl = None
-    if P.get("timeline", True) and timeline and rank == 0:
+    if record and timeline and rank == 0:
+        valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid"))
         tl = Timeline("bert", P["steps"], model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
-        if resume is not None:
-            tl.load_existing(out)
-    run = {"preset": preset, "seed": seed, "world_size": world, "corpus": str(corpus_path) if files else None,
-           "steps": P["steps"],
-           "sources": f"user corpus {corpus_path}" if files else "pd+reviews+supplement (train split)"}
-    command = f"OMP_NUM_THREADS=1 python -m ctxlib train bert --preset {preset} --seed {seed}" + (f" --corpus {corpus_path}" if files else "")
-
-    def write(tr: Trainer, summary: dict) -> None:
-        st = tr.state_dict()  # every rank: gathers the data positions
-        if rank != 0:
-            return
-        summary = {**prev, **summary, "run": run, "command": command, "epochs":
-                   round(tr.step * P["batch"] / max(1, len(docs.a_docs)), 3) if docs else None}
-        checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(), model.state_dict(), summary, half=True)
-        if tl is not None:
-            tl.save(out)
-        rs.save_state(out, st)
-
-    def on_step(tr: Trainer) -> None:
-        if tl is not None:
-            tl.maybe_record(tr.step, tr.tokens, tr.trained_s, tr.ema)
-
-    trainer = Trainer(model, batches, tc, device, callback, state=state, on_step=on_step,
-                      on_save=lambda tr: write(tr, {"steps": tr.step, "tokens_seen": tr.tokens, "wall_s": round(tr.trained_s, 1),
-                                                   "finished": False}))
-    if tl is not None and state is None:
-        tl.maybe_record(0, 0, 0.0, None)
+    folder = RunFolder(
+        spec, rank, world, timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(),
+                                                        model.state_dict(), summary, half=True),
+        summary_extra=lambda tr: {"epochs": round(tr.step * P["batch"] / max(1, len(docs.a_docs)), 3) if docs else None})
+    trainer = Trainer(model, batches, tc, device, callback, state=spec.state, **folder.hooks())
+    folder.start()
     summary = trainer.run()
     model = model.float()
-    if summary["finished"] and tl is not None:
-        tl.maybe_record(trainer.step, trainer.tokens, trainer.trained_s, trainer.ema, force=True)
-    if summary["finished"] and preset != "tiny" and rank == 0:
-        valid = corpus.load("corpora", "valid")
-        summary["valid"] = evaluate_pretraining(model, tok, valid, n=2000)
+    if summary["finished"] and spec.preset != "tiny" and rank == 0:
+        summary["valid"] = evaluate_pretraining(model, tok, corpus.load("corpora", "valid"), n=2000)
         log.info("held-out: %s", summary["valid"])
-    summary["total_wall_s"] = round(time.time() - t0, 1)
-    summary["preset"], summary["seed"] = preset, seed
-    write(trainer, summary)
-    if not summary["finished"] and rank == 0:
-        log.info("stopped at step %d of %d; continue with: python -m ctxlib train bert --resume %s",
-                 trainer.step, P["steps"], out)
+    summary.update(total_wall_s=round(time.time() - t0, 1), preset=spec.preset, seed=seed)
+    folder.finish(trainer, summary)
     return out
 
 

@@ -432,27 +432,18 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     200,000 lines).
     """
     from . import corpus
-    from . import resume as rs
     from .timeline import Timeline
     from .trainer import init_distributed
+    from .training import RunFolder, RunSpec
 
     rank, world = init_distributed(device)
-    state, prev = None, {}
-    if resume is not None:
-        run = rs.run_info(resume)
-        if run["kind"] != "elmo":
-            raise ValueError(f"{resume} holds a {run['kind']} run, not an ELMo run")
-        preset, seed, out = run["preset"], run["seed"], Path(resume)
-        corpus_path = run.get("corpus") or corpus_path
-        steps = steps or run.get("steps")
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {list(PRESETS)}")
-    p = dict(PRESETS[preset], **({"steps": int(steps)} if steps else {}))
+    spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps)
+    p, seed, d, preset = spec.plan, spec.seed, spec.out, spec.preset
     t_start = time.time()
     budget = time_limit or p["time_limit"]
     dev = resolve_device(device)
     torch.manual_seed(seed)
-    files = corpus.user_files(corpus_path) if corpus_path is not None else None
+    files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
     if files is not None:
         import itertools
 
@@ -470,14 +461,12 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     sents = chunk_sentences([[nfkc(w) for w in s] for s in sents], p["max_len"])
     valid = chunk_sentences([[nfkc(w) for w in p_.words[a:b]] for p_ in valid_pars for a, b in p_.sentences()], p["max_len"])
     valid = random.Random(seed).sample(valid, min(p["valid_sentences"], len(valid)))
-    if resume is not None:
-        cfg_json, vocab_json, sd = checkpoint.load(resume)
+    if spec.resumed is not None:
+        cfg_json, vocab_json, sd = spec.resumed
         cfg = ElmoConfig(**cfg_json["config"])
         wv, cv = Vocab.from_json(vocab_json["words"]), Vocab.from_json(vocab_json["chars"])
         model = ElmoLM(cfg)
-        checkpoint.load_state_into(model, sd, resume)
-        state = rs.load_state(resume)
-        prev = cfg_json.get("summary", {})
+        checkpoint.load_state_into(model, sd, d)
     else:
         cfg = ElmoConfig(**p["model"])
         wv, cv = build_vocabs(sents, cfg)
@@ -493,8 +482,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
                  len(sents), sum(map(len, sents)), len(wv), len(cv), n_params / 1e6, world)
 
     # the same model with a plain full softmax, and with bf16 autocast, for a few steps on the same batches
-    speed = prev.get("speed_tokens_per_s", {})
-    if p["bench_steps"] and resume is None:
+    speed = spec.prev.get("speed_tokens_per_s", {})
+    if p["bench_steps"] and spec.resumed is None:
         full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
         bench = lambda: iter(BucketBatches(sents, feat, p["batch_tokens"], seed=seed + 1))
         speed = {"adaptive_fp32": _speed(model, bench(), p["bench_steps"], dev, False),
@@ -525,48 +514,24 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     if preset != "tiny" and timeline and rank == 0:
         tl = Timeline("elmo", p["steps"], model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
                       valid_loss)
-        if resume is not None:
-            tl.load_existing(out)
-    d = Path(out) if out else checkpoint.CHECKPOINT_DIR / "elmo"
-    run = {"preset": preset, "seed": seed, "world_size": world, "corpus": str(corpus_path) if files else None,
-           "steps": p["steps"],
-           "sources": f"user corpus {corpus_path}" if files else "pd+reviews+supplement (train split)"}
-
-    def write(tr: Trainer, summary: dict) -> None:
-        st = tr.state_dict()
-        if rank != 0:
-            return
-        summary = {**prev, **summary, "run": run, "speed_tokens_per_s": speed,
-                   "train_sentences": None if files else len(sents), "train_words": None if files else n_words,
-                   "parameters": n_params, "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2),
-                   "command": f"python -m ctxlib train elmo --preset {preset} --seed {seed}"
-                              + (f" --corpus {corpus_path}" if files else "")}
-        checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
-                        model.state_dict(), summary)
-        if tl is not None:
-            tl.save(d)
-        rs.save_state(d, st)
-
-    def on_step(tr: Trainer) -> None:
-        if tl is not None:
-            tl.maybe_record(tr.step, tr.tokens, tr.trained_s, tr.ema)
-
-    trainer = Trainer(model, batches, tc, device=str(dev), callback=callback, state=state, on_step=on_step,
-                      on_save=lambda tr: write(tr, {"steps": tr.step, "tokens_seen": tr.tokens,
-                                                   "wall_s": round(tr.trained_s, 1), "finished": False}))
-    if tl is not None and state is None:
-        tl.maybe_record(0, 0, 0.0, None)
+    folder = RunFolder(
+        spec, rank, world, timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
+                                                        model.state_dict(), summary),
+        summary_extra=lambda tr: {
+            "speed_tokens_per_s": speed, "train_sentences": None if files else len(sents),
+            "train_words": None if files else n_words, "parameters": n_params,
+            "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2)})
+    trainer = Trainer(model, batches, tc, device=str(dev), callback=callback, state=spec.state, **folder.hooks())
+    folder.start()
     summary = trainer.run()
-    if summary["finished"] and tl is not None:
-        tl.maybe_record(trainer.step, trainer.tokens, trainer.trained_s, trainer.ema, force=True)
     if summary["finished"] and rank == 0:
         summary["perplexity"] = perplexity(model, feat, valid, dev)
         log.info("held-out perplexity %s", summary["perplexity"])
     summary.update({"preset": preset, "seed": seed, "time_budget_s": budget, "total_wall_s": round(time.time() - t_start, 1)})
-    write(trainer, summary)
+    folder.finish(trainer, summary)
     if rank == 0:
-        log.info("saved %s%s", d, "" if summary["finished"] else f" (stopped at step {trainer.step}; continue with "
-                 f"python -m ctxlib train elmo --resume {d})")
+        log.info("saved %s", d)
     return d
 
 

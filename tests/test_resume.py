@@ -102,6 +102,9 @@ def test_train_resume_end_to_end_and_fallback_to_weights(pars, tmp_path, caplog)
     with caplog.at_level("WARNING"):
         assert rs.load_state(out) is None
     assert "cannot be read" in caplog.text
+    bert_train(device="cpu", paragraphs=pars, resume=out, steps=33)  # weights alone: the step count goes on
+    s = __import__("json").loads((out / "config.json").read_text())["summary"]
+    assert s["steps"] == 33 and rs.load_state(out)["step"] == 33
 
 
 def test_bucket_batches_resume_position():

@@ -1,0 +1,116 @@
+"""A training run as the models' `train()` functions share it: what to run, and the folder it writes.
+
+- `RunSpec.make(...)`: the preset (its step plan optionally re-planned), seed, output folder and corpus of a
+  new run, or, with `resume=DIR`, those of the run saved there plus its weights, vocabulary and trainer state
+  (`resume.load_state`; None falls back to the weights alone).
+- `RunFolder`: the hooks a `Trainer` calls. Every save writes, from rank 0 only, a loadable checkpoint
+  (config.json with the summary so far and the `run` record that --resume reads, vocab.json, model.pt), the
+  timeline and resume.pt; every step it records a timeline snapshot when one is due.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import checkpoint
+from . import resume as rs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSpec:
+    kind: str
+    preset: str
+    plan: dict  # the preset's settings, steps re-planned when asked
+    seed: int
+    out: Path
+    corpus_path: str | None = None
+    resumed: tuple | None = None  # (config.json, vocab.json, fp32 state dict) of the run being continued
+    state: dict | None = None  # the Trainer state from resume.pt (None: weights alone)
+    prev: dict = field(default_factory=dict)  # the summary saved so far
+
+    @classmethod
+    def make(cls, kind: str, presets: dict, preset: str, seed: int, out, resume=None, corpus_path=None,
+             steps: int | None = None) -> "RunSpec":
+        resumed = state = None
+        prev: dict = {}
+        if resume is not None:
+            run = rs.run_info(resume)
+            if run["kind"] != kind:
+                raise ValueError(f"{resume} holds a {run['kind']} run, not a {kind} run")
+            preset, seed, out = run["preset"], run["seed"], Path(resume)
+            corpus_path = run.get("corpus") or corpus_path
+            steps = steps or run.get("steps")
+            resumed = checkpoint.load(resume)
+            state = rs.load_state(resume)
+            prev = resumed[0].get("summary", {})
+            if state is None:  # the weights alone: keep the step count (and so the schedule), fresh optimizer and order
+                state = {"model": resumed[2], "step": int(prev.get("steps", 0)), "tokens": int(prev.get("tokens_seen", 0)),
+                         "trained_s": float(prev.get("wall_s", 0.0)), "optimizer": None, "batches": None}
+        if preset not in presets:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
+        plan = dict(presets[preset], **({"steps": int(steps)} if steps else {}))
+        out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / kind
+        return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev)
+
+    def run_record(self, world: int) -> dict:
+        """What --resume needs to continue this run (stored as summary["run"])."""
+        user = self.corpus_path is not None
+        return {"preset": self.preset, "seed": self.seed, "world_size": world, "steps": self.plan["steps"],
+                "corpus": str(self.corpus_path) if user else None,
+                "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
+
+    def command(self) -> str:
+        return (f"python -m ctxlib train {self.kind} --preset {self.preset} --seed {self.seed}"
+                + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else ""))
+
+
+class RunFolder:
+    """The Trainer hooks that keep `spec.out` a loadable, resumable checkpoint (written by rank 0 only).
+
+    save_checkpoint(summary) writes config/vocab/weights; summary_extra(trainer) adds model-specific fields."""
+
+    def __init__(self, spec: RunSpec, rank: int, world: int, save_checkpoint: Callable[[dict], None],
+                 summary_extra: Callable[[object], dict] = lambda tr: {}, timeline=None):
+        self.spec, self.rank, self.world = spec, rank, world
+        self.save_checkpoint, self.summary_extra, self.timeline = save_checkpoint, summary_extra, timeline
+        if timeline is not None and spec.resumed is not None:
+            timeline.load_existing(spec.out)
+
+    def write(self, trainer, summary: dict) -> None:
+        state = trainer.state_dict()  # on every rank: it gathers the ranks' data positions
+        if self.rank != 0:
+            return
+        self.save_checkpoint({**self.spec.prev, **summary, **self.summary_extra(trainer),
+                              "run": self.spec.run_record(self.world), "command": self.spec.command()})
+        if self.timeline is not None:
+            self.timeline.save(self.spec.out)
+        rs.save_state(self.spec.out, state)
+
+    def on_save(self, trainer) -> None:
+        self.write(trainer, {"steps": trainer.step, "tokens_seen": trainer.tokens, "wall_s": round(trainer.trained_s, 1),
+                             "finished": False})
+
+    def on_step(self, trainer, force: bool = False) -> None:
+        if self.timeline is not None:
+            self.timeline.maybe_record(trainer.step, trainer.tokens, trainer.trained_s, trainer.ema, force=force)
+
+    def start(self) -> None:
+        """The untrained model's snapshot (step 0) of a new run."""
+        if self.timeline is not None and self.spec.state is None and self.spec.resumed is None:
+            self.timeline.maybe_record(0, 0, 0.0, None)
+
+    def hooks(self) -> dict:
+        return {"on_step": self.on_step, "on_save": self.on_save}
+
+    def finish(self, trainer, summary: dict) -> None:
+        """The last snapshot (when the plan is done) and the final write; says how to continue otherwise."""
+        if summary["finished"]:
+            self.on_step(trainer, force=True)
+        self.write(trainer, summary)
+        if not summary["finished"] and self.rank == 0:
+            log.info("stopped at step %d of %d; continue with: python -m ctxlib train %s --resume %s",
+                     trainer.step, self.spec.plan["steps"], self.spec.kind, self.spec.out)
