@@ -200,16 +200,17 @@ class Trainer:
                 self.batches.load_state_dict(pos[self.rank])
 
     # -- the loop --------------------------------------------------------------------------------
-    def run(self) -> dict:
-        c = self.cfg
+    def _prepare(self):
+        """The model on its device (with the resumed state), the optimizer, and the module that computes the loss
+        (wrapped in DDP under torchrun)."""
         model = self.model.to(self.device)
         model.train()
         if self._resume is not None:
             self._load_state(self._resume)
             model.to(self.device)
-        self.opt = opt = self._optimizer()
+        self.opt = self._optimizer()
         if self._resume is not None and self._resume.get("optimizer") is not None:
-            opt.load_state_dict(self._resume["optimizer"])
+            self.opt.load_state_dict(self._resume["optimizer"])
         self._resume = None
         step_fn = _LossModule(model)
         if self.world > 1:
@@ -217,46 +218,57 @@ class Trainer:
 
             ids = [self.device.index or 0] if self.device.type == "cuda" else None
             step_fn = DDP(step_fn, device_ids=ids, find_unused_parameters=getattr(model, "ddp_find_unused", False))
+        return step_fn
+
+    def _batches(self):
+        while True:
+            n = 0
+            for batch in self.batches:  # a finite iterable (a list of batches) starts again
+                n += 1
+                yield to_device(batch, self.device)
+            if n == 0:
+                raise ValueError("the batch iterable is empty")
+
+    def _optim_step(self, step_fn, batch) -> tuple[float, int, float]:
+        lr = self.lr_at(self.step)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        with self._amp_ctx():
+            loss, n_tok = step_fn(batch)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+        self.opt.step()
+        self.step += 1
+        return float(loss.detach()), int(n_tok), lr
+
+    def _agree(self, lv: float, n_tok: int, clock: "_Clock") -> tuple[float, int, float, float]:
+        """(mean loss, summed tokens, elapsed, seconds since the last save), the same on every rank: the loss and
+        tokens of all ranks, and rank 0's clock (rank 0 alone runs the hooks, whose time is not training time)."""
+        elapsed, since_save = clock.elapsed(), clock.since_save()
+        if self.world == 1:
+            return lv, n_tok, elapsed, since_save
+        mine = [elapsed, since_save] if self.rank == 0 else [0.0, 0.0]
+        agg = torch.tensor([lv, float(n_tok), *mine], dtype=torch.float64)
+        torch.distributed.all_reduce(agg)
+        return float(agg[0]) / self.world, int(agg[1]), float(agg[2]), float(agg[3])
+
+    def run(self) -> dict:
+        c = self.cfg
+        step_fn = self._prepare()
         bar = None
         if c.progress and self.rank == 0:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=c.steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
-        t0 = time.time()
-        base_s, last_save, tokens0 = self.trained_s, t0, self.tokens
+        clock = _Clock()
+        base_s, tokens0 = self.trained_s, self.tokens
         stopped_early = False
-        it = iter(self.batches)
+        batches = self._batches()
         while self.step < c.steps:
-            try:
-                batch = next(it)
-            except StopIteration:  # a finite iterable (a list of batches): start it again
-                it = iter(self.batches)
-                batch = next(it)
-            batch = to_device(batch, self.device)
-            lr = self.lr_at(self.step)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            with self._amp_ctx():
-                loss, n_tok = step_fn(batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if c.clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip)
-            opt.step()
-            self.step += 1
-            elapsed = time.time() - t0
-            since_save = time.time() - last_save
-            lv = float(loss.detach())
-            n_tok = int(n_tok)
-            if self.world > 1:  # agree on the figures and on rank 0's clock, so every rank takes the same branch
-                # (rank 0 alone runs the hooks and excludes their time; the others only wait for it meanwhile)
-                mine = [elapsed, since_save] if self.rank == 0 else [0.0, 0.0]
-                agg = torch.tensor([lv, float(n_tok), *mine], dtype=torch.float64)
-                torch.distributed.all_reduce(agg)
-                lv, n_tok = float(agg[0]) / self.world, int(agg[1])
-                elapsed, since_save = float(agg[2]), float(agg[3])
-            stop = bool(c.time_limit and elapsed > c.time_limit)
-            save = bool(c.save_every and since_save > c.save_every)
+            lv, n_tok, lr = self._optim_step(step_fn, next(batches))
+            lv, n_tok, elapsed, since_save = self._agree(lv, n_tok, clock)
             self.tokens += n_tok
             self.trained_s = base_s + elapsed
             if not math.isfinite(lv):
@@ -272,32 +284,42 @@ class Trainer:
                 bar.set_postfix(loss=f"{self.ema:.3f}", tok_s=f"{tok_s:.0f}")
             if self.callback is not None:
                 self.callback(self.step, self.ema, {"tokens": self.tokens, "elapsed": elapsed})
-            if self.on_step is not None:  # hook time (timeline snapshots) is not training time
-                th = time.time()
-                self.on_step(self)
-                t0 += time.time() - th
-            if c.budget_s and self.trained_s > c.budget_s:
+            if self.on_step is not None:
+                clock.hook(self.on_step, self)
+            if (c.budget_s and self.trained_s > c.budget_s) or (c.time_limit and elapsed > c.time_limit):
                 stopped_early = True
                 break
-            if stop:
-                stopped_early = True
-                break
-            if save and self.on_save is not None:
-                th = time.time()
-                self.on_save(self)
-                last_save = time.time()
-                t0 += last_save - th
+            if c.save_every and since_save > c.save_every and self.on_save is not None:
+                clock.hook(self.on_save, self)
+                clock.saved()
         if bar is not None:
             bar.close()
-        wall = time.time() - t0
-        model.eval()
+        self.model.eval()
         self.finished = self.step >= c.steps or bool(c.budget_s and self.trained_s > c.budget_s)
-        if self.world > 1:  # rank 0's clock, as during the run
-            w = torch.tensor([wall if self.rank == 0 else 0.0], dtype=torch.float64)
-            torch.distributed.all_reduce(w)
-            wall = float(w[0])
+        wall = self._agree(0.0, 0, clock)[2]
         return {"steps": self.step, "planned_steps": c.steps, "stopped_early": stopped_early, "finished": self.finished,
                 "tokens_seen": self.tokens, "wall_s": round(self.trained_s, 1), "this_stretch_s": round(wall, 1),
                 "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1), "world_size": self.world,
                 "device": str(self.device), "bf16": self.amp_used(), "final_loss": round(self.ema, 4) if self.ema is not None else None,
                 "loss_history": [(s, round(l, 4)) for s, l in self.history], "train_config": asdict(c)}
+
+
+class _Clock:
+    """Training time of this stretch: time spent in hooks (timeline snapshots, saves) is left out."""
+
+    def __init__(self):
+        self.t0 = self.last_save = time.time()
+
+    def elapsed(self) -> float:
+        return time.time() - self.t0
+
+    def since_save(self) -> float:
+        return time.time() - self.last_save
+
+    def hook(self, fn, *args) -> None:
+        t = time.time()
+        fn(*args)
+        self.t0 += time.time() - t
+
+    def saved(self) -> None:
+        self.last_save = time.time()
