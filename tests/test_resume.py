@@ -126,3 +126,19 @@ def test_bucket_batches_resume_position():
     assert [next(itb) for _ in range(10)] == nxt
     c = BucketBatches(sents, Feat(), 40, seed=5)  # a fresh one starts over: the saved position is what matters
     assert [next(itc) for itc in [iter(c)] for _ in range(23)] == seen and next(iter(c)) != nxt[0]
+
+
+def test_elmo_stretch_then_resume_finishes_the_plan(pars, tmp_path):
+    import json
+
+    from ctxlib.elmo import train as elmo_train
+
+    torch.set_num_threads(1)
+    out = tmp_path / "elmo"
+    elmo_train(preset="tiny", device="cpu", out=out, paragraphs=pars, stretch=1e-9)
+    assert rs.load_state(out)["step"] == 1 and rs.run_info(out)["kind"] == "elmo"
+    with pytest.raises(ValueError, match="not a bert run"):
+        bert_train(device="cpu", paragraphs=pars, resume=out)
+    elmo_train(device="cpu", paragraphs=pars, resume=out)
+    s = json.loads((out / "config.json").read_text())["summary"]
+    assert s["steps"] == 30 and s["finished"] and s["perplexity"]["forward"] > 1
