@@ -139,6 +139,7 @@ class Trainer:
         self.ema: float | None = None
         self.opt = None
         self._resume = state
+        self._interrupted = False
 
     # -- schedule ------------------------------------------------------------------------------
     def lr_at(self, step: int, trained_s: float | None = None) -> float:
@@ -243,16 +244,36 @@ class Trainer:
         self.step += 1
         return float(loss.detach()), int(n_tok), lr
 
-    def _agree(self, lv: float, n_tok: int, clock: "_Clock") -> tuple[float, int, float, float]:
-        """(mean loss, summed tokens, elapsed, seconds since the last save), the same on every rank: the loss and
-        tokens of all ranks, and rank 0's clock (rank 0 alone runs the hooks, whose time is not training time)."""
+    def _agree(self, lv: float, n_tok: int, clock: "_Clock") -> tuple[float, int, float, float, bool]:
+        """(mean loss, summed tokens, elapsed, seconds since the last save, stop requested), the same on every rank:
+        the loss and tokens of all ranks, rank 0's clock (rank 0 alone runs the hooks, whose time is not training
+        time), and whether any rank was asked to stop (SIGTERM / Ctrl-C)."""
         elapsed, since_save = clock.elapsed(), clock.since_save()
         if self.world == 1:
-            return lv, n_tok, elapsed, since_save
+            return lv, n_tok, elapsed, since_save, self._interrupted
         mine = [elapsed, since_save] if self.rank == 0 else [0.0, 0.0]
-        agg = torch.tensor([lv, float(n_tok), *mine], dtype=torch.float64)
+        agg = torch.tensor([lv, float(n_tok), *mine, float(self._interrupted)], dtype=torch.float64)
         torch.distributed.all_reduce(agg)
-        return float(agg[0]) / self.world, int(agg[1]), float(agg[2]), float(agg[3])
+        return float(agg[0]) / self.world, int(agg[1]), float(agg[2]), float(agg[3]), bool(agg[4] > 0)
+
+    def _catch_signals(self):
+        """SIGTERM and Ctrl-C end the run after the current step, so it is saved and can be resumed (main thread
+        only; returns a function that puts the previous handlers back)."""
+        import signal
+        import threading
+
+        self._interrupted = False
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def handler(signum, frame):
+            if self._interrupted:  # a second signal: stop at once
+                raise KeyboardInterrupt
+            self._interrupted = True
+            log.warning("signal %d: stopping after this step; the run will be saved (send it again to stop at once)", signum)
+
+        old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return lambda: [signal.signal(sig, h) for sig, h in old.items()]
 
     def run(self) -> dict:
         c = self.cfg
@@ -264,11 +285,29 @@ class Trainer:
             bar = tqdm(total=c.steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
         clock = _Clock()
         base_s, tokens0 = self.trained_s, self.tokens
-        stopped_early = False
         batches = self._batches()
+        restore = self._catch_signals()
+        try:
+            stopped_early = self._loop(step_fn, batches, clock, bar, base_s, tokens0)
+        finally:
+            restore()
+        if bar is not None:
+            bar.close()
+        self.model.eval()
+        self.finished = self.step >= c.steps or bool(c.budget_s and self.trained_s > c.budget_s)
+        wall = self._agree(0.0, 0, clock)[2]
+        return {"steps": self.step, "planned_steps": c.steps, "stopped_early": stopped_early, "finished": self.finished,
+                "tokens_seen": self.tokens, "wall_s": round(self.trained_s, 1), "this_stretch_s": round(wall, 1),
+                "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1), "world_size": self.world,
+                "device": str(self.device), "bf16": self.amp_used(), "final_loss": round(self.ema, 4) if self.ema is not None else None,
+                "loss_history": [(s, round(l, 4)) for s, l in self.history], "train_config": asdict(c)}
+
+    def _loop(self, step_fn, batches, clock: "_Clock", bar, base_s: float, tokens0: int) -> bool:
+        """Steps until the plan, a time limit or a signal ends the stretch; True when it stopped early."""
+        c = self.cfg
         while self.step < c.steps:
             lv, n_tok, lr = self._optim_step(step_fn, next(batches))
-            lv, n_tok, elapsed, since_save = self._agree(lv, n_tok, clock)
+            lv, n_tok, elapsed, since_save, interrupted = self._agree(lv, n_tok, clock)
             self.tokens += n_tok
             self.trained_s = base_s + elapsed
             if not math.isfinite(lv):
@@ -286,22 +325,12 @@ class Trainer:
                 self.callback(self.step, self.ema, {"tokens": self.tokens, "elapsed": elapsed})
             if self.on_step is not None:
                 clock.hook(self.on_step, self)
-            if (c.budget_s and self.trained_s > c.budget_s) or (c.time_limit and elapsed > c.time_limit):
-                stopped_early = True
-                break
+            if (c.budget_s and self.trained_s > c.budget_s) or (c.time_limit and elapsed > c.time_limit) or interrupted:
+                return True
             if c.save_every and since_save > c.save_every and self.on_save is not None:
                 clock.hook(self.on_save, self)
                 clock.saved()
-        if bar is not None:
-            bar.close()
-        self.model.eval()
-        self.finished = self.step >= c.steps or bool(c.budget_s and self.trained_s > c.budget_s)
-        wall = self._agree(0.0, 0, clock)[2]
-        return {"steps": self.step, "planned_steps": c.steps, "stopped_early": stopped_early, "finished": self.finished,
-                "tokens_seen": self.tokens, "wall_s": round(self.trained_s, 1), "this_stretch_s": round(wall, 1),
-                "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1), "world_size": self.world,
-                "device": str(self.device), "bf16": self.amp_used(), "final_loss": round(self.ema, 4) if self.ema is not None else None,
-                "loss_history": [(s, round(l, 4)) for s, l in self.history], "train_config": asdict(c)}
+        return False
 
 
 class _Clock:

@@ -52,3 +52,18 @@ def test_lr_schedule_and_config_errors():
         TrainConfig(amp="fp8")
     with pytest.raises(ValueError):
         resolve_device("tpu")
+
+
+def test_sigterm_ends_the_run_after_the_step_and_restores_the_handler():
+    import os
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+
+    def cb(step, loss, info):
+        if step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    s = Trainer(Toy(), _batches(), TrainConfig(steps=50, lr=0.01, progress=False), device="cpu", callback=cb).run()
+    assert s["stopped_early"] and not s["finished"] and s["steps"] <= 5
+    assert signal.getsignal(signal.SIGTERM) is before
