@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Training throughput of the 'long' presets: 1 process vs 2 DDP processes (torchrun, gloo on CPU), fp32 vs bf16
 # autocast, one thread per process, each for SECONDS of training on the full corpus. Run it on a quiet machine:
-#   bash bench/train_speed.sh [SECONDS]        -> one JSON line per configuration
+#   bash bench/train_speed.sh [SECONDS]        -> one JSON line per configuration (AMPS="off" skips bf16)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 PY="${PYTHON:-python}"
 TMP="$(mktemp -d)"
 for kind in bert elmo; do
-  for amp in off bf16; do
+  for amp in ${AMPS:-off bf16}; do
     for n in 1 2; do
       out="$TMP/$kind-$amp-$n"
       if [ "$n" = 1 ]; then
