@@ -312,12 +312,10 @@ class StreamPretrainBatches:
     load_state_dict = PretrainBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from .corpus import iter_user_lines, user_paragraph
+        from .corpus import shard_lines, user_paragraph
 
         buf, buf_start = [], None
-        for j, line in enumerate(iter_user_lines(self.files)):
-            if j % self.world != self.rank or j < first_line:
-                continue
+        for j, line in shard_lines(self.files, self.rank, self.world, first_line):
             if buf_start is None:
                 buf_start = j
             buf.append(user_paragraph(line, j, words=self.whole_word))

@@ -259,6 +259,14 @@ def iter_user_lines(files: list[tuple[Path, str]]):
                 yield nfkc(ln)
 
 
+def shard_lines(files, rank: int = 0, world: int = 1, first_line: int = 0):
+    """(line number, line) of this rank's share of a streamed corpus: every `world`-th non-empty line, from
+    `first_line` on (the line numbers count all ranks' lines, so they name a position in the whole stream)."""
+    for j, line in enumerate(iter_user_lines(files)):
+        if j % world == rank and j >= first_line:
+            yield j, line
+
+
 def count_user_lines(files) -> int:
     n = 0
     for _ in iter_user_lines(files):

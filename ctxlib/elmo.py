@@ -330,12 +330,10 @@ class StreamBatches:
     load_state_dict = BucketBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from .corpus import iter_user_lines, user_paragraph
+        from .corpus import shard_lines, user_paragraph
 
         buf, buf_start = [], None
-        for j, line in enumerate(iter_user_lines(self.files)):
-            if j % self.world != self.rank or j < first_line:
-                continue
+        for j, line in shard_lines(self.files, self.rank, self.world, first_line):
             if buf_start is None:
                 buf_start = j
             buf.extend(chunk_sentences([user_paragraph(line, j).words], self.max_len))
