@@ -16,7 +16,11 @@ at a clause boundary (after 。！？，；：) when the document has one. Masks
 afresh each time an example is made, so every epoch sees new masks (the
 "dynamic masking" of RoBERTa; Devlin et al. duplicated the data 10 times instead).
 With `whole_word=True` all characters of a word are masked together (gold words
-for People's Daily, jieba words for the reviews), as in Chinese BERT-wwm.
+for People's Daily, jieba words for the reviews), as in Chinese BERT-wwm. A number
+between 0 and 1 is the share of examples masked that way; the rest mask single
+characters. (Pure whole-word masking never shows the model a word with one
+character hidden, and such a model fills 数[MASK] with a one-character word:
+top-1 0.02 on the frozen cloze set after 6,370 steps of the long run.)
 """
 from __future__ import annotations
 
@@ -101,7 +105,7 @@ def _span_text(doc: Doc, a: int, b: int) -> str:
     return doc.text[doc.spans[a][0]:doc.spans[b - 1][1]]
 
 
-def make_example(rng_or_seed, tokenizer, paragraphs, whole_word: bool = False, max_len: int = 128,
+def make_example(rng_or_seed, tokenizer, paragraphs, whole_word: bool | float = False, max_len: int = 128,
                  doc_index: int | None = None) -> dict:
     """One pre-training example (a dict; see the module docstring).
 
@@ -162,13 +166,20 @@ def make_example(rng_or_seed, tokenizer, paragraphs, whole_word: bool = False, m
     }
 
 
-def mask_tokens(rng: np.random.Generator, ids: np.ndarray, groups: np.ndarray, tk, whole_word: bool = False) -> list[dict]:
-    """Choose 15% of the non-special positions of `ids` and corrupt them in place (80/10/10)."""
+def mask_tokens(rng: np.random.Generator, ids: np.ndarray, groups: np.ndarray, tk,
+                whole_word: bool | float = False) -> list[dict]:
+    """Choose 15% of the non-special positions of `ids` and corrupt them in place (80/10/10).
+
+    `whole_word`: True masks whole words, False single characters, a number in (0, 1) whole words in that
+    share of calls (one draw per example)."""
     cand = np.nonzero(groups >= 0)[0]
     if len(cand) == 0:
         return []
     n_pred = max(1, int(round(len(cand) * MASK_RATE)))
-    if whole_word:
+    share = float(whole_word)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"whole_word must be a bool or a share between 0 and 1, not {whole_word!r}")
+    if share >= 1.0 or (share > 0.0 and rng.random() < share):
         units: list[np.ndarray] = []
         for g in np.unique(groups[cand]):
             units.append(cand[groups[cand] == g])
@@ -221,7 +232,7 @@ def collate(examples: list[dict], pad_id: int = 0) -> dict:
             "nsp": torch.tensor([int(e["is_next"]) for e in examples], dtype=torch.long)}
 
 
-def _chunk_batches(docs: Documents, order, rng: np.random.Generator, bs: int, pool: int, max_len: int, whole_word: bool,
+def _chunk_batches(docs: Documents, order, rng: np.random.Generator, bs: int, pool: int, max_len: int, whole_word: bool | float,
                    start: dict | None = None):
     """Batches over `order` (document indices), made `pool` batches at a time and grouped by length.
     Yields (position, batch); position = {"chunk", "rng", "done"} restarts exactly there (via `start`)."""
@@ -254,7 +265,7 @@ class PretrainBatches:
     `state_dict()` / `load_state_dict()` give the position after the last batch handed out, so a
     resumed run continues with exactly the batches an uninterrupted one would have seen."""
 
-    def __init__(self, docs: Documents, batch_size: int, max_len: int, seed: int = 0, whole_word: bool = False,
+    def __init__(self, docs: Documents, batch_size: int, max_len: int, seed: int = 0, whole_word: bool | float = False,
                  pool: int = 16, rank: int = 0, world: int = 1):
         if not 0 <= rank < world:
             raise ValueError(f"rank {rank} outside world size {world}")
@@ -297,7 +308,7 @@ class StreamPretrainBatches:
     buffer, never the corpus. The position (epoch, first line of the buffer, generator states, batches done)
     makes a resumed run continue exactly."""
 
-    def __init__(self, files, tokenizer, batch_size: int, max_len: int, seed: int = 0, whole_word: bool = False,
+    def __init__(self, files, tokenizer, batch_size: int, max_len: int, seed: int = 0, whole_word: bool | float = False,
                  pool: int = 16, rank: int = 0, world: int = 1, buffer: int = 20000):
         if buffer < 2 * batch_size:
             raise ValueError("buffer must hold at least two batches of documents")

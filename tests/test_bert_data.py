@@ -101,3 +101,24 @@ def test_batches_collate(setup):
     assert set(b["nsp"].tolist()) <= {0, 1}
     c = collate([make_example(0, tok, docs, max_len=32)])
     assert c["ids"].shape[0] == 1
+
+
+def _whole_words_only(e) -> bool:
+    idx = {m["index"] for m in e["masked"]}
+    w = np.array(e["word_ids"])
+    return all(set(np.nonzero(w == w[i])[0].tolist()) <= idx for i in idx)
+
+
+def test_whole_word_share_mixes_the_two_maskings(setup):
+    pars, tok, docs = setup
+    rng = np.random.default_rng(11)
+    whole = [_whole_words_only(make_example(rng, tok, docs, whole_word=0.5, max_len=64)) for _ in range(400)]
+    # char masking leaves part of a multi-character word visible in most examples; with share 0.5 about half
+    # the examples are whole-word only (plus the char-masked ones that happen to cut no word)
+    share = sum(whole) / len(whole)
+    char_only = [_whole_words_only(make_example(rng, tok, docs, whole_word=False, max_len=64)) for _ in range(400)]
+    base = sum(char_only) / len(char_only)
+    assert base < 0.3
+    assert 0.5 + 0.5 * base - 0.08 < share < 0.5 + 0.5 * base + 0.08
+    with pytest.raises(ValueError):
+        make_example(rng, tok, docs, whole_word=1.5, max_len=64)
