@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ctxlib import tasks  # noqa: E402
+from ctxlib.evaluation import tasks  # noqa: E402
 from ctxlib.bert import BertModel, fine_tune, predict  # noqa: E402
 from ctxlib.encoder import load  # noqa: E402
 

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import ctxlib  # noqa: E402
 from ctxlib import corpus  # noqa: E402
 from ctxlib.analysis import layer_sense_accuracy  # noqa: E402
-from ctxlib.tasks import encode_words  # noqa: E402
+from ctxlib.evaluation.tasks import encode_words  # noqa: E402
 
 FALLBACK = {
     "苹果": {"word": "苹果", "sentences": [(s, "水果") for s in [

@@ -2,6 +2,7 @@
 
 - `loo_centroid_accuracy`: leave-one-out nearest-centroid accuracy (cosine) of
   labelled token vectors; how well a layer separates senses or roles.
+- `pair_ranking`: the share of triples (a, b same sense, c other sense) with cos(a, b) > cos(a, c).
 - `self_similarity` / `anisotropy`: Ethayarajh (2019): mean cosine between a
   word's token vectors, and between random tokens' vectors (the baseline).
 - `probe_accuracy`: a logistic-regression probe on one layer's features.
@@ -44,6 +45,25 @@ def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
                 best, best_s = c, sim
         correct += int(best == y[i])
     return correct / len(X)
+
+
+def pair_ranking(vectors: np.ndarray, labels) -> float:
+    """Share of triples (a, b, c), b != a with label(b) == label(a) != label(c), where cos(a, b) > cos(a, c)
+    (ties count half). vectors: (n, dim)."""
+    X = _unit(np.asarray(vectors, dtype=np.float64))
+    y = np.asarray(labels)
+    S = X @ X.T
+    wins = total = 0.0
+    for a in range(len(X)):
+        same = (y == y[a])
+        same[a] = False
+        other = y != y[a]
+        if not same.any() or not other.any():
+            continue
+        d = S[a, same][:, None] - S[a, other][None, :]  # (n_same, n_other)
+        wins += float((d > 1e-9).sum()) + 0.5 * float((np.abs(d) <= 1e-9).sum())
+        total += d.size
+    return wins / total if total else float("nan")
 
 
 def layer_sense_accuracy(vecs: np.ndarray, labels) -> list[float]:

@@ -302,7 +302,7 @@ def build_model(tok: CharTokenizer, model_kw: dict, seed: int = 0) -> BertModel:
 def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 1000, batch: int = 64,
                          seed: int = 1234) -> dict:
     """Held-out MLM top-1 / top-5 accuracy (on all chosen positions) and NSP accuracy, on fixed examples."""
-    from .bert_data import Documents, collate, make_example
+    from .training.bert_data import Documents, collate, make_example
 
     docs = Documents(paragraphs, tok)
     rng = np.random.default_rng(seed)
@@ -338,10 +338,10 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     at every save (every `save_every` s), with resume.pt and the timeline beside it. `corpus_path` (a UTF-8 or
     GB18030 file or folder) trains on a user's text instead, streamed from disk."""
     from . import corpus
-    from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
-    from .timeline import Timeline
-    from .trainer import TrainConfig, Trainer, init_distributed
-    from .training import RunFolder, RunSpec
+    from .training.bert_data import Documents, PretrainBatches, StreamPretrainBatches
+    from .training.timeline import Timeline
+    from .training.trainer import TrainConfig, Trainer, init_distributed
+    from .training.run import RunFolder, RunSpec
 
     rank, world = init_distributed(device)
     spec = RunSpec.make("bert", PRESETS, preset, seed, out, resume, corpus_path, steps)
@@ -403,7 +403,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
 
 def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 256, seed: int = 4321):
     """Held-out MLM + NSP loss on n fixed examples (the timeline's held-out curve)."""
-    from .bert_data import Documents, collate, make_example
+    from .training.bert_data import Documents, collate, make_example
 
     docs = Documents(paragraphs, tok)
     rng = np.random.default_rng(seed)
@@ -658,9 +658,10 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     """Fine-tune BERT on [CLS] for review sentiment (corpus reviews train/test split), plus frozen
     per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors.
     Writes eval_sentiment.json (ELMo's schema) in the checkpoint folder, or `out`."""
-    from . import analysis, tasks
+    from . import analysis
+    from .evaluation import tasks
     from .encoder import load
-    from .trainer import fast_bf16, resolve_device
+    from .training.trainer import fast_bf16, resolve_device
 
     if task != "sentiment":
         raise ValueError(f"BERT evaluation supports task 'sentiment' only, got {task!r}")

@@ -83,7 +83,8 @@ def cmd_train(args) -> int:
         if args.out is None:
             return _fail("--corpus needs --out DIR, so the shipped checkpoints/ stay as they are")
     if args.resume is not None:
-        from . import checkpoint, resume
+        from . import checkpoint
+        from .training import resume
 
         try:
             run = resume.run_info(args.resume)
@@ -97,7 +98,7 @@ def cmd_train(args) -> int:
         out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit, **kw)
     except CorpusError as e:  # e.g. a line deep in a big file that is not text: nothing was saved
         return _fail(str(e))
-    from .trainer import dist_info
+    from .training.trainer import dist_info
 
     if dist_info()[0] == 0:
         print(f"saved {out}")
@@ -189,13 +190,13 @@ def cmd_eval(args) -> int:
     except checkpoint.CheckpointError as e:
         return _fail(str(e))
     if args.task in ("senses", "cloze"):
-        mod = importlib.import_module("ctxlib.evaluate")
+        mod = importlib.import_module("ctxlib.evaluation.heldout")
         if args.task == "cloze" and kind != "bert":
             return _fail(f"the cloze test needs a masked LM; '{args.model}' is a {kind} model")
     elif kind == "bert" and args.task != "sentiment":
         return _fail("BERT's task evaluation is --task sentiment (and senses, cloze)")
     else:
-        mod = importlib.import_module("ctxlib.bert" if kind == "bert" else "ctxlib.tasks")
+        mod = importlib.import_module("ctxlib.bert" if kind == "bert" else "ctxlib.evaluation.tasks")
     result = mod.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
     if args.task == "senses":  # the per-word detail is in the file
         result = {**result, "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()}}

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from . import checkpoint
 from .corpus import nfkc
 from .encoder import Encoded, Encoder
-from .trainer import Trainer, TrainConfig, resolve_device, to_device
+from .training.trainer import Trainer, TrainConfig, resolve_device, to_device
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -430,9 +430,9 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     200,000 lines).
     """
     from . import corpus
-    from .timeline import Timeline
-    from .trainer import init_distributed
-    from .training import RunFolder, RunSpec
+    from .training.timeline import Timeline
+    from .training.trainer import init_distributed
+    from .training.run import RunFolder, RunSpec
 
     rank, world = init_distributed(device)
     spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps)

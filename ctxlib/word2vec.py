@@ -338,7 +338,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     """
     import torch
 
-    from .trainer import resolve_device
+    from .training.trainer import resolve_device
 
     dev = resolve_device(device) if isinstance(device, str) else device
     t0 = time.perf_counter()

@@ -124,7 +124,7 @@ seed_s = c2.text_input(t("随机种子", "Seed"), key="pt_seed")
 ex_whole = c3.toggle(t("整词遮蔽", "Whole-word masking"), key="pt_ex_ww")
 seed = int(seed_s) if seed_s.strip().isdigit() else 0
 st.query_params["seed"] = str(seed)
-from ctxlib.bert_data import make_example  # noqa: E402
+from ctxlib.training.bert_data import make_example  # noqa: E402
 
 with st.spinner(t("读取语料（只在第一次）……", "Loading the corpus (first time only)…")):
     ps = paragraphs()

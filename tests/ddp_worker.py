@@ -4,7 +4,7 @@ import os
 import torch
 
 from ctxlib.bert import BertConfig, BertModel
-from ctxlib.trainer import TrainConfig, Trainer
+from ctxlib.training.trainer import TrainConfig, Trainer
 
 STEPS = 4
 

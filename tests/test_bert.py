@@ -7,7 +7,7 @@ import torch.nn.functional as F
 import ctxlib
 from ctxlib import checkpoint, corpus
 from ctxlib.bert import BertConfig, BertEncoder, BertModel, CharTokenizer, PRESETS, build_model, train
-from ctxlib.bert_data import Documents, collate, make_example
+from ctxlib.training.bert_data import Documents, collate, make_example
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import pytest
 
 from ctxlib import corpus
 from ctxlib.bert import CharTokenizer
-from ctxlib.bert_data import Documents, PretrainBatches, collate, make_example
+from ctxlib.training.bert_data import Documents, PretrainBatches, collate, make_example
 
 
 @pytest.fixture(scope="module")

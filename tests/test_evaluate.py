@@ -4,7 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from ctxlib import evaluate, supplement
+from ctxlib import supplement
+from ctxlib.evaluation import heldout
 
 
 def _pair_ranking_reference(X, y):
@@ -22,14 +23,14 @@ def test_pair_ranking_matches_brute_force():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(11, 5))
     y = ["a"] * 4 + ["b"] * 4 + ["c"] * 3
-    assert evaluate.pair_ranking(X, y) == pytest.approx(_pair_ranking_reference(X, y))
+    assert heldout.pair_ranking(X, y) == pytest.approx(_pair_ranking_reference(X, y))
     sep = np.repeat(np.eye(3), [4, 4, 3], axis=0) + 0.01 * rng.normal(size=(11, 3))
-    assert evaluate.pair_ranking(sep, y) == 1.0
-    assert evaluate.pair_ranking(np.ones((6, 3)), ["a"] * 3 + ["b"] * 3) == 0.5  # identical vectors: ties
+    assert heldout.pair_ranking(sep, y) == 1.0
+    assert heldout.pair_ranking(np.ones((6, 3)), ["a"] * 3 + ["b"] * 3) == 0.5  # identical vectors: ties
 
 
 def test_sense_sets_are_separate_and_labelled():
-    sets = {n: evaluate.sense_sets(n) for n in evaluate.SENSE_SETS}
+    sets = {n: heldout.sense_sets(n) for n in heldout.SENSE_SETS}
     assert len(sets["examples"]) == 12 and len(sets["frozen"]) == 10
     assert sum(len(v) for v in sets["frozen"].values()) >= 100
     sup_words = {r.word for r in supplement.load()}
@@ -39,7 +40,7 @@ def test_sense_sets_are_separate_and_labelled():
 
 
 def test_cloze_items_have_one_mask_and_one_character():
-    items = evaluate.cloze_items()
+    items = heldout.cloze_items()
     assert len(items) >= 100
     assert {d for _, _, d in items} == {"news", "review", "daily"}
     assert all(t.count("[MASK]") == 1 and len(a) == 1 for t, a, _ in items)
@@ -50,6 +51,6 @@ def test_sense_scores_of_a_context_free_model_are_chance():
         def word_vectors(self, texts, word):
             return np.ones((len(texts), 1, 4), np.float32)  # one vector per type, as word2vec
 
-    r = evaluate.sense_scores(Static(), "examples")
+    r = heldout.sense_scores(Static(), "examples")
     assert r["pair_ranking"] == [0.5]
     assert r["best_accuracy"] < 0.6

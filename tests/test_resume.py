@@ -5,10 +5,10 @@ import torch
 import torch.multiprocessing as mp
 
 from ctxlib import corpus
-from ctxlib import resume as rs
+from ctxlib.training import resume as rs
 from ctxlib.bert import BertConfig, BertModel, CharTokenizer, train as bert_train
-from ctxlib.bert_data import Documents, PretrainBatches
-from ctxlib.trainer import TrainConfig, Trainer
+from ctxlib.training.bert_data import Documents, PretrainBatches
+from ctxlib.training.trainer import TrainConfig, Trainer
 
 import ddp_worker
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from ctxlib.scalar_mix import ScalarMix
+from ctxlib.models.scalar_mix import ScalarMix
 
 
 def _np_softmax(w):

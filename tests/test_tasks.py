@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ctxlib
-from ctxlib import tasks
+from ctxlib.evaluation import tasks
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

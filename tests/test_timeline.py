@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ctxlib
-from ctxlib import timeline
+from ctxlib.training import timeline
 from ctxlib.bert import train
 
 

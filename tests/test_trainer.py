@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from ctxlib.trainer import TrainConfig, Trainer, resolve_device
+from ctxlib.training.trainer import TrainConfig, Trainer, resolve_device
 
 
 class Toy(torch.nn.Module):

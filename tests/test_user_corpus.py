@@ -8,7 +8,7 @@ import torch
 
 from ctxlib import corpus
 from ctxlib.bert import CharTokenizer
-from ctxlib.bert_data import StreamPretrainBatches
+from ctxlib.training.bert_data import StreamPretrainBatches
 from ctxlib.cli import main
 
 LINES = ["今天天气很好，我们去公园散步。", "苹果手机的电池不太耐用。", "妈妈在市场买了一斤苹果。", "他每天早上喝一杯牛奶。",

@@ -31,8 +31,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import checkpoint
-from .analysis import loo_centroid_accuracy
+from .. import checkpoint
+from ..analysis import loo_centroid_accuracy, pair_ranking
 
 log = logging.getLogger(__name__)
 SCHEMA = 1
@@ -74,7 +74,7 @@ class Timeline:
 
     def __init__(self, kind: str, planned_steps: int, model, make_encoder: Callable, valid_loss: Callable[[], float],
                  n: int = N_SNAPSHOTS):
-        from .examples import EXAMPLE_SETS
+        from ..examples import EXAMPLE_SETS
 
         self.kind, self.planned, self.model = kind, planned_steps, model
         self.make_encoder, self.valid_loss = make_encoder, valid_loss
@@ -119,8 +119,6 @@ class Timeline:
                  snap["sense_accuracy_mean"])
 
     def _measure(self, enc) -> tuple[dict, dict]:
-        from .evaluate import pair_ranking
-
         self.layer_names = list(enc.layer_names)
         vecs, acc, pr = [], {}, []
         for w, s in self.sets.items():

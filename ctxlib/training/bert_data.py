@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .tokens import char_tokens
+from ..tokens import char_tokens
 
 MASK_RATE = 0.15  # share of non-special positions chosen for prediction
 MASK_PROBS = (0.8, 0.1, 0.1)  # chosen -> [MASK], random token, unchanged
@@ -323,7 +323,7 @@ class StreamPretrainBatches:
     load_state_dict = PretrainBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from .corpus import shard_lines, user_paragraph
+        from ..corpus import shard_lines, user_paragraph
 
         buf, buf_start = [], None
         for j, line in shard_lines(self.files, self.rank, self.world, first_line):

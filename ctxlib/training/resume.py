@@ -11,7 +11,7 @@ import io
 import logging
 from pathlib import Path
 
-from . import checkpoint
+from .. import checkpoint
 
 log = logging.getLogger(__name__)
 RESUME_FILE = "resume.pt"

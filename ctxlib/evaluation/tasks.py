@@ -28,8 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import checkpoint
-from .scalar_mix import ScalarMix
+from .. import checkpoint
+from ..models.scalar_mix import ScalarMix
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def _check_task(task: str):
 def task_sentences(task: str, split: str, limit: int, seed: int = 0) -> tuple[list[list[str]], list]:
     """A seeded sample of at most `limit` sentences: (word lists, labels). Token tasks give one label list per
     sentence; sentiment gives one int per review."""
-    from . import corpus
+    from .. import corpus
 
     _check_task(task)
     rng = random.Random(f"{task}-{split}-{seed}")
@@ -318,8 +318,8 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_
 def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = N_TRAIN,
              n_test: int = N_TEST, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
-    from .encoder import load
-    from .trainer import resolve_device
+    from ..encoder import load
+    from ..training.trainer import resolve_device
 
     _check_task(task)
     t0 = time.time()
@@ -353,7 +353,7 @@ def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, ou
     res["mix_probe_score"] = round(score(task, p, yte, names), 4)
     res["mix_probe_weights"] = [round(x, 4) for x in pm.mix.weights().tolist()]
     # the task model: its own word embeddings, without / with ELMo as input / ELMo concatenated to its hidden layer
-    from .vocab import Vocab
+    from ..vocab import Vocab
 
     wv = Vocab.build(tr["words"], min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
     ids_tr = [wv.encode(ws) for ws in tr["words"]]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import checkpoint
+from .. import checkpoint
 from . import resume as rs
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 - Sense sets (`sense_sets`): "examples" (the app's 12 example sets), "supplement" (the held-out
   valid + test part of the teaching supplement, never trained on) and "frozen" (sentences written
   before training for words outside the supplement, `data/eval/sense_frozen.tsv`).
-- `loo_centroid_accuracy` per layer (analysis.py) and `pair_ranking`: the share of triples
+- `loo_centroid_accuracy` and `pair_ranking` per layer (both in analysis.py); pair ranking is the share of triples
   (a, b same sense, c other sense) with cos(a, b) > cos(a, c), which is the home page's
   two-sentence demo asked over every triple.
 - `cloze`: top-1 / top-5 accuracy of fill-mask on `data/eval/cloze.tsv` (one masked character
@@ -19,33 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .analysis import loo_centroid_accuracy
+from ..analysis import loo_centroid_accuracy, pair_ranking
 
-EVAL_DIR = Path(__file__).resolve().parent / "data" / "eval"
+EVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "eval"
 SENSE_SETS = ("examples", "supplement", "frozen")
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-
-
-def pair_ranking(vectors: np.ndarray, labels) -> float:
-    """Share of triples (a, b, c), b != a with label(b) == label(a) != label(c), where cos(a, b) > cos(a, c)
-    (ties count half). vectors: (n, dim)."""
-    X = _unit(np.asarray(vectors, dtype=np.float64))
-    y = np.asarray(labels)
-    S = X @ X.T
-    wins = total = 0.0
-    for a in range(len(X)):
-        same = (y == y[a])
-        same[a] = False
-        other = y != y[a]
-        if not same.any() or not other.any():
-            continue
-        d = S[a, same][:, None] - S[a, other][None, :]  # (n_same, n_other)
-        wins += float((d > 1e-9).sum()) + 0.5 * float((np.abs(d) <= 1e-9).sum())
-        total += d.size
-    return wins / total if total else float("nan")
 
 
 def _read_tsv(path: Path) -> list[tuple[str, str, str]]:
@@ -65,12 +42,12 @@ def sense_sets(name: str) -> dict[str, list[tuple[str, str]]]:
     """{word: [(sentence, sense), ...]} for one of SENSE_SETS; words with fewer than 2 senses are dropped."""
     groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if name == "examples":
-        from .examples import EXAMPLE_SETS
+        from ..examples import EXAMPLE_SETS
 
         for s in EXAMPLE_SETS.values():
             groups[s["word"]] = list(s["sentences"])
     elif name == "supplement":
-        from . import supplement
+        from .. import supplement
 
         for r in supplement.load():
             if r.split != "train":
@@ -131,8 +108,8 @@ def cloze(enc) -> dict:
 
 def run_eval(model_name: str, task: str, out=None, **_) -> dict:
     """`python -m ctxlib eval MODEL --task senses|cloze`: writes eval_<task>.json in the checkpoint folder (or `out`)."""
-    from . import checkpoint
-    from .encoder import load
+    from .. import checkpoint
+    from ..encoder import load
 
     t0 = time.time()
     enc = load(model_name)

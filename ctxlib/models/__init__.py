@@ -1,0 +1,4 @@
+"""The models: each one's configuration, network and the Encoder the app reads it through (no training code).
+
+`bert`, `bert_encoder`, `elmo`, `word2vec`, and `scalar_mix` (ELMo's learned layer mix, used by the task heads).
+"""
