@@ -4,14 +4,14 @@ import time
 import numpy as np
 import streamlit as st
 
-from ctxlib import ui
-from ctxlib import viz_elmo as ve
+from ctxlib.viz import elmo as ve
+from ctxlib.app import loaders, state, widgets
+from ctxlib.app import i18n
+from ctxlib.app.i18n import t
 
 _t0 = time.perf_counter()
-ui.page_header("ELMo layers", "ELMo：分层表示与按任务混合",
-               "ELMo: layers and task-specific mixing")
-t = ui.t
-lang = ui.lang()
+widgets.page_header("ELMo layers", "elmo.title")
+lang = i18n.lang()
 st.markdown(t(
     "ELMo 给每个词 **2L+1 = 5 个向量**：字符 CNN 得到的词向量 x，以及两层双向 LSTM 的前向、后向状态。"
     "前向语言模型只看左边，后向只看右边，两者从不互相看见。下游任务学习一组 softmax 权重 s_j 和缩放 γ，"
@@ -21,29 +21,29 @@ st.markdown(t(
     "each other. A task learns softmax weights s_j and a scale γ: **ELMo = γ Σ_j s_j h_j**, and different tasks "
     "learn different weights."))
 
-enc, err = ui.try_load("elmo")
+enc, err = loaders.try_load("elmo")
 if enc is None:
-    st.warning(ui.escape_md(t("ELMo 模型不可用：", "The ELMo model is not available: ") + err))
+    st.warning(widgets.escape_md(t("ELMo 模型不可用：", "The ELMo model is not available: ") + err))
     st.info(t("构建命令：", "Build it with: ") + "`python -m ctxlib train elmo`")
     st.stop()
-stamp = ui.model_stamp("elmo")
+stamp = loaders.model_stamp("elmo")
 TASKS = {"pos": t("词性 (POS)", "POS tags"), "ner": t("人名/地名/机构名", "names (NER)"), "sentiment": t("情感", "sentiment")}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def encode(text: str, word: str, stamp: str) -> dict:
-    e = ui.load_encoder("elmo").encode([text], target=word or None)[0]
+    e = loaders.load_encoder("elmo").encode([text], target=word or None)[0]
     return {"tokens": e.tokens, "layers": e.layers, "names": e.layer_names, "truncated": e.truncated}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def lm_topk(text: str, index: int, word: str, stamp: str) -> dict:
-    return ui.load_encoder("elmo").lm_topk(text, index, k=20, target=word or None)
+    return loaders.load_encoder("elmo").lm_topk(text, index, k=20, target=word or None)
 
 
 c1, c2 = st.columns([3, 1])
-ui.qp_init("elmo_text", "text", "我用苹果手机给妈妈打电话")
-ui.qp_init("elmo_word", "word", "苹果")
+state.init("elmo_text", "text", "我用苹果手机给妈妈打电话")
+state.init("elmo_word", "word", "苹果")
 text = c1.text_input(t("句子", "Sentence"), key="elmo_text", max_chars=5000)
 word = c2.text_input(t("目标词（保持为一个词）", "Target word (kept as one token)"), key="elmo_word", max_chars=20).strip()
 st.query_params.update({"text": text, "word": word})
@@ -58,7 +58,7 @@ if not tokens:
     st.warning(t("这个句子没有可编码的词。", "This text has no words to encode."))
     st.stop()
 if word and word not in text:
-    st.info(t(f"「{ui.escape_md(word)}」不在句子里；请在下面选一个词。", f"'{ui.escape_md(word)}' is not in the sentence; pick a word below."))
+    st.info(t(f"「{widgets.escape_md(word)}」不在句子里；请在下面选一个词。", f"'{widgets.escape_md(word)}' is not in the sentence; pick a word below."))
 default_pos = tokens.index(word) if word in tokens else 0
 pos = st.select_slider(t("选择一个词", "Pick a word"), options=list(range(len(tokens))), value=default_pos,
                        format_func=lambda i: f"{i + 1}. {tokens[i]}", key=f"elmo_pos_{hash((text, word))}")
@@ -67,7 +67,7 @@ names = ve.vector_names((data["layers"].shape[0] - 1), lang)
 st.subheader(t("1. 句子流过 ELMo", "1. The sentence flowing through ELMo"))
 st.plotly_chart(ve.architecture_figure(tokens, data["layers"], pos, lang), width="stretch")
 
-tok_md = ui.escape_md(tokens[pos])
+tok_md = widgets.escape_md(tokens[pos])
 st.subheader(t(f"2. 「{tok_md}」的 2L+1 个向量", f"2. The 2L+1 vectors of '{tok_md}'"))
 parts = ve.split_states(data["layers"])
 vecs = np.stack([v[pos] for v in parts.values()])  # (2L+1, d)
@@ -75,7 +75,7 @@ st.plotly_chart(ve.layer_vectors_figure(vecs, names, tokens[pos]), width="stretc
 if st.toggle(t("显示每层最近的词（第一次需要几秒）", "Show each layer's nearest words (a few seconds the first time)"),
              key="elmo_nn"):
     with st.spinner(t("计算词表向量……", "Encoding the vocabulary…")):
-        e = ui.load_encoder("elmo")
+        e = loaders.load_encoder("elmo")
         rows = {data["names"][j]: "  ".join(f"{w} {s:.2f}" for w, s in e.nearest_words(data["layers"][j, pos], j, topn=6,
                                                                                          exclude=(tokens[pos],)))
                 for j in range(data["layers"].shape[0])}
@@ -127,7 +127,7 @@ if st.button(t("开始训练", "Train"), key="elmo_live_go", type="primary"):
             min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
         st.session_state["elmo_live"] = (live_task, lam, res)
     except Exception as e:  # a failed run must not take the page down
-        ui.show_error(t("训练失败：", "Training failed: ") + f"{type(e).__name__}: {e}")
+        widgets.show_error(t("训练失败：", "Training failed: ") + f"{type(e).__name__}: {e}")
     bar.empty()
 if "elmo_live" in st.session_state:
     task0, lam0, res = st.session_state["elmo_live"]
@@ -147,5 +147,4 @@ if any(ev.get("input_score") is not None or ev.get("concat_score") is not None f
 else:
     st.info(t("评测文件里还没有这两种用法的成绩。", "The eval files do not have these two scores yet.") +
             " `python -m ctxlib eval elmo --task pos`")
-ui.sync_lang_param()
-ui.record_time("elmo_layers", _t0)
+widgets.record_time("elmo_layers", _t0)

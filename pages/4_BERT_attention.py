@@ -4,14 +4,14 @@ import time
 import numpy as np
 import streamlit as st
 
-from ctxlib import ui
-from ctxlib import viz_attention as va
+from ctxlib.viz import attention as va
+from ctxlib.app import loaders, state, widgets
+from ctxlib.app import i18n
+from ctxlib.app.i18n import t
 
 _t0 = time.perf_counter()
-ui.page_header("BERT attention", "BERT 注意力：每一层、每个头在看哪里",
-               "BERT attention: where each layer and head looks")
-t = ui.t
-lang = ui.lang()
+widgets.page_header("BERT attention", "attention.title")
+lang = i18n.lang()
 st.markdown(t(
     "BERT 的每个字在每一层都同时看**左右两边**的所有字（ELMo 的两个 LSTM 各只看一边）。"
     "注意：有的头专看前一个字或后一个字，有的头把注意力「停」在 [SEP] 上；"
@@ -20,17 +20,17 @@ st.markdown(t(
     "Notice heads that look at the previous or next character, heads that park their attention on [SEP], and how an "
     "ambiguous word (苹果) moves away from its context-free layer-0 vector as it goes up the layers."))
 
-enc, err = ui.try_load("bert")
+enc, err = loaders.try_load("bert")
 if enc is None:
-    st.warning(ui.escape_md(t("BERT 模型不可用：", "The BERT model is not available: ") + err))
+    st.warning(widgets.escape_md(t("BERT 模型不可用：", "The BERT model is not available: ") + err))
     st.info(t("构建命令：", "Build it with: ") + "`python -m ctxlib train bert`")
     st.stop()
-stamp = ui.model_stamp("bert")
+stamp = loaders.model_stamp("bert")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def encode(a: str, b: str, stamp: str) -> dict:
-    e = ui.load_encoder("bert")
+    e = loaders.load_encoder("bert")
     out = e.encode_pair(a, b) if b else e.encode([a])[0]
     return {"tokens": out.tokens, "spans": out.spans, "att": out.attentions, "layers": out.layers,
             "names": out.layer_names, "truncated": out.truncated, "seg": out.extra.get("segment_ids")}
@@ -38,7 +38,7 @@ def encode(a: str, b: str, stamp: str) -> dict:
 
 for k, p, d in (("att_text", "text", "苹果手机很好用"), ("att_b", "b", ""), ("att_word", "word", "苹果"),
                 ("att_hide", "hide", "0")):
-    ui.qp_init(k, p, d)
+    state.init(k, p, d)
 if not isinstance(st.session_state["att_hide"], bool):
     st.session_state["att_hide"] = st.session_state["att_hide"] in ("1", "true", "True")
 c1, c2 = st.columns([3, 1])
@@ -124,7 +124,7 @@ with tab_word:
     if not word:
         st.info(t("在上面输入一个要追踪的词。", "Type a word to follow above."))
     elif not idx:
-        st.info(t(f"「{ui.escape_md(word)}」不在句子 A 中（或已被截断）。", f"'{ui.escape_md(word)}' is not in sentence A (or was cut off)."))
+        st.info(t(f"「{widgets.escape_md(word)}」不在句子 A 中（或已被截断）。", f"'{widgets.escape_md(word)}' is not in sentence A (or was cut off)."))
     else:
         wa = va.word_attention(d["att"], idx)  # (L, T) over all tokens
         wa_v = wa[:, keep] / np.maximum(wa[:, keep].sum(1, keepdims=True), 1e-12) if hide else wa
@@ -135,7 +135,6 @@ with tab_word:
         cos = va.drift_from_layer0(d["layers"], idx)
         w2.plotly_chart(va.drift_figure(cos, d["names"], word, t("与第 0 层（无上下文）向量的余弦", "cosine with its layer-0 (context-free) vector")),
                         width="stretch")
-        st.caption(t(f"「{ui.escape_md(word)}」由这些字的向量平均得到：", f"'{ui.escape_md(word)}' is the mean of these characters' vectors: ") +
-                   " ".join(ui.escape_md(tokens_all[i]) for i in idx))
-ui.sync_lang_param()
-ui.record_time("bert_attention", _t0)
+        st.caption(t(f"「{widgets.escape_md(word)}」由这些字的向量平均得到：", f"'{widgets.escape_md(word)}' is the mean of these characters' vectors: ") +
+                   " ".join(widgets.escape_md(tokens_all[i]) for i in idx))
+widgets.record_time("bert_attention", _t0)

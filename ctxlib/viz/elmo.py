@@ -7,20 +7,13 @@ them as ELMo_k = gamma * sum_j softmax(s)_j * h_{k,j}.
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
+from .common import CJK_FONT, cosine_matrix, escape, hbar_panels
 FWD, BWD, TOK, OFF = "#1f77b4", "#ff7f0e", "#2ca02c", "#d9d9d9"
 TASK_COLORS = {"pos": "#1f77b4", "ner": "#2ca02c", "sentiment": "#d62728"}
-
-
-def plot_text(s) -> str:
-    """A string made safe for Plotly labels (Plotly reads a subset of HTML tags in text)."""
-    return html.escape(str(s), quote=False)
 
 
 def window(n_tokens: int, center: int, size: int = 16) -> tuple[int, int]:
@@ -55,13 +48,6 @@ def vector_names(n_lstm: int, lang: str = "en") -> list[str]:
     return names
 
 
-def cosine_matrix(vecs: np.ndarray) -> np.ndarray:
-    v = np.asarray(vecs, dtype=np.float64)
-    n = np.linalg.norm(v, axis=1, keepdims=True)
-    u = v / np.maximum(n, 1e-12)
-    return (u @ u.T).astype(np.float32)
-
-
 # -- architecture diagram -------------------------------------------------------------------
 def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, lang: str = "en",
                         max_tokens: int = 14) -> go.Figure:
@@ -90,7 +76,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     def seen(i: int, key: str) -> str:
         ctx = tokens[:i + 1] if key[0] == "f" else (tokens[i:] if key[0] == "b" else [tokens[i]])
         s = " ".join(ctx)
-        return plot_text(s if len(s) <= 60 else (s[:57] + "…"))
+        return escape(s if len(s) <= 60 else (s[:57] + "…"))
 
     def pos(i: int, key: str) -> tuple[float, float]:
         if key == "cnn":
@@ -132,9 +118,9 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
             marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
                         color=[base if _feeds(i, key, w) else OFF for i in xs],
                         line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
-            customdata=[[plot_text(tokens[i]), f"{norms[i]:.2f}", seen(i, key)] for i in xs],
-            hovertemplate=f"{plot_text(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
-    traces.append(dict(type="scatter", x=xs, y=[0] * len(xs), mode="text", text=[plot_text(tokens[i]) for i in xs],
+            customdata=[[escape(tokens[i]), f"{norms[i]:.2f}", seen(i, key)] for i in xs],
+            hovertemplate=f"{escape(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
+    traces.append(dict(type="scatter", x=xs, y=[0] * len(xs), mode="text", text=[escape(tokens[i]) for i in xs],
                        textfont=dict(size=[19 if i == w else 15 for i in xs],
                                      color=["#d62728" if i == w else "#000" for i in xs], family=CJK_FONT),
                        hoverinfo="skip", showlegend=False))
@@ -154,7 +140,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
                           font=dict(color="#888")))
     layout = dict(annotations=notes, xaxis=dict(visible=False, range=[a - 0.7, b - 0.3]),
                   yaxis=dict(tickmode="array", tickvals=list(range(len(row_labels))),
-                             ticktext=[plot_text(s) for s in row_labels], range=[-0.7, top_y + 0.7], showgrid=False,
+                             ticktext=[escape(s) for s in row_labels], range=[-0.7, top_y + 0.7], showgrid=False,
                              zeroline=False),
                   height=140 + 80 * len(row_labels), margin=dict(l=90, r=10, t=10, b=10), plot_bgcolor="white",
                   font=dict(family=CJK_FONT), dragmode=False)
@@ -176,9 +162,9 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
     vecs = np.asarray(vecs, dtype=np.float32)
     shown = vecs[:, :max_dims]
     cos = cosine_matrix(vecs)
-    names_s = [plot_text(n) for n in names]
+    names_s = [escape(n) for n in names]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.16,
-                        subplot_titles=[f"{plot_text(word)}: 2L+1 = {len(names)} vectors (dims 1–{shown.shape[1]})",
+                        subplot_titles=[f"{escape(word)}: 2L+1 = {len(names)} vectors (dims 1–{shown.shape[1]})",
                                         "cosine between them"])
     lim = float(np.abs(shown).max()) or 1.0
     fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
@@ -189,13 +175,6 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
     fig.update_yaxes(autorange="reversed")
     fig.update_yaxes(showticklabels=False, row=1, col=2)  # same names as the left panel
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT))
-    return fig
-
-
-def norms_figure(vecs: np.ndarray, names: list[str]) -> go.Figure:
-    n = np.linalg.norm(np.asarray(vecs, dtype=np.float32), axis=1)
-    fig = go.Figure(go.Bar(x=[plot_text(s) for s in names], y=n, marker_color=[TOK] + [FWD, BWD] * ((len(names) - 1) // 2)))
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="‖v‖", font=dict(family=CJK_FONT))
     return fig
 
 
@@ -228,42 +207,6 @@ def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, f
     return hbar_panels([(titles[0], forward, FWD), (titles[1], backward, BWD)], actual=actual)
 
 
-def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: str | list | None = None,
-                per_row: int = 2, font_size: int = 13) -> go.Figure:
-    """Panels of horizontal probability bars, largest on top: [(title, [(label, p)], colour)]. `actual` (one label
-    for all panels, or one per panel) is drawn in red."""
-    n = max(1, len(panels))
-    cols = min(n, per_row)
-    rows = (n + cols - 1) // cols
-    gap_x, gap_y = 0.16, 0.14
-    w = (1 - gap_x * (cols - 1)) / cols
-    h = (1 - gap_y * (rows - 1)) / rows
-    data, layout, notes = [], {}, []
-    longest = 1
-    for k, (title, items, color) in enumerate(panels):
-        r, c = divmod(k, cols)
-        x0, y1 = c * (w + gap_x), 1 - r * (h + gap_y)
-        sfx = "" if k == 0 else str(k + 1)
-        items = list(items)[::-1]
-        longest = max(longest, len(items))
-        probs = [float(p) for _, p in items]
-        act = actual[k] if isinstance(actual, list) else actual
-        data.append({"type": "bar", "orientation": "h", "x": probs, "y": [f"{plot_text(lab)}\u2002" for lab, _ in items],
-                     "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "showlegend": False,
-                     "marker": {"color": ["#d62728" if lab == act else color for lab, _ in items]},
-                     "text": [f"{p:.1%}" for p in probs], "textposition": "outside",
-                     "hovertemplate": "%{y}: %{x:.3f}<extra></extra>"})
-        top = max(probs + [0.01])
-        layout[f"xaxis{sfx}"] = {"domain": [x0, x0 + w], "anchor": f"y{sfx}", "range": [0, top * 1.35],
-                                 "tickformat": ".1%" if top < 0.2 else ".0%"}
-        layout[f"yaxis{sfx}"] = {"domain": [y1 - h, y1], "anchor": f"x{sfx}"}
-        notes.append({"text": plot_text(title), "x": x0 + w / 2, "y": y1, "xref": "paper", "yref": "paper",
-                      "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": font_size}})
-    layout.update({"annotations": notes, "height": 60 + rows * (40 + 26 * longest),
-                   "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "font": {"family": CJK_FONT}})
-    return go.Figure({"data": data, "layout": layout})
-
-
 # -- mixing weights from the eval files --------------------------------------------------------
 def mix_weights_figure(evals: dict[str, dict], layer_labels: list[str], task_names: dict[str, str]) -> go.Figure:
     """Grouped bars of softmax(s_j) per task, with gamma and the expected layer in the legend."""
@@ -275,7 +218,7 @@ def mix_weights_figure(evals: dict[str, dict], layer_labels: list[str], task_nam
         g = ev.get("gamma")
         e = ev.get("expected_layer", expected_layer(wts))
         name = f"{task_names.get(task, task)} (γ={float(g):.2f}, E[j]={float(e):.2f})" if g is not None else task_names.get(task, task)
-        fig.add_trace(go.Bar(x=[plot_text(s) for s in layer_labels[:len(wts)]], y=wts, name=plot_text(name),
+        fig.add_trace(go.Bar(x=[escape(s) for s in layer_labels[:len(wts)]], y=wts, name=escape(name),
                              marker_color=TASK_COLORS.get(task), text=[f"{x:.2f}" for x in wts], textposition="outside"))
     fig.add_hline(y=1 / max(len(layer_labels), 1), line_dash="dot", line_color="#888",
                   annotation_text="uniform", annotation_position="top left")
@@ -301,21 +244,21 @@ def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str
         xs.append("word2vec")
         ys.append(float(w2v))
         colors.append("#bbbbbb")
-    xs += [plot_text(s) for s in layer_labels[:len(per)]]
+    xs += [escape(s) for s in layer_labels[:len(per)]]
     ys += per
     colors += ["#9ecae1"] * len(per)
     mix = ev.get("mix_probe_score", ev.get("score"))
     if mix is not None:
-        xs.append(plot_text(labels.get("mix", "mix")))
+        xs.append(escape(labels.get("mix", "mix")))
         ys.append(float(mix))
         colors.append("#9467bd")
     fig = go.Figure(go.Bar(x=xs, y=ys, marker_color=colors, text=[f"{y:.3f}" for y in ys], textposition="outside"))
     vals = ys
     lo = max(0.0, min(vals) - 0.1) if vals else 0.0
     hi = min(1.05, max(vals) + 0.08) if vals else 1.0
-    fig.update_layout(height=300, yaxis_title=plot_text(ev.get("metric", "score")), yaxis_range=[lo, hi],
+    fig.update_layout(height=300, yaxis_title=escape(ev.get("metric", "score")), yaxis_range=[lo, hi],
                       margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT),
-                      title=plot_text(labels.get("title", "")))
+                      title=escape(labels.get("title", "")))
     return fig
 
 
@@ -331,8 +274,8 @@ def usage_figure(evals: dict[str, dict], task_names: dict[str, str], labels: dic
         ys = [evals[t].get(key) for t in tasks]
         if all(y is None for y in ys):
             continue
-        fig.add_trace(go.Bar(x=[plot_text(task_names.get(t, t)) for t in tasks], y=[float(y) if y is not None else None for y in ys],
-                             name=plot_text(labels.get(key, key)), marker_color=color,
+        fig.add_trace(go.Bar(x=[escape(task_names.get(t, t)) for t in tasks], y=[float(y) if y is not None else None for y in ys],
+                             name=escape(labels.get(key, key)), marker_color=color,
                              text=[f"{float(y):.3f}" if y is not None else "" for y in ys], textposition="outside"))
     fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=30, b=10), yaxis_range=[0, 1.1],
                       legend=dict(orientation="h", y=-0.15), font=dict(family=CJK_FONT))
@@ -365,11 +308,11 @@ def mix_history_figure(history, layer_labels: list[str], title: str = "") -> go.
     colors = [TOK, "#17becf", "#9467bd", "#8c564b", "#e377c2"]
     for j in range(ws.shape[1] if ws.size else 0):
         lab = layer_labels[j] if j < len(layer_labels) else f"layer {j}"
-        fig.add_trace(go.Scatter(x=steps, y=ws[:, j], mode="lines", name=plot_text(lab), line=dict(color=colors[j % 5], width=3)))
+        fig.add_trace(go.Scatter(x=steps, y=ws[:, j], mode="lines", name=escape(lab), line=dict(color=colors[j % 5], width=3)))
     if ws.size:
         fig.add_hline(y=1 / ws.shape[1], line_dash="dot", line_color="#888")
     fig.update_layout(height=300, xaxis_title="step", yaxis_title="softmax(s)_j", yaxis_range=[0, 1],
-                      margin=dict(l=10, r=10, t=30, b=10), title=plot_text(title), legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=10, r=10, t=30, b=10), title=escape(title), legend=dict(orientation="h", y=-0.25),
                       font=dict(family=CJK_FONT))
     return fig
 

@@ -1,25 +1,17 @@
-"""Plot builders for the app: arrays in, a Plotly figure out (no streamlit here).
+"""The explorer's plots (home, type vs token, polysemy atlas): type/token maps, similarity heatmaps,
+per-layer charts, the atlas map and the home demo's cosine bars.
 
-Hover text shows the sentence with the target word in 【】 brackets. User text
-is HTML-escaped before it reaches Plotly (which renders a subset of HTML in
-hover labels), so `<script>` in a sentence is shown as text, never run.
+Hover text shows the sentence with the target word in 【】 brackets; user text goes through
+`common.escape` before it reaches Plotly.
 """
 from __future__ import annotations
-
-import html
 
 import numpy as np
 import plotly.graph_objects as go
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-           "#bcbd22", "#7f7f7f")
-CJK_FONT = "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
+from .common import CJK_FONT, PALETTE, escape
+
 TYPE_COLOUR = "#111111"
-
-
-def escape(text: str) -> str:
-    """User text made safe for Plotly labels (it interprets <br>, <b>, <a> ...)."""
-    return html.escape(str(text), quote=False)
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -214,5 +206,3 @@ def cosine_bars(rows: list[tuple[str, str, float]], title: str = "", y_title: st
     fig.update_layout(showlegend=False, bargap=0.25)
     return _base_layout(fig, title, height)
 
-
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}

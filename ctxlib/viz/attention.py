@@ -15,20 +15,16 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
+from .common import CJK_FONT, escape
+
 SPECIALS = ("[CLS]", "[SEP]")
 HEAD_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
-CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
-
-
-def plot_text(s: str) -> str:
-    """A token made safe for Plotly labels (Plotly reads a subset of HTML tags in text)."""
-    return html.escape(str(s), quote=False)
 
 
 def axis_labels(tokens: list[str]) -> list[str]:
     """Unique axis labels ("3 很") so repeated characters do not merge on a categorical axis."""
-    return [f"{i} {plot_text(t)}" for i, t in enumerate(tokens)]
+    return [f"{i} {escape(t)}" for i, t in enumerate(tokens)]
 
 
 # -- numbers ---------------------------------------------------------------------------
@@ -130,14 +126,14 @@ def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height:
     a = np.asarray(a)
     labels = axis_labels(tokens)
     n = len(tokens)
-    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[plot_text(t) for t in tokens], tickfont=dict(size=11))
+    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[escape(t) for t in tokens], tickfont=dict(size=11))
     return go.Figure(dict(
         data=[dict(type="heatmap", z=a, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0,
                    zmax=float(max(a.max(), 1e-6)), customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
                    hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>",
                    colorbar=dict(thickness=10))],
         layout=dict(xaxis=dict(side="top", **ticks), yaxis=dict(title=dict(text="from ↓  to →"), autorange="reversed", **ticks),
-                    title=dict(text=plot_text(title), y=0.995, yanchor="top"), height=height + 30,
+                    title=dict(text=escape(title), y=0.995, yanchor="top"), height=height + 30,
                     margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))))
 
 
@@ -207,11 +203,11 @@ def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: s
     fig = go.Figure(go.Heatmap(
         z=wa, x=list(range(T)), y=[f"layer {layer + 1}" for layer in range(n_layers)], colorscale="Oranges",
         zmin=0, customdata=[labels[:T] for _ in range(n_layers)],
-        hovertemplate=f"{plot_text(word)} → %{{customdata}}<br>%{{y}}: %{{z:.3f}}<extra></extra>",
+        hovertemplate=f"{escape(word)} → %{{customdata}}<br>%{{y}}: %{{z:.3f}}<extra></extra>",
         colorbar=dict(thickness=10)))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[plot_text(t) for t in tokens], side="top")
+    fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[escape(t) for t in tokens], side="top")
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=plot_text(title), height=100 + 36 * n_layers, margin=dict(l=60, r=10, t=70, b=10),
+    fig.update_layout(title=escape(title), height=100 + 36 * n_layers, margin=dict(l=60, r=10, t=70, b=10),
                       font=dict(family=CJK_FONT))
     return fig
 
@@ -219,14 +215,14 @@ def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: s
 def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str = "") -> go.Figure:
     """Cosine of the word's vector at each layer with its layer-0 (context-free) vector."""
     x = list(range(len(cos)))
-    w = plot_text(word)
+    w = escape(word)
     return go.Figure(dict(
         data=[dict(type="scatter", x=x, y=[float(c) for c in cos], mode="lines+markers+text", text=[f"{c:.2f}" for c in cos],
-                   textposition="top center", customdata=[plot_text(n) for n in layer_names],
+                   textposition="top center", customdata=[escape(n) for n in layer_names],
                    hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728"))],
-        layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[plot_text(n) for n in layer_names], title=dict(text="layer")),
+        layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[escape(n) for n in layer_names], title=dict(text="layer")),
                     yaxis=dict(title=dict(text=f"cos({w}_layer, {w}_0)"), range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
-                    title=dict(text=plot_text(title)), height=330, margin=dict(l=60, r=10, t=40, b=10),
+                    title=dict(text=escape(title)), height=330, margin=dict(l=60, r=10, t=40, b=10),
                     font=dict(family=CJK_FONT))))
 
 
@@ -316,90 +312,10 @@ def head_view_height(n_tokens: int, row_px: int = 22) -> int:
 
 def word_token_indices(spans: list[tuple[int, int]], tokens: list[str], text: str, word: str) -> list[int]:
     """Indices of the (non-special) tokens covering the first occurrence of `word` in `text`; [] if absent."""
-    from .tokens import find_all
+    from ..tokens import find_all
 
     found = find_all(text, word) if word else []
     if not found:
         return []
     a, b = found[0]
     return [i for i, (s, e) in enumerate(spans) if e > s and s < b and e > a and tokens[i] not in SPECIALS]
-
-
-# -- BERT pre-training views (the pre-training page) ----------------------------------------------
-KIND_COLORS = {"mask": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c"}
-
-
-def mask_text(text: str, chosen: list[int], whole_word: bool = False) -> tuple[str, list[tuple[int, str]]]:
-    """`text` with the chosen character tokens (indices into tokens.char_tokens(text)) replaced by [MASK].
-
-    With `whole_word`, every character of the jieba word containing a chosen character is masked too
-    (Chinese whole-word masking). Returns (masked text, [(token index, original token)] in order).
-    """
-    from .tokens import char_tokens, segment
-
-    toks = char_tokens(text)
-    sel = {i for i in chosen if 0 <= i < len(toks)}
-    if whole_word and sel:
-        words = segment(text)
-        for i in list(sel):
-            a, b = toks[i][1], toks[i][2]
-            for _, wa, wb in words:
-                if wa < b and wb > a:
-                    sel.update(j for j, (_, s, e) in enumerate(toks) if s < wb and e > wa)
-    out, pos, masked = [], 0, []
-    for i, (tok, a, b) in enumerate(toks):
-        if i in sel:
-            out.append(text[pos:a] + "[MASK]")
-            pos = b
-            masked.append((i, tok))
-    out.append(text[pos:])
-    return "".join(out), masked
-
-
-def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt: str = "[MASK] {n}: {orig}") -> go.Figure:
-    """One horizontal bar chart per [MASK] (at most 8): the top-k candidates and their probabilities;
-    the original character, when known, in red."""
-    from .viz_elmo import hbar_panels
-
-    res = results[:8]
-    panels = [(title_fmt.format(n=k + 1, orig=originals[k] if k < len(originals) and originals[k] else "?"),
-               r["candidates"], "#1f77b4") for k, r in enumerate(res)]
-    origs = [originals[k] if k < len(originals) else None for k in range(len(res))]
-    return hbar_panels(panels, actual=origs, per_row=4, font_size=14)
-
-
-def example_html(ex: dict, lang: str = "en") -> str:
-    """A pre-training example as escaped HTML: segment A / B backgrounds, chosen positions coloured by
-    what became of them ([MASK] / random / kept), the original above each changed token."""
-    zh = lang == "zh"
-    kinds = {m["index"]: m for m in ex["masked"]}
-    seg_bg = {0: "#eef5fc", 1: "#fdf3e7"}
-    cells = []
-    for i, (tok, orig, s) in enumerate(zip(ex["tokens"], ex["original_tokens"], ex["segment_ids"])):
-        m = kinds.get(i)
-        style = f"background:{seg_bg.get(int(s), '#fff')};"
-        top = "&nbsp;"
-        if m is not None:
-            style += f"border:2px solid {KIND_COLORS[m['kind']]};color:{KIND_COLORS[m['kind']]};font-weight:bold;"
-            top = html.escape(orig)
-        elif tok in SPECIALS:
-            style += "color:#666;"
-        cells.append(f'<span style="display:inline-block;text-align:center;margin:1px;min-width:1.2em;">'
-                     f'<span style="display:block;font-size:11px;color:#666;">{top}</span>'
-                     f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>')
-    legend = (f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
-              f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '
-              + " ".join(f'<span style="border:2px solid {c};color:{c};padding:0 4px;">{html.escape(lab)}</span>'
-                         for c, lab in ((KIND_COLORS["mask"], "→ [MASK] 80%"), (KIND_COLORS["random"], ("→ 随机字 10%" if zh else "→ random 10%")),
-                                        (KIND_COLORS["kept"], ("不变 10%" if zh else "kept 10%")))))
-    return (f'<div style="font-family:{CJK_FONT};font-size:16px;line-height:1.2;">'
-            f'<div style="font-size:13px;margin-bottom:4px;">{legend}</div>{"".join(cells)}</div>')
-
-
-def example_counts(ex: dict) -> dict:
-    """How many positions could be chosen, how many were, and what became of them."""
-    n = sum(1 for t in ex["original_tokens"] if t not in SPECIALS)
-    out = {"candidates": n, "chosen": len(ex["masked"]), "mask": 0, "random": 0, "kept": 0}
-    for m in ex["masked"]:
-        out[m["kind"]] += 1
-    return out

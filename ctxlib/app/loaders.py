@@ -1,0 +1,149 @@
+"""Cached loading and computing for the pages: models once per server, results per input.
+
+Everything here goes through `load_encoder` by name (tests swap it for fakes), and the cached results
+are keyed by plain strings and tuples; `model_stamp` changes when a model's checkpoint changes.
+"""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import ctxlib
+from ctxlib import checkpoint, explore
+
+from .i18n import lang, msg
+
+MODEL_ORDER = ("word2vec", "elmo", "bert")
+NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
+
+
+@st.cache_resource(show_spinner=False)
+def load_encoder(name: str):
+    """A loaded Encoder, cached across reruns and sessions."""
+    return ctxlib.load(name)
+
+
+def try_load(name: str):
+    """(encoder, None) or (None, message naming the rebuild command)."""
+    try:
+        return load_encoder(name), None
+    except checkpoint.CheckpointError as e:
+        return None, str(e)
+    except Exception as e:  # a broken checkpoint must not take the page down
+        return None, f"{name}: {type(e).__name__}: {e}. Rebuild with: {checkpoint.rebuild_command(name)}"
+
+
+def model_status() -> dict[str, str | None]:
+    """{model name: None if loadable else the message to show}, for the three standard models."""
+    return {name: try_load(name)[1] for name in MODEL_ORDER}
+
+
+def model_stamp(name: str) -> str:
+    """A string that changes when the loaded model changes (cache key part for st.cache_data)."""
+    enc, _ = try_load(name)
+    if enc is None:
+        return "missing"
+    path = getattr(enc, "path", None)
+    mtime = ""
+    try:
+        mtime = str((path / "config.json").stat().st_mtime_ns) if path else ""
+    except OSError:
+        pass
+    return f"{name}:{path}:{mtime}:{id(enc)}"
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def word_tokens(model: str, word: str, texts: tuple[str, ...], stamp: str) -> explore.WordProfile:
+    """Cached `explore.word_profile` for a loaded model (`stamp` = model_stamp(model))."""
+    return explore.word_profile(load_encoder(model), list(texts), word)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def vocab_matrix(model: str, stamp: str) -> tuple[list[str], np.ndarray]:
+    """(words, (n, n_layers, dim) unit vectors): Encoder.type_matrix of the NEAREST_VOCAB most frequent words."""
+    words, m = load_encoder(model).type_matrix(NEAREST_VOCAB)
+    return list(words), m
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5) -> list[str]:
+    """For each text: the nearest vocabulary words (encoded alone) to the word's token vector at `layer`."""
+    words, M = vocab_matrix(model, stamp)
+    vecs = word_tokens(model, word, texts, stamp).vecs[:, layer, :]
+    return explore.nearest_rows(words, M[:, layer, :], vecs, word, topn)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def atlas_vectors(model: str, word: str, cap: int, stamp: str) -> explore.AtlasSample:
+    return explore.atlas_sample(load_encoder(model), word, cap)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _projected(key: str, _X: np.ndarray, method: str) -> np.ndarray:
+    from ctxlib.projection import project
+
+    return project(_X, method)
+
+
+def projected(key: str, X: np.ndarray, method: str) -> np.ndarray:
+    """Cached 2-D projection; `key` names the data (model/word/sentences/layer), so X is never hashed.
+    t-SNE and UMAP get a spinner: UMAP's first use in a server compiles numba code (up to a minute on a busy CPU)."""
+    if method == "pca":
+        return _projected(key, X, method)
+    with st.spinner(msg("common.computing_umap" if method == "umap" else "common.computing_tsne")):
+        return _projected(key, X, method)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _csv_bytes(key: str, _data: dict, texts: tuple, labels: tuple, word: str) -> bytes:
+    return explore.vectors_csv(_data, texts, labels, word)
+
+
+def vectors_csv(data: dict, texts: tuple, labels: list, word: str) -> bytes:
+    """Cached `explore.vectors_csv`."""
+    key = f"{[(m, model_stamp(m)) for m in data]}|{word}|{texts}|{labels}"
+    return _csv_bytes(key, data, tuple(texts), tuple(labels), word)
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _figure_cache(key: str, _build):
+    return _build()
+
+
+def cached_figure(key: str, build):
+    """`build()` once per `key` (a string naming everything the figure shows; the language is added here).
+
+    Building Plotly figures (validation) is most of a warm rerun's time; st.plotly_chart does not mutate them."""
+    return _figure_cache(f"{lang()}|{key}", build)
+
+
+@st.cache_resource(show_spinner=False)
+def prewarm_corpus():
+    """Load the corpus once per server in a background thread, so the atlas's first visit does not wait ~10 s.
+
+    Off when CTXLAB_NO_PREWARM is set (tests)."""
+    import os
+    import threading
+
+    if os.environ.get("CTXLAB_NO_PREWARM"):
+        return None
+    from ctxlib import corpus
+
+    th = threading.Thread(target=corpus.load, args=("all",), daemon=True, name="ctxlab-corpus-prewarm")
+    th.start()
+    return th
+
+
+def _trim(obj, n: int = 12):
+    """Long lists (loss histories) shortened for display."""
+    if isinstance(obj, dict):
+        return {k: _trim(v, n) for k, v in obj.items()}
+    if isinstance(obj, list) and len(obj) > n:
+        return [_trim(v, n) for v in obj[:n // 2]] + [f"… {len(obj) - n} more …"] + [_trim(v, n) for v in obj[-(n // 2):]]
+    return obj
+
+
+def model_record(name: str) -> dict:
+    """config.json's config and summary of a loaded model, long lists trimmed."""
+    enc = load_encoder(name)
+    return _trim({"kind": enc.kind, "layers": list(enc.layer_names), "config": enc.config, "summary": enc.summary})

@@ -1,0 +1,181 @@
+"""Page furniture: the header, model and layer pickers, user-facing errors, the model table.
+
+Widgets keep their values in the URL (see `state`), so a link reopens the same view.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import streamlit as st
+
+import ctxlib
+from ctxlib import checkpoint
+from ctxlib.records import TrainingRecord
+
+from . import loaders, state
+from .i18n import language_switch, msg
+
+PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining")
+
+
+def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:
+    """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the title."""
+    st.set_page_config(page_title=page_title, page_icon=icon, layout="wide")
+    language_switch()
+    st.title(msg(title_id))
+
+
+def escape_md(text: str) -> str:
+    """Escape markdown/HTML specials in user text for st.markdown/st.error."""
+    return "".join("\\" + ch if ch in "\\`*_{}[]()#+-.!|<>$~" else ch for ch in str(text))
+
+
+def show_error(message: str) -> None:
+    """A user-facing error (markdown-escaped so user text never renders as HTML/markdown)."""
+    st.error(escape_md(message))
+
+
+def _available(status: dict) -> list[str]:
+    """The loadable models; the missing ones listed in the sidebar with their build command."""
+    ok = [m for m in loaders.MODEL_ORDER if status[m] is None]
+    if not ok:
+        st.warning(msg("common.no_model"))
+    return ok
+
+
+def _missing_in_sidebar(status: dict) -> None:
+    for m in loaders.MODEL_ORDER:
+        if status[m] is not None:
+            st.sidebar.caption(msg("common.model_missing", model=m) + f" `{checkpoint.rebuild_command(m)}`")
+
+
+def models_sidebar(key: str, default: tuple[str, ...] | None = None) -> list[str]:
+    """Sidebar multiselect of the loadable models (?models=a,b); missing ones named with their build command."""
+    status = loaders.model_status()
+    ok = _available(status)
+    wkey = f"{key}_models"
+    if wkey not in st.session_state:
+        st.session_state[wkey] = [m for m in state.model_list() if m in ok] or [m for m in (default or ok) if m in ok]
+    chosen = st.sidebar.multiselect(msg("common.models"), ok, key=wkey, help=msg("common.models_help"))
+    _missing_in_sidebar(status)
+    st.query_params["models"] = ",".join(chosen)
+    return chosen
+
+
+def model_radio(key: str) -> str | None:
+    """Sidebar radio of the loadable models (?model=...); missing ones named with their build command."""
+    status = loaders.model_status()
+    ok = _available(status)
+    if not ok:
+        return None
+    wkey = f"{key}_model"
+    if wkey not in st.session_state or st.session_state[wkey] not in ok:
+        qp = st.query_params.get("model")
+        st.session_state[wkey] = qp if qp in ok else ok[-1]
+    chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey)
+    _missing_in_sidebar(status)
+    return chosen
+
+
+def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]:
+    """One layer select per model with more than one layer (default: the top layer); kept in ?layers=elmo:2,bert:4."""
+    qp = state.layer_choices()
+    multi = {m: ns for m, ns in layer_names.items() if len(ns) > 1}
+    out = {m: 0 for m in layer_names}
+    cols = st.columns(max(1, len(multi))) if multi else []
+    for col, (m, names) in zip(cols, multi.items()):
+        wkey = f"{key}_layer_{m}"
+        if wkey not in st.session_state or st.session_state[wkey] >= len(names):
+            st.session_state[wkey] = min(qp.get(m, len(names) - 1), len(names) - 1)
+        out[m] = col.selectbox(msg("common.layer_of", model=m), list(range(len(names))), key=wkey,
+                               format_func=lambda j, names=names: f"{j}: {names[j]}")
+    st.query_params["layers"] = ",".join(f"{m}:{j}" for m, j in out.items() if m in multi)
+    return out
+
+
+def share_hint() -> None:
+    """Sidebar note: the URL holds the page's settings."""
+    st.sidebar.caption(msg("common.share_hint"))
+
+
+def record_time(page: str, t0: float) -> float:
+    """Server time of this script run in ms; kept in session state and, if CTXLAB_TIMING_LOG is set, appended there."""
+    ms = (time.perf_counter() - t0) * 1000
+    st.session_state[f"{page}_server_ms"] = ms
+    log = os.environ.get("CTXLAB_TIMING_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{time.time():.3f}\t{page}\t{ms:.1f}\n")
+    return ms
+
+
+def page_label(stem: str) -> str:
+    """'1_Type_vs_token' -> the page's name in the current language."""
+    name = stem.split("_", 1)[1] if stem[:1].isdigit() and "_" in stem else stem
+    return msg(f"pages.{name}.label") if name in PAGES else name.replace("_", " ")
+
+
+def page_hint(stem: str) -> str | None:
+    name = stem.split("_", 1)[-1]
+    return msg(f"pages.{name}.hint") if name in ("Type_vs_token", "Polysemy_atlas") else None
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
+
+
+def model_rows(status: dict[str, str | None]) -> list[dict]:
+    """One row per standard model: loaded or not, size, and its training record."""
+    rows = []
+    col = {k: msg(f"home.models.col.{k}") for k in ("model", "status", "layers", "dim", "steps", "tokens", "device",
+                                                  "wall", "validation")}
+    for m, err in status.items():
+        if err is not None:
+            rows.append({col["model"]: m, col["status"]: msg("home.models.missing") + checkpoint.rebuild_command(m)})
+            continue
+        enc = loaders.load_encoder(m)
+        rec = TrainingRecord.from_summary(enc.summary)
+        rows.append({
+            col["model"]: m, col["status"]: msg("home.models.loaded"),
+            col["layers"]: len(enc.layer_names), col["dim"]: enc.dim,
+            col["steps"]: _fmt(rec.steps), col["tokens"]: _fmt(rec.tokens_seen), col["device"]: _fmt(rec.device),
+            col["wall"]: _duration(rec.wall_s) if isinstance(rec.wall_s, (int, float)) else _fmt(rec.wall_s),
+            col["validation"]: "; ".join(f"{k}={_fmt(v)}" for k, v in rec.measures().items()),
+        })
+    return rows
+
+
+def demo_cosines(models: list[str], word: str, s1: str, s2: str) -> tuple[list[tuple[str, str, float]], list[str]]:
+    """Home demo: [(model, layer name, cos of the word's vectors in s1 and s2)] and messages to show."""
+    from ctxlib.tokens import find_all
+
+    word, s1, s2 = (word or "").strip(), (s1 or "").strip(), (s2 or "").strip()
+    if not word or not s1 or not s2:
+        return [], [msg("home.demo.fill_in")]
+    missing = [lab for lab, s in (("A", s1), ("B", s2)) if not find_all(s, word)]
+    if missing:
+        return [], [msg("home.demo.word_missing", sentences=msg("common.list_sep").join(missing), word=word)]
+    rows, notes = [], []
+    for m in models:
+        try:
+            d = loaders.word_tokens(m, word, (s1, s2), loaders.model_stamp(m))
+        except Exception as e:  # one broken model must not hide the others
+            notes.append(msg("common.model_failed", model=m, error=e))
+            continue
+        if not d.in_vocab and m == "word2vec":
+            notes.append(msg("home.demo.oov", word=word))
+            continue
+        for j, name in enumerate(d.layer_names):
+            rows.append((m, name, ctxlib.cosine(d.vecs[0, j], d.vecs[1, j])))
+    return rows, notes

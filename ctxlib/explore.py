@@ -1,0 +1,177 @@
+"""What the explorer pages compute (no Streamlit): a word's token vectors in the user's sentences, a
+sample of its corpus occurrences, per-layer sense accuracy, and the tables and CSV files they offer.
+
+- `word_profile(enc, texts, word)` -> `WordProfile`: the word's vector in each text and alone (its
+  context-free "type" vector), from ONE encode() call, plus how each model cut the text.
+- `atlas_sample(enc, word, cap)` -> `AtlasSample`: token vectors at up to `cap` corpus occurrences, with one
+  random other token per sentence as the anisotropy baseline.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .analysis import layer_sense_accuracy
+from .encoder import WordNotFound
+
+ATLAS_WINDOW = 60  # characters of context kept around each occurrence (ELMo, 300 sentences: 60 -> ~10-20 s, 100 -> ~60 s)
+
+
+@dataclass
+class WordProfile:
+    """One word in n texts, for one model."""
+
+    vecs: np.ndarray  # (n, n_layers, dim): the word's vector in each text, mean over its tokens
+    pooled: list[list[str]]  # the tokens pooled into the word, per text
+    segmentation: list[str]  # each text as the model cut it, the word's tokens in 【】
+    type_vec: np.ndarray  # (n_layers, dim): the word encoded alone
+    layer_names: list[str]
+    truncated: list[bool]  # texts cut at the model's length limit
+    in_vocab: bool
+    word_level: bool  # False for character models (BERT)
+
+
+@dataclass
+class AtlasSample:
+    """A word's corpus occurrences (cropped to ATLAS_WINDOW characters) and their token vectors."""
+
+    texts: list[str]
+    spans: list[tuple[int, int]]
+    tags: list[str | None]  # People's Daily POS tag, None for other sources
+    sources: list[str]
+    total: int  # occurrences in the corpus (before the cap)
+    vecs: np.ndarray  # (n, n_layers, dim)
+    base: np.ndarray  # (n, n_layers, dim): one random other token of the same sentence
+    contexts: list[list[str]]  # the other words of each sentence (for cluster labels)
+    layer_names: list[str] = field(default_factory=list)
+
+
+def word_profile(enc, texts: list[str], word: str) -> WordProfile:
+    """`word` in each text (first occurrence, mean over its tokens, as Encoder.word_vectors) and alone.
+    The texts and the word alone share one batch. Raises WordNotFound naming the first text without the word."""
+    encs = enc.encode(list(texts) + [word], target=word, batch_size=64)
+    vecs, pooled, segs = [], [], []
+    for i, e in enumerate(encs):
+        idx = e.word_indices(word)
+        if not idx:
+            raise WordNotFound(word, i, e.text)
+        vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
+        pooled.append([e.tokens[j] for j in idx])
+        segs.append(" / ".join(("【" + tok + "】") if j in idx else tok for j, tok in enumerate(e.tokens)))
+    v = np.stack(vecs).astype(np.float32)  # (n + 1, L, D)
+    return WordProfile(vecs=v[:-1], pooled=pooled[:-1], segmentation=segs[:-1], type_vec=v[-1],
+                       layer_names=list(encs[0].layer_names), truncated=[bool(e.truncated) for e in encs[:-1]],
+                       in_vocab=bool(enc.in_vocab(word)), word_level=bool(enc.word_level))
+
+
+def find_first(text: str, word: str) -> tuple[int, int]:
+    """Span of the first occurrence of `word` (NFKC-insensitive), or (0, 0)."""
+    from .tokens import find_all
+
+    spans = find_all(text, word)
+    return spans[0] if spans else (0, 0)
+
+
+def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, topn: int = 5) -> list[str]:
+    """For each row of `vecs` (n, dim): the `topn` nearest of `words` (unit rows `M`, (n_words, dim)) other
+    than `word`, as one string "w 0.83  w2 0.80 ..."."""
+    V = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    out = []
+    for row in V @ M.T:
+        best = [(words[i], row[i]) for i in np.argsort(-row)[:topn + 1] if words[i] != word][:topn]
+        out.append("  ".join(f"{w} {s:.2f}" for w, s in best))
+    return out
+
+
+def _crop(o, size: int):
+    """The occurrence with its sentence cut to `size` characters centred on the word (spans shifted)."""
+    if len(o.text) <= size:
+        return o
+    a = max(0, min(o.start - (size - (o.end - o.start)) // 2, len(o.text) - size))
+    return replace(o, text=o.text[a:a + size], start=o.start - a, end=o.end - a)
+
+
+def atlas_sample(enc, word: str, cap: int, seed: int = 0) -> AtlasSample:
+    """Token vectors of `word` at up to `cap` corpus occurrences, plus one random other token per sentence."""
+    from . import corpus
+    from .tokens import segment
+
+    occ, total = corpus.occurrences(word, cap=cap, seed=seed)
+    rng = np.random.default_rng(seed)
+    vecs, base, contexts, keep = [], [], [], []
+    window = min(ATLAS_WINDOW, enc.max_len - 4)
+    occ = [_crop(o, window) for o in occ]  # the word must fall inside the model's length limit
+    # One batch for all: a batch-size-independent result (ELMo's char-CNN pads words to the batch's longest word,
+    # so its context-free layer otherwise differs between batches), and on CPU no slower than batches of 64.
+    encs = enc.encode([o.text for o in occ], target=word, batch_size=max(1, len(occ))) if occ else []
+    for o, e in zip(occ, encs):
+        idx = e.token_indices(o.start, o.end)
+        if not idx:
+            continue
+        others = [j for j, (a, b) in enumerate(e.spans) if b > a and j not in idx]
+        vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
+        base.append(e.layers[:, others[rng.integers(len(others))], :] if others else e.layers[:, idx[0], :])
+        contexts.append([w for w, _, _ in segment(o.text, word) if w != word])
+        keep.append(o)
+    names = list(encs[0].layer_names) if encs else list(enc.layer_names)
+    empty = np.zeros((0, len(names), enc.dim), np.float32)
+    return AtlasSample(texts=[o.text for o in keep], spans=[(o.start, o.end) for o in keep], tags=[o.tag for o in keep],
+                       sources=[o.source for o in keep], total=total,
+                       vecs=np.stack(vecs).astype(np.float32) if vecs else empty,
+                       base=np.stack(base).astype(np.float32) if base else empty, contexts=contexts, layer_names=names)
+
+
+def sense_accuracy(data: dict, labels: list) -> tuple[dict, float] | None:
+    """({model: (layer names, LOO nearest-centroid accuracy per layer)}, majority-class rate) of the labelled
+    sentences (`data`: {model: WordProfile}), or None when fewer than two labels have two sentences each."""
+    idx = [i for i, lab in enumerate(labels) if lab]
+    counts = Counter(labels[i] for i in idx)
+    if len([c for c in counts.values() if c >= 2]) < 2:
+        return None
+    idx = [i for i in idx if counts[labels[i]] >= 2]
+    y = [labels[i] for i in idx]
+    chance = max(Counter(y).values()) / len(y)
+    return {m: (d.layer_names, layer_sense_accuracy(d.vecs[idx], y)) for m, d in data.items()}, chance
+
+
+def segmentation_table(data: dict, texts, sentence_col: str, pooled_col: str) -> dict[str, list[str]]:
+    """Columns for the segmentation table: models with identical segmentations share a column
+    ("word2vec / elmo"); character models get an extra column with the characters pooled into the word."""
+    cols: dict[str, list[str]] = {sentence_col: list(texts)}
+    groups: dict[tuple, list[str]] = {}
+    for m, d in data.items():
+        groups.setdefault(tuple(d.segmentation), []).append(m)
+    for seg, ms in groups.items():
+        cols[" / ".join(ms)] = list(seg)
+    for m, d in data.items():
+        if not d.word_level:
+            cols[f"{m}: {pooled_col}"] = [" + ".join(p) for p in d.pooled]
+    return cols
+
+
+def _csv(header: list[str], rows) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8-sig")  # BOM: Excel opens the Chinese text correctly
+
+
+def vectors_csv(data: dict, texts, labels, word: str) -> bytes:
+    """CSV of every model's, layer's and sentence's vector of the word ({model: WordProfile})."""
+    dim = max((d.vecs.shape[2] for d in data.values()), default=0)
+    rows = ([m, j, name, i + 1, s, labels[i] or "", word] + [f"{x:.6g}" for x in d.vecs[i, j]]
+            for m, d in data.items() for j, name in enumerate(d.layer_names) for i, s in enumerate(texts))
+    return _csv(["model", "layer", "layer_name", "sentence_no", "sentence", "label", "word"] + [f"d{k}" for k in range(dim)], rows)
+
+
+def atlas_csv(d: AtlasSample, layer: int, cats: list[str]) -> bytes:
+    """CSV of the atlas at one layer: sentence, span, tag, source, colour category, vector."""
+    X = d.vecs[:, layer]
+    rows = ([s, *d.spans[i], d.tags[i] or "", d.sources[i], cats[i], d.layer_names[layer]] + [f"{x:.6g}" for x in X[i]]
+            for i, s in enumerate(d.texts))
+    return _csv(["sentence", "start", "end", "pos_tag", "source", "category", "layer_name"] + [f"d{k}" for k in range(X.shape[1])], rows)

@@ -1,0 +1,64 @@
+"""What every plot shares: the CJK font stack, the palette, escaping of user text, the cosine matrix.
+
+User text is HTML-escaped before it reaches Plotly (which renders a subset of HTML in labels
+and hover text), so `<script>` in a sentence is shown as text, never run.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#bcbd22", "#7f7f7f")
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def escape(text) -> str:
+    """User text made safe for Plotly labels and inline HTML (it interprets <br>, <b>, <a> ...)."""
+    return html.escape(str(text), quote=False)
+
+
+def cosine_matrix(X: np.ndarray) -> np.ndarray:
+    """(n, n) cosines between the rows of X, float32, clipped to [-1, 1]; zero rows give 0."""
+    v = np.asarray(X, dtype=np.float64)
+    u = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return np.clip(u @ u.T, -1.0, 1.0).astype(np.float32)
+
+
+def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: str | list | None = None,
+                per_row: int = 2, font_size: int = 13) -> go.Figure:
+    """Panels of horizontal probability bars, largest on top: [(title, [(label, p)], colour)]. `actual` (one label
+    for all panels, or one per panel) is drawn in red."""
+    n = max(1, len(panels))
+    cols = min(n, per_row)
+    rows = (n + cols - 1) // cols
+    gap_x, gap_y = 0.16, 0.14
+    w = (1 - gap_x * (cols - 1)) / cols
+    h = (1 - gap_y * (rows - 1)) / rows
+    data, layout, notes = [], {}, []
+    longest = 1
+    for k, (title, items, color) in enumerate(panels):
+        r, c = divmod(k, cols)
+        x0, y1 = c * (w + gap_x), 1 - r * (h + gap_y)
+        sfx = "" if k == 0 else str(k + 1)
+        items = list(items)[::-1]
+        longest = max(longest, len(items))
+        probs = [float(p) for _, p in items]
+        act = actual[k] if isinstance(actual, list) else actual
+        data.append({"type": "bar", "orientation": "h", "x": probs, "y": [f"{escape(lab)}\u2002" for lab, _ in items],
+                     "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "showlegend": False,
+                     "marker": {"color": ["#d62728" if lab == act else color for lab, _ in items]},
+                     "text": [f"{p:.1%}" for p in probs], "textposition": "outside",
+                     "hovertemplate": "%{y}: %{x:.3f}<extra></extra>"})
+        top = max(probs + [0.01])
+        layout[f"xaxis{sfx}"] = {"domain": [x0, x0 + w], "anchor": f"y{sfx}", "range": [0, top * 1.35],
+                                 "tickformat": ".1%" if top < 0.2 else ".0%"}
+        layout[f"yaxis{sfx}"] = {"domain": [y1 - h, y1], "anchor": f"x{sfx}"}
+        notes.append({"text": escape(title), "x": x0 + w / 2, "y": y1, "xref": "paper", "yref": "paper",
+                      "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": font_size}})
+    layout.update({"annotations": notes, "height": 60 + rows * (40 + 26 * longest),
+                   "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "font": {"family": CJK_FONT}})
+    return go.Figure({"data": data, "layout": layout})
