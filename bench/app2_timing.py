@@ -6,7 +6,7 @@
    `--sentences` different 20-character sentences: types it (a new sentence: model calls + plots), reruns with
    nothing changed (cached), and moves one widget (ELMo: the word slider; attention: the hide-[CLS]/[SEP]
    switch; pre-training: another character to mask). Server time is the page script's own wall time
-   (ctxlib.ui.record_time, kept in session state), so AppTest's polling does not count.
+   (ctxlib.app.widgets.record_time, kept in session state), so AppTest's polling does not count.
 2. `--live S`: clicks "Train" on the ELMo page with max seconds = S and times the whole run (features + training).
 3. `--screens DIR`: starts `streamlit run app.py`, opens each page in headless Chromium (Playwright driving the
    system /usr/bin/chromium), waits for every chart, and saves a PNG (and one per tab of the attention page).

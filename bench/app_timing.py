@@ -6,7 +6,7 @@
    the server to the home page's title, its live-demo chart, and the end of its script run.
 2. Opens the Type vs token page with 10 sentences x all loaded models, waits for the first (cold) run, then
    triggers `--runs` reruns with Streamlit's "r" shortcut: everything is cached, so this is the warm update.
-   Server time is the page script's own wall time (ctxlib.ui.record_time writes it to CTXLAB_TIMING_LOG);
+   Server time is the page script's own wall time (ctxlib.app.widgets.record_time writes it to CTXLAB_TIMING_LOG);
    the browser round trip (key press -> script state back to notRunning) is reported too.
 3. With --screens, saves a full-page PNG of the home page and every page in pages/.
 Prints one JSON object with the figures.

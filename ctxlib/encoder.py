@@ -96,6 +96,11 @@ class Encoder:
     def dim(self) -> int:
         return int(self.config.get("dim", self.config.get("hidden", 0)))
 
+    @property
+    def max_len(self) -> int:
+        """The most tokens one text may have (BERT: [CLS] and [SEP] included); 10**6 for models without a limit."""
+        return int(self.config.get("max_len", 10**6))
+
     def encode(self, texts: list[str], target: str | None = None, batch_size: int = 32) -> list[Encoded]:
         """Encode each text. With `target`, the target's span is kept as one token (word models)."""
         if isinstance(texts, str):
@@ -181,7 +186,7 @@ class Encoder:
 _REGISTRY = {
     "word2vec": "ctxlib.word2vec:Word2VecEncoder",
     "elmo": "ctxlib.elmo:ElmoEncoder",
-    "bert": "ctxlib.bert:BertEncoder",
+    "bert": "ctxlib.models.bert_encoder:BertEncoder",
 }
 
 

@@ -57,10 +57,10 @@ def fakes() -> dict[str, FakeEncoder]:
 
 
 def install(monkeypatch, names=("word2vec", "elmo", "bert")):
-    """Serve fakes for `names` from ctxlib.ui.load_encoder; other models look missing."""
+    """Serve fakes for `names` from ctxlib.app.loaders.load_encoder; other models look missing."""
     import streamlit as st
 
-    from ctxlib import ui
+    from ctxlib.app import loaders
 
     encs = fakes()
 
@@ -69,6 +69,6 @@ def install(monkeypatch, names=("word2vec", "elmo", "bert")):
             return encs[name]
         raise checkpoint.CheckpointError(f"No checkpoint at checkpoints/{name}. Build one with: {checkpoint.rebuild_command(name)}")
 
-    monkeypatch.setattr(ui, "load_encoder", load)
+    monkeypatch.setattr(loaders, "load_encoder", load)
     st.cache_data.clear()
     return encs

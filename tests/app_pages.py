@@ -6,7 +6,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ctxlib
-from ctxlib import checkpoint, ui
+from ctxlib import checkpoint
+from ctxlib.app import loaders
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 
@@ -31,10 +32,10 @@ def shipped(name: str):
     """The shipped checkpoint's encoder, or a skip naming the command that builds it."""
     if not (checkpoint.CHECKPOINT_DIR / name / "config.json").is_file():
         pytest.skip(f"checkpoints/{name} missing: python -m ctxlib train {name}")
-    return ui.load_encoder(name)
+    return loaders.load_encoder(name)
 
 
 def use_checkpoint_dir(monkeypatch, directory) -> None:
     """Make the app read checkpoints from `directory`, bypassing the cross-test model cache."""
     monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", directory)
-    monkeypatch.setattr(ui, "load_encoder", lambda name: ctxlib.load(name))
+    monkeypatch.setattr(loaders, "load_encoder", lambda name: ctxlib.load(name))

@@ -2,7 +2,7 @@
 import pytest
 from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
-from ctxlib import viz_elmo as ve
+from ctxlib.viz import elmo as ve
 
 PAGE = "3_ELMo_layers.py"
 TITLE = "ELMo: layers and task-specific mixing"

@@ -69,12 +69,13 @@ def test_home_script_in_sentence_is_text(monkeypatch):
 
 def test_broken_and_missing_checkpoints_give_rebuild_commands(monkeypatch, tmp_path):
     """A corrupt config.json and a missing folder: the page names the file and the command, and does not crash."""
-    from ctxlib import checkpoint, ui
+    from ctxlib import checkpoint
+    from ctxlib.app import loaders
 
     (tmp_path / "bert").mkdir()
     (tmp_path / "bert" / "config.json").write_text("{not json", encoding="utf-8")
     monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path)
-    ui.load_encoder.clear()
+    loaders.load_encoder.clear()
     try:
         at = _run()
         text = " ".join(c.value for c in at.caption).replace("\\", "")
@@ -83,4 +84,4 @@ def test_broken_and_missing_checkpoints_give_rebuild_commands(monkeypatch, tmp_p
         assert all("python -m ctxlib train" in str(v) for v in table.iloc[:, 1])
         assert "No model is available yet" in " ".join(w.value for w in at.warning) and not at.get("plotly_chart")
     finally:
-        ui.load_encoder.clear()
+        loaders.load_encoder.clear()

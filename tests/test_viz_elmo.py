@@ -5,7 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from ctxlib import viz_elmo as ve
+from ctxlib.viz import elmo as ve
+from ctxlib.viz.common import cosine_matrix
 
 
 def _layers(T=5, d=4, seed=0):
@@ -41,7 +42,7 @@ def test_architecture_figure_colours_what_reaches_the_word():
 
 def test_layer_vectors_cosines_and_lm_bars():
     v = np.array([[1, 0], [0, 1], [1, 1], [-1, 0], [2, 0]], np.float32)
-    c = ve.cosine_matrix(v)
+    c = cosine_matrix(v)
     np.testing.assert_allclose(np.diag(c), 1.0, atol=1e-6)
     assert c[0, 3] == pytest.approx(-1.0) and c[0, 4] == pytest.approx(1.0) and c[0, 1] == pytest.approx(0.0)
     fig = ve.layer_vectors_figure(v, ve.vector_names(2), "苹果")

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from ctxlib import plots
+from ctxlib.viz import explorer as plots
 from ctxlib.projection import cluster_top_words, kmeans, pca, project
 
 
