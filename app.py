@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from ctxlib import checkpoint
 from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.viz import explorer
@@ -40,7 +41,7 @@ for m in loaders.MODEL_ORDER:  # model by model, so word2vec's bar shows while E
                            config=PLOTLY_CONFIG)
 loaded = [m for m, err in status.items() if err is None]
 if not loaded:
-    st.warning(msg("home.demo.no_model"))
+    st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
 if rows:
     st.caption(msg("home.demo.caption"))
 

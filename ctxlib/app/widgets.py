@@ -36,11 +36,21 @@ def show_error(message: str) -> None:
     st.error(escape_md(message))
 
 
+def require_model(name: str, label: str):
+    """(encoder, cache stamp) of model `name`, or a warning with the error and the build command, and the page stops."""
+    enc, err = loaders.try_load(name)
+    if enc is None:
+        st.warning(escape_md(msg("common.model_unavailable", model=label) + err))
+        st.info(msg("common.build_with") + f"`{checkpoint.rebuild_command(name)}`")
+        st.stop()
+    return enc, loaders.model_stamp(name)
+
+
 def _available(status: dict) -> list[str]:
     """The loadable models; the missing ones listed in the sidebar with their build command."""
     ok = [m for m in loaders.MODEL_ORDER if status[m] is None]
     if not ok:
-        st.warning(msg("common.no_model"))
+        st.warning(msg("common.no_model", command=checkpoint.rebuild_command("word2vec")))
     return ok
 
 
