@@ -20,7 +20,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctxlib.evaluation import tasks  # noqa: E402
-from ctxlib.bert import BertModel, fine_tune, predict  # noqa: E402
+from ctxlib.evaluation.finetune import fine_tune, predict  # noqa: E402
+from ctxlib.models.bert import BertModel  # noqa: E402
 from ctxlib.encoder import load  # noqa: E402
 
 

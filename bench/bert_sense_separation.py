@@ -77,7 +77,8 @@ def main(argv=None):
     result = {"model": args.model, "layer_names": enc.layer_names, "sets": list(sets),
               "trained": summarise(trained), "trained_per_set": trained}
     if enc.kind == "bert":
-        from ctxlib.bert import BertEncoder, BertModel
+        from ctxlib.models.bert import BertModel
+        from ctxlib.models.bert_encoder import BertEncoder
 
         torch.manual_seed(args.seed)
         rand = BertEncoder("untrained", enc.config, {}, None, BertModel(enc.model.cfg), enc.tok)

@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctxlib import corpus  # noqa: E402
-from ctxlib.bert import BertConfig, BertModel, CharTokenizer  # noqa: E402
+from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer  # noqa: E402
 from ctxlib.training.bert_data import Documents, collate, make_example  # noqa: E402
 
 

@@ -55,7 +55,7 @@ def cmd_corpus(args) -> int:
 
 
 def cmd_train(args) -> int:
-    mod = importlib.import_module(f"ctxlib.{args.kind}")
+    mod = importlib.import_module(f"ctxlib.training.{args.kind}" if args.kind == "bert" else f"ctxlib.{args.kind}")
     presets = getattr(mod, "PRESETS", {})
     if presets and args.preset not in presets:
         return _fail(f"unknown preset '{args.preset}' for {args.kind}; choose from {', '.join(presets)}")
@@ -196,7 +196,7 @@ def cmd_eval(args) -> int:
     elif kind == "bert" and args.task != "sentiment":
         return _fail("BERT's task evaluation is --task sentiment (and senses, cloze)")
     else:
-        mod = importlib.import_module("ctxlib.bert" if kind == "bert" else "ctxlib.evaluation.tasks")
+        mod = importlib.import_module("ctxlib.evaluation.finetune" if kind == "bert" else "ctxlib.evaluation.tasks")
     result = mod.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
     if args.task == "senses":  # the per-word detail is in the file
         result = {**result, "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()}}

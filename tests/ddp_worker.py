@@ -3,7 +3,7 @@ import os
 
 import torch
 
-from ctxlib.bert import BertConfig, BertModel
+from ctxlib.models.bert import BertConfig, BertModel
 from ctxlib.training.trainer import TrainConfig, Trainer
 
 STEPS = 4

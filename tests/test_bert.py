@@ -6,7 +6,9 @@ import torch.nn.functional as F
 
 import ctxlib
 from ctxlib import checkpoint, corpus
-from ctxlib.bert import BertConfig, BertEncoder, BertModel, CharTokenizer, PRESETS, build_model, train
+from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
+from ctxlib.models.bert_encoder import BertEncoder
+from ctxlib.training.bert import PRESETS, build_model, train
 from ctxlib.training.bert_data import Documents, collate, make_example
 
 
@@ -77,7 +79,7 @@ def test_packed_training_path_matches_padded():
 
 def test_tiny_model_loss_falls(trained, pars):
     cfg, vocab, _ = checkpoint.load(trained)
-    tok = CharTokenizer(ctxlib.bert.Vocab.from_json(vocab))
+    tok = CharTokenizer(ctxlib.models.bert.Vocab.from_json(vocab))
     docs = Documents(pars, tok)
     rng = np.random.default_rng(99)
     batch = collate([make_example(rng, tok, docs, max_len=64) for _ in range(64)])
@@ -157,7 +159,7 @@ def test_pair_and_next_sentence(enc):
 
 
 def test_run_eval_schema(trained, tmp_path):
-    from ctxlib.bert import run_eval
+    from ctxlib.evaluation.finetune import run_eval
 
     out = tmp_path / "eval.json"
     r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2)
@@ -181,7 +183,7 @@ def test_type_matrix_pools_the_word_like_the_type_point(enc):
 
 
 def test_mean_head_averages_the_real_characters_only(enc):
-    from ctxlib.bert import _Classifier, _batch_ids
+    from ctxlib.evaluation.finetune import _Classifier, _batch_ids
 
     clf = _Classifier(enc.model, head="mean").eval()
     ids = _batch_ids(enc.tok, ["苹果很好吃", "手机"], enc.model.cfg.max_len)  # the second row is padded

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from ctxlib import corpus
-from ctxlib.bert import CharTokenizer
+from ctxlib.models.bert import CharTokenizer
 from ctxlib.training.bert_data import Documents, PretrainBatches, collate, make_example
 
 

@@ -6,7 +6,8 @@ import torch.multiprocessing as mp
 
 from ctxlib import corpus
 from ctxlib.training import resume as rs
-from ctxlib.bert import BertConfig, BertModel, CharTokenizer, train as bert_train
+from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
+from ctxlib.training.bert import train as bert_train
 from ctxlib.training.bert_data import Documents, PretrainBatches
 from ctxlib.training.trainer import TrainConfig, Trainer
 

@@ -6,7 +6,7 @@ import pytest
 
 import ctxlib
 from ctxlib.training import timeline
-from ctxlib.bert import train
+from ctxlib.training.bert import train
 
 
 def test_snapshot_steps_are_log_spaced():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ctxlib import corpus
-from ctxlib.bert import CharTokenizer
+from ctxlib.models.bert import CharTokenizer
 from ctxlib.training.bert_data import StreamPretrainBatches
 from ctxlib.cli import main
 

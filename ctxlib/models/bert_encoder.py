@@ -1,0 +1,165 @@
+"""BertEncoder: the app's interface to a BERT checkpoint (ctxlib.models.bert): every layer's vectors and
+attentions, fill_mask, next_sentence and encode_pair."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import checkpoint
+from ..encoder import Encoded, Encoder
+from ..tokens import char_tokens
+from ..vocab import Vocab
+from .bert import SPECIALS, BertConfig, BertModel, CharTokenizer
+
+
+@functools.lru_cache(maxsize=1)
+def _train_word_counts() -> list[tuple[str, int]]:
+    from collections import Counter
+
+    from .. import corpus
+
+    c = Counter()
+    for p in corpus.load("all", "train"):
+        c.update(p.words)
+    return c.most_common()
+
+
+class BertEncoder(Encoder):
+    kind = "bert"
+    word_level = False
+
+    def __init__(self, name, config, summary, path, model: BertModel, tok: CharTokenizer):
+        super().__init__(name, config, summary, path)
+        self.model = model.eval()
+        self.tok = tok
+
+    @classmethod
+    def from_checkpoint(cls, path) -> "BertEncoder":
+        cfg_json, vocab_json, sd = checkpoint.load(path)
+        try:
+            tok = CharTokenizer(Vocab.from_json(vocab_json))
+            model = BertModel(BertConfig(**cfg_json["config"]))
+        except (TypeError, ValueError, KeyError) as e:
+            raise checkpoint.CheckpointError(f"{Path(path) / 'config.json'} is not a valid BERT config ({e}). "
+                                             f"Rebuild with: python -m ctxlib train bert") from e
+        checkpoint.load_state_into(model, sd, path)
+        return cls(Path(path).name, cfg_json["config"], cfg_json.get("summary", {}), Path(path), model, tok)
+
+    @property
+    def layer_names(self) -> list[str]:
+        return ["embeddings"] + [f"layer {i + 1}" for i in range(self.model.cfg.layers)]
+
+    def _tokenize(self, text, target=None):
+        return char_tokens(text)  # the target is ignored: words are pooled over their characters
+
+    def in_vocab(self, word: str) -> bool:
+        return True
+
+    def vocab_words(self, max_words: int = 10000) -> list[str]:
+        out = []
+        for w, _ in _train_word_counts():
+            toks = char_tokens(w)
+            if toks and all(self.tok.token_id(t) != self.tok.unk_id for t, _, _ in toks) and any(c.isalnum() for c in w):
+                out.append(w)
+                if len(out) == max_words:
+                    break
+        return out
+
+    @torch.no_grad()
+    def _run(self, seqs: list[list[int]], segs: list[list[int]], need_weights: bool = True):
+        T = max(len(s) for s in seqs)
+        ids = torch.zeros(len(seqs), T, dtype=torch.long)
+        seg = torch.zeros(len(seqs), T, dtype=torch.long)
+        for i, (s, g) in enumerate(zip(seqs, segs)):
+            ids[i, :len(s)] = torch.tensor(s)
+            seg[i, :len(g)] = torch.tensor(g)
+        layers, atts = self.model(ids, seg, need_weights=need_weights, all_layers=True)
+        H = torch.stack(layers, 1).float().numpy()  # (B, L+1, T, D)
+        A = torch.stack(atts, 1).float().numpy() if need_weights else None  # (B, L, H, T, T)
+        return H, A
+
+    def _pack(self, text, toks, H, A, i, truncated, extra=None) -> Encoded:
+        n = len(toks)
+        known = [(a == b and t in SPECIALS) or self.tok.token_id(t) != self.tok.unk_id for t, a, b in toks]
+        return Encoded(text=text, tokens=[t for t, _, _ in toks], spans=[(a, b) for _, a, b in toks],
+                       layers=np.ascontiguousarray(H[i, :, :n]), layer_names=self.layer_names,
+                       attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
+                       truncated=truncated, known=known, extra=extra or {})
+
+    def _encode_tokens(self, batch, texts, need_weights: bool = True) -> list[Encoded]:
+        cap = self.model.cfg.max_len - 2
+        full, seqs, flags = [], [], []
+        for toks, text in zip(batch, texts):
+            flags.append(len(toks) > cap)
+            toks = [("[CLS]", 0, 0)] + list(toks[:cap]) + [("[SEP]", len(text), len(text))]
+            full.append(toks)
+            seqs.append([self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in toks[1:-1]] + [self.tok.sep_id])
+        H, A = self._run(seqs, [[0] * len(s) for s in seqs], need_weights)
+        return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
+
+    def _pair(self, a: str, b: str):
+        ta, tb = char_tokens(a), char_tokens(b)
+        cap = self.model.cfg.max_len - 3
+        truncated = len(ta) + len(tb) > cap
+        while len(ta) + len(tb) > cap:  # trim the longer side, as BERT's truncate_seq_pair
+            if len(ta) >= len(tb):
+                ta = ta[:-1]
+            else:
+                tb = tb[:-1]
+        n = len(a)
+        toks = ([("[CLS]", 0, 0)] + list(ta) + [("[SEP]", n, n)] + [(t, s + n, e + n) for t, s, e in tb]
+                + [("[SEP]", n + len(b), n + len(b))])
+        seg = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
+        ids = ([self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in ta] + [self.tok.sep_id]
+               + [self.tok.token_id(t) for t, _, _ in tb] + [self.tok.sep_id])
+        return toks, seg, ids, truncated
+
+    def encode_pair(self, a: str, b: str) -> Encoded:
+        """[CLS] a [SEP] b [SEP] in one sequence; text is a + b (spans of b shifted by len(a));
+        extra["segment_ids"] gives 0 for [CLS] a [SEP] and 1 for b [SEP]."""
+        toks, seg, ids, truncated = self._pair(a, b)
+        H, A = self._run([ids], [seg])
+        return self._pack(a + b, toks, H, A, 0, truncated, {"segment_ids": seg, "text_a": a, "text_b": b})
+
+    @torch.no_grad()
+    def fill_mask(self, text: str, topk: int = 5) -> list[dict]:
+        """Top-k candidates for each literal [MASK] in `text`, in order, from a softmax over the
+        non-special vocabulary: [{"index", "char_offset", "candidates": [(token, prob), ...]}]."""
+        if "[MASK]" not in text:
+            raise ValueError("the text has no [MASK]; write e.g. 今天天气很[MASK]")
+        toks, off = [], 0
+        mask_at = []
+        parts = text.split("[MASK]")
+        for k, part in enumerate(parts):
+            toks.extend((t, a + off, b + off) for t, a, b in char_tokens(part))
+            off += len(part)
+            if k < len(parts) - 1:
+                mask_at.append((len(toks) + 1, off))  # +1 for [CLS]
+                toks.append(("[MASK]", off, off + 6))
+                off += 6
+        cap = self.model.cfg.max_len - 2
+        if len(toks) > cap:
+            raise ValueError(f"the text is {len(toks)} tokens long; fill-mask takes at most {cap}")
+        ids = [self.tok.cls_id] + [self.tok.mask_id if t == "[MASK]" else self.tok.token_id(t) for t, _, _ in toks] + [self.tok.sep_id]
+        x = torch.tensor([ids])
+        (h,), _ = self.model(x, torch.zeros_like(x))
+        logits = self.model.mlm_logits(h[0, [i for i, _ in mask_at]]).float()  # (M, V)
+        logits[:, :self.tok.n_special] = float("-inf")
+        probs = logits.softmax(-1)
+        out = []
+        for (i, o), p in zip(mask_at, probs):
+            v, j = p.topk(min(topk, len(self.tok) - self.tok.n_special))
+            out.append({"index": i, "char_offset": o,
+                        "candidates": [(self.tok.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]})
+        return out
+
+    @torch.no_grad()
+    def next_sentence(self, a: str, b: str) -> float:
+        """P(IsNext): the NSP head's probability that b follows a."""
+        _, seg, ids, _ = self._pair(a, b)
+        (h,), _ = self.model(torch.tensor([ids]), torch.tensor([seg]))
+        return float(self.model.nsp_logits(h[:, 0]).float().softmax(-1)[0, 1])
+
