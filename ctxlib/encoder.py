@@ -185,7 +185,7 @@ class Encoder:
 
 _REGISTRY = {
     "word2vec": "ctxlib.word2vec:Word2VecEncoder",
-    "elmo": "ctxlib.elmo:ElmoEncoder",
+    "elmo": "ctxlib.models.elmo:ElmoEncoder",
     "bert": "ctxlib.models.bert_encoder:BertEncoder",
 }
 

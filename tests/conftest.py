@@ -26,7 +26,8 @@ def elmo_tiny(tmp_path_factory):
     """Path of a tiny ELMo checkpoint (preset "tiny", 300 People's Daily train paragraphs), trained on one thread."""
     import torch
 
-    from ctxlib import corpus, elmo
+    from ctxlib import corpus
+    from ctxlib.training import elmo
 
     n = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -109,7 +109,7 @@ def test_train_resume_end_to_end_and_fallback_to_weights(pars, tmp_path, caplog)
 
 
 def test_bucket_batches_resume_position():
-    from ctxlib.elmo import BucketBatches
+    from ctxlib.training.elmo import BucketBatches
 
     class Feat:
         def batch(self, sents):
@@ -132,7 +132,7 @@ def test_bucket_batches_resume_position():
 def test_elmo_stretch_then_resume_finishes_the_plan(pars, tmp_path):
     import json
 
-    from ctxlib.elmo import train as elmo_train
+    from ctxlib.training.elmo import train as elmo_train
 
     torch.set_num_threads(1)
     out = tmp_path / "elmo"

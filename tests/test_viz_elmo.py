@@ -89,11 +89,13 @@ def tiny_elmo():
 
     import torch
 
-    from ctxlib import corpus, elmo
+    from ctxlib import corpus
+    from ctxlib.models import elmo
+    from ctxlib.training import elmo as elmo_training
 
     sents = [p.words for p in corpus.load("pd", "train")[:200]]
-    cfg = elmo.ElmoConfig(**elmo.PRESETS["tiny"]["model"])
-    wv, cv = elmo.build_vocabs(sents, cfg)
+    cfg = elmo.ElmoConfig(**elmo_training.PRESETS["tiny"]["model"])
+    wv, cv = elmo_training.build_vocabs(sents, cfg)
     cfg.n_chars, cfg.vocab_size = len(cv), min(cfg.vocab_size, len(wv))
     cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
     torch.manual_seed(0)

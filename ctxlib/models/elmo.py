@@ -11,31 +11,25 @@ perplexity is a full-softmax perplexity.
 
 As AllenNLP does, a token is represented by 2L+1 = 3 layers of one width (2 x dim): the
 char-CNN vector duplicated, then forward||backward states of each biLSTM layer.
+The presets, batching and `train()` are in ctxlib.training.elmo.
 """
 from __future__ import annotations
 
-import copy
-import logging
 import math
-import random
-import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import checkpoint
-from .corpus import nfkc
-from .encoder import Encoded, Encoder
-from .training.trainer import Trainer, TrainConfig, resolve_device, to_device
-from .vocab import Vocab
+from .. import checkpoint
+from ..corpus import nfkc
+from ..encoder import Encoded, Encoder
+from ..vocab import Vocab
 
-log = logging.getLogger(__name__)
 # torch runs projected LSTMs with its generic kernel on CPU and says so on every call; nothing to act on
 warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
 
@@ -73,22 +67,6 @@ class ElmoConfig:
         if self.vocab_size < 10 or list(self.cutoffs) != sorted(self.cutoffs) or (self.cutoffs and self.cutoffs[0] < 5):
             raise ValueError("vocab_size >= 10 and increasing cutoffs >= 5 required")
 
-
-# Presets: model config + training plan. "default" is the shipped model; its lr schedule is planned by time.
-PRESETS = {
-    "tiny": dict(model=dict(filters=[[1, 8], [2, 8], [3, 16]], max_chars=6, dim=16, hidden=32, vocab_size=500,
-                            cutoffs=[50, 200], dropout=0.0),
-                 paragraphs=300, batch_tokens=400, max_len=30, steps=30, lr=3e-3, warmup=3, bench_steps=2,
-                 valid_sentences=100, time_limit=0.0),
-    # the shipped model: 110 minutes for the whole command on one core of the 2-core CPU (OMP_NUM_THREADS=1,
-    # trained beside BERT on the other core)
-    "default": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=100000, lr=2e-3, warmup=200,
-                    bench_steps=8, valid_sentences=3000, time_limit=6600.0),
-    # the long run (models issue): the same model, bf16 autocast (measured 1.24x faster here), a step schedule with
-    # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
-    "long": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=20000, lr=2e-3, warmup=200,
-                 bench_steps=0, valid_sentences=3000, time_limit=0.0, amp="auto"),
-}
 
 
 # -- modules ----------------------------------------------------------------------------------------------
@@ -252,285 +230,6 @@ class Featurizer:
         return {"uniq": torch.from_numpy(u), "idx": torch.from_numpy(idx), "targets": torch.from_numpy(tgt),
                 "lengths": torch.tensor([len(s) for s in seqs])}
 
-
-def chunk_sentences(sents: list[list[str]], max_len: int) -> list[list[str]]:
-    out = []
-    for s in sents:
-        for i in range(0, len(s), max_len):
-            if s[i:i + max_len]:
-                out.append(s[i:i + max_len])
-    return out
-
-
-class BucketBatches:
-    """Endless batches of similar-length sentences (about `batch_tokens` words each), reshuffled every epoch.
-
-    Data parallel: every rank shuffles the groups alike and takes every `world`-th one. `state_dict()` /
-    `load_state_dict()` give the position after the last batch handed out (for resuming a run)."""
-
-    def __init__(self, sents, feat: Featurizer, batch_tokens: int, seed: int = 0, rank: int = 0, world: int = 1):
-        order = sorted(range(len(sents)), key=lambda i: len(sents[i]))
-        self.groups, cur, width = [], [], 0
-        for i in order:
-            width = max(width, len(sents[i]) + 2)
-            if cur and width * (len(cur) + 1) > batch_tokens:
-                self.groups.append(cur)
-                cur, width = [], len(sents[i]) + 2
-            cur.append(i)
-        if cur:
-            self.groups.append(cur)
-        self.sents, self.feat, self.rng = sents, feat, random.Random(seed)
-        self.rank, self.world = rank, world
-        self.epoch = 0
-        self._pos: dict | None = None
-        self._start: dict | None = None
-
-    def state_dict(self) -> dict | None:
-        return None if self._pos is None else dict(self._pos)
-
-    def load_state_dict(self, state: dict) -> None:
-        self._start = dict(state)
-        self._pos = dict(state)
-
-    def __iter__(self):
-        start, self._start = self._start, None
-        if start is not None:
-            self.epoch = int(start["epoch"])
-            self.rng.setstate(_as_tuple(start["rng"]))
-        while True:
-            rng_state = self.rng.getstate()
-            g = list(self.groups)
-            self.rng.shuffle(g)
-            skip = int(start["done"]) if start is not None else 0
-            start = None
-            for n, grp in enumerate(g[self.rank::self.world]):
-                if n < skip:
-                    continue
-                self._pos = {"epoch": self.epoch, "rng": rng_state, "done": n + 1}
-                yield self.feat.batch([self.sents[i] for i in grp])
-            self.epoch += 1
-
-
-class StreamBatches:
-    """BucketBatches over a user's corpus streamed from disk: this rank reads every `world`-th non-empty line,
-    `buffer` lines at a time (jieba words, cut to `max_len`), groups the buffer's sentences by length and
-    shuffles the groups; the stream starts again for each epoch. The position (epoch, first line of the buffer,
-    generator state, batches done) makes a resumed run continue exactly."""
-
-    def __init__(self, files, feat: Featurizer, batch_tokens: int, max_len: int, seed: int = 0, rank: int = 0,
-                 world: int = 1, buffer: int = 50000):
-        self.files, self.feat, self.batch_tokens, self.max_len = files, feat, batch_tokens, max_len
-        self.rank, self.world, self.buffer = rank, world, buffer
-        self.rng = random.Random(seed)
-        self.epoch = 0
-        self._pos: dict | None = None
-        self._start: dict | None = None
-
-    state_dict = BucketBatches.state_dict
-    load_state_dict = BucketBatches.load_state_dict
-
-    def _buffers(self, first_line: int):
-        from .corpus import shard_lines, user_paragraph
-
-        buf, buf_start = [], None
-        for j, line in shard_lines(self.files, self.rank, self.world, first_line):
-            if buf_start is None:
-                buf_start = j
-            buf.extend(chunk_sentences([user_paragraph(line, j).words], self.max_len))
-            if len(buf) >= self.buffer:
-                yield buf_start, buf
-                buf, buf_start = [], None
-        if buf:
-            yield buf_start, buf
-
-    def __iter__(self):
-        start, self._start = self._start, None
-        if start is not None:
-            self.epoch = int(start["epoch"])
-        while True:
-            produced = start is not None
-            for buf_start, sents in self._buffers(int(start["line"]) if start is not None else 0):
-                if start is not None:
-                    self.rng.setstate(_as_tuple(start["rng"]))
-                rng_state = self.rng.getstate()
-                groups = BucketBatches(sents, self.feat, self.batch_tokens).groups
-                self.rng.shuffle(groups)
-                skip = int(start["done"]) if start is not None else 0
-                start = None
-                for n, grp in enumerate(groups):
-                    if n >= skip:
-                        self._pos = {"epoch": self.epoch, "line": buf_start, "rng": rng_state, "done": n + 1}
-                        produced = True
-                        yield self.feat.batch([sents[i] for i in grp])
-            if not produced:
-                raise ValueError("the corpus gives this process no sentences; use a bigger corpus")
-            start = None
-            self.epoch += 1
-
-
-def _as_tuple(x):
-    """random.Random states come back from torch.load as lists; setstate wants tuples."""
-    return tuple(_as_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
-def build_vocabs(sents, cfg: ElmoConfig, char_min_count: int = 2) -> tuple[Vocab, Vocab]:
-    words = Vocab.build(sents, min_count=1, max_size=cfg.vocab_size, specials=WORD_SPECIALS, unk="<unk>")
-    chars = Vocab.build(([ch for w in s for ch in w] for s in sents), min_count=char_min_count,
-                        specials=CHAR_SPECIALS, unk="<unk>")
-    return words, chars
-
-
-@torch.no_grad()
-def perplexity(model: ElmoLM, feat: Featurizer, sents, device, batch_tokens: int = 4000) -> dict:
-    """Full-softmax held-out perplexity of each direction (targets include </S>, <S> and <unk>)."""
-    model.eval()
-    tot = {"forward": 0.0, "backward": 0.0}
-    n = unk = 0
-    for grp in BucketBatches(sents, feat, batch_tokens).groups:
-        b = to_device(feat.batch([sents[i] for i in grp]), device)
-        hf, yf, hb, yb = model._pairs(b)
-        tot["forward"] += float(model.target_nll(hf, yf).sum())
-        tot["backward"] += float(model.target_nll(hb, yb).sum())
-        n += yf.numel()
-        unk += int((yf == feat.words.unk).sum())
-    out = {k: round(math.exp(v / max(n, 1)), 2) for k, v in tot.items()}
-    return {**out, "tokens": n, "unk_rate": round(unk / max(n, 1), 4)}
-
-
-def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
-    """Training tokens/s over `steps` Adam steps on a throwaway copy of the model."""
-    m = copy.deepcopy(model).to(device).train()
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    ctx = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if amp else (lambda: torch.autocast(device.type, enabled=False))
-    n, t = 0, 0.0
-    for i, b in zip(range(steps + 1), batches):
-        b = to_device(b, device)
-        t0 = time.time()
-        with ctx():
-            loss, k = m.loss(b)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if i > 0:  # the first step warms up allocators
-            n, t = n + k, t + time.time() - t0
-    return round(n / max(t, 1e-9), 1)
-
-
-def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
-          save_every: float = 600.0, corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True) -> Path:
-    """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
-
-    time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
-    and the held-out perplexity; the lr decay follows it. stretch: stop this process after so many seconds of
-    training, resumable with `resume=DIR`. Under torchrun each rank trains on its own shard; rank 0 writes.
-    `paragraphs` (a list of corpus.Paragraph) replaces the corpus (tests); `corpus_path` (a UTF-8 or GB18030 file
-    or folder) trains on a user's text instead, streamed from disk (the vocabularies come from its first
-    200,000 lines).
-    """
-    from . import corpus
-    from .training.timeline import Timeline
-    from .training.trainer import init_distributed
-    from .training.run import RunFolder, RunSpec
-
-    rank, world = init_distributed(device)
-    spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps)
-    p, seed, d, preset = spec.plan, spec.seed, spec.out, spec.preset
-    t_start = time.time()
-    budget = time_limit or p["time_limit"]
-    dev = resolve_device(device)
-    torch.manual_seed(seed)
-    files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
-    if files is not None:
-        import itertools
-
-        lines = itertools.islice(corpus.iter_user_lines(files), 200000)
-        pars = [corpus.user_paragraph(ln, i) for i, ln in enumerate(lines)]
-        valid_pars = corpus.load("corpora", "valid")
-    elif paragraphs is None:
-        pars = corpus.load("all", "train")
-        if p["paragraphs"]:
-            pars = random.Random(seed).sample(pars, min(p["paragraphs"], len(pars)))
-        valid_pars = corpus.load("corpora", "valid")
-    else:
-        pars, valid_pars = list(paragraphs), list(paragraphs)[: max(1, len(paragraphs) // 10)]
-    sents = [p_.words[a:b] for p_ in pars for a, b in p_.sentences()]
-    sents = chunk_sentences([[nfkc(w) for w in s] for s in sents], p["max_len"])
-    valid = chunk_sentences([[nfkc(w) for w in p_.words[a:b]] for p_ in valid_pars for a, b in p_.sentences()], p["max_len"])
-    valid = random.Random(seed).sample(valid, min(p["valid_sentences"], len(valid)))
-    if spec.resumed is not None:
-        cfg_json, vocab_json, sd = spec.resumed
-        cfg = ElmoConfig(**cfg_json["config"])
-        wv, cv = Vocab.from_json(vocab_json["words"]), Vocab.from_json(vocab_json["chars"])
-        model = ElmoLM(cfg)
-        checkpoint.load_state_into(model, sd, d)
-    else:
-        cfg = ElmoConfig(**p["model"])
-        wv, cv = build_vocabs(sents, cfg)
-        cfg.n_chars = len(cv)
-        cfg.vocab_size = min(cfg.vocab_size, len(wv))
-        cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
-        model = ElmoLM(cfg)
-    feat = Featurizer(wv, cv, cfg.max_chars, min_width=max(w for w, _ in cfg.filters))
-    n_params = sum(q.numel() for q in model.parameters())
-    n_words = sum(map(len, sents))
-    if rank == 0:
-        log.info("ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters, %d process(es)", preset,
-                 len(sents), sum(map(len, sents)), len(wv), len(cv), n_params / 1e6, world)
-
-    # the same model with a plain full softmax, and with bf16 autocast, for a few steps on the same batches
-    speed = spec.prev.get("speed_tokens_per_s", {})
-    if p["bench_steps"] and spec.resumed is None:
-        full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
-        bench = lambda: iter(BucketBatches(sents, feat, p["batch_tokens"], seed=seed + 1))
-        speed = {"adaptive_fp32": _speed(model, bench(), p["bench_steps"], dev, False),
-                 "full_fp32": _speed(full, bench(), p["bench_steps"], dev, False),
-                 "adaptive_bf16": _speed(model, bench(), p["bench_steps"], dev, True),
-                 "bench_steps": p["bench_steps"], "threads": torch.get_num_threads()}
-        log.info("tokens/s %s", speed)
-        del full
-
-    reserve = 60.0 + 0.02 * len(valid)  # for the perplexity pass and saving
-    train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
-    if p["batch_tokens"] % world:
-        raise ValueError(f"batch_tokens {p['batch_tokens']} is not divisible by the {world} processes")
-    tc = TrainConfig(steps=p["steps"], lr=p["lr"], warmup=p["warmup"], budget_s=train_time, time_limit=stretch,
-                     amp=amp or p.get("amp", "off"), weight_decay=0.0, clip=1.0, log_every=50, progress=True,
-                     save_every=save_every if preset != "tiny" else 0.0)
-    if files is None:
-        batches = BucketBatches(sents, feat, p["batch_tokens"] // world, seed=seed, rank=rank, world=world)
-    else:
-        batches = StreamBatches(files, feat, p["batch_tokens"] // world, p["max_len"], seed=seed, rank=rank, world=world)
-    vsample = valid[:300]
-
-    def valid_loss() -> float:
-        r = perplexity(model, feat, vsample, next(model.parameters()).device)
-        return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
-
-    tl = None
-    if preset != "tiny" and timeline and rank == 0:
-        tl = Timeline("elmo", p["steps"], model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
-                      valid_loss)
-    folder = RunFolder(
-        spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
-                                                        model.state_dict(), summary),
-        summary_extra=lambda tr: {
-            "speed_tokens_per_s": speed, "train_sentences": None if files else len(sents),
-            "train_words": None if files else n_words, "parameters": n_params,
-            "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2)})
-    trainer = Trainer(model, batches, tc, device=str(dev), callback=callback, state=spec.state, **folder.hooks())
-    folder.start()
-    summary = trainer.run()
-    if summary["finished"] and rank == 0:
-        summary["perplexity"] = perplexity(model, feat, valid, dev)
-        log.info("held-out perplexity %s", summary["perplexity"])
-    summary.update({"preset": preset, "seed": seed, "time_budget_s": budget, "total_wall_s": round(time.time() - t_start, 1)})
-    folder.finish(trainer, summary)
-    if rank == 0:
-        log.info("saved %s", d)
-    return d
 
 
 # -- the Encoder the app uses ----------------------------------------------------------------------------
