@@ -31,7 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctxlib import corpus  # noqa: E402
-from ctxlib.word2vec import PRESETS, Word2VecConfig, fit, pd_major_tags, pos_agreement  # noqa: E402
+from ctxlib.models.word2vec import Word2VecConfig  # noqa: E402
+from ctxlib.training.word2vec import PRESETS, fit, pd_major_tags, pos_agreement  # noqa: E402
 
 WORDS = ("中国", "苹果", "发展", "酒店", "好")
 

@@ -55,7 +55,7 @@ def cmd_corpus(args) -> int:
 
 
 def cmd_train(args) -> int:
-    mod = importlib.import_module(f"ctxlib.training.{args.kind}" if args.kind in ("bert", "elmo") else f"ctxlib.{args.kind}")
+    mod = importlib.import_module(f"ctxlib.training.{args.kind}")
     presets = getattr(mod, "PRESETS", {})
     if presets and args.preset not in presets:
         return _fail(f"unknown preset '{args.preset}' for {args.kind}; choose from {', '.join(presets)}")

@@ -184,7 +184,7 @@ class Encoder:
 
 
 _REGISTRY = {
-    "word2vec": "ctxlib.word2vec:Word2VecEncoder",
+    "word2vec": "ctxlib.models.word2vec:Word2VecEncoder",
     "elmo": "ctxlib.models.elmo:ElmoEncoder",
     "bert": "ctxlib.models.bert_encoder:BertEncoder",
 }

@@ -7,8 +7,8 @@ import torch
 import ctxlib
 from ctxlib import checkpoint
 from ctxlib.encoder import WordNotFound
-from ctxlib.word2vec import (KeyedVectors, Word2VecConfig, Word2VecEncoder, _windows, fit, keep_probabilities,
-                             negative_table, pos_agreement)
+from ctxlib.models.word2vec import KeyedVectors, Word2VecConfig, Word2VecEncoder
+from ctxlib.training.word2vec import _windows, fit, keep_probabilities, negative_table, pos_agreement
 
 
 # -- SGNS details against hand-written references ---------------------------------------------
@@ -187,7 +187,7 @@ def test_shipped_checkpoint_if_present():
 def test_numpy_reader_matches_torch_and_refuses_other_globals(tmp_path):
     import pickle
 
-    from ctxlib.word2vec import read_state_numpy
+    from ctxlib.models.word2vec import read_state_numpy
 
     sd = {"in_vectors": torch.randn(7, 3), "ids": torch.arange(4)}
     checkpoint.save(tmp_path / "m", "word2vec", {"dim": 3}, {}, sd, {})
@@ -208,7 +208,7 @@ def _sigmoid(x):
 @pytest.mark.parametrize("cap", [0, 3])
 def test_skipgram_step_matches_a_numpy_loop(cap):
     """One batched step = the sum of gensim's per-pair updates (computed with the old vectors), row caps applied."""
-    from ctxlib.word2vec import _SGNS
+    from ctxlib.training.sgns import _SGNS
 
     cfg = Word2VecConfig(dim=4, negative=2, max_row_updates=cap)
     m = _SGNS(6, cfg, torch.device("cpu"))

@@ -1,0 +1,311 @@
+"""word2vec: skip-gram and CBOW with negative sampling, in PyTorch without autograd.
+
+Follows Mikolov et al. 2013, "Distributed Representations of Words and Phrases and
+their Compositionality", as implemented in word2vec.c and gensim:
+- min_count, then frequent-word subsampling with gensim's keep probability
+  p(w) = (sqrt(c_w / t) + 1) * t / c_w, t = sample * (retained words), capped at 1;
+- a dynamic window: each center word draws b in [0, window) and sees window - b
+  words on each side (within its sentence, after subsampling);
+- negatives drawn from the unigram distribution raised to 0.75 (a lookup table);
+- plain SGD, learning rate decaying linearly from `lr` to `min_lr` over all words;
+- gensim's direction: for skip-gram the input vector of each context word predicts
+  the center word; for CBOW the mean of the context input vectors does, and each
+  context word receives the whole error (cbow_mean=1).
+
+The batched, hand-written updates (the two tables, bmm and index_add_) are in
+ctxlib.training.sgns; the config, the vectors and the Encoder in ctxlib.models.word2vec.
+On CPU, `workers` Hogwild threads play the part of gensim's worker threads. Only the input
+vectors are shipped; the Encoder reads them without importing torch.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import checkpoint
+from ..models.word2vec import KeyedVectors, Word2VecConfig
+from ..vocab import Vocab
+from .sgns import _SGNS
+
+log = logging.getLogger(__name__)
+TABLE_SIZE = 10_000_000  # entries in the negative-sampling table (word2vec.c uses 1e8)
+LOSS_EVERY = 8  # steps between loss measurements
+
+
+# -- SGNS ingredients ------------------------------------------------------------------------
+def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
+    """gensim's subsampling: the probability of keeping each occurrence of a word with count c."""
+    counts = np.asarray(counts, dtype=np.float64)
+    if sample <= 0:
+        return np.ones_like(counts)
+    t = sample * counts.sum()
+    return np.minimum(1.0, (np.sqrt(counts / t) + 1.0) * t / counts)
+
+
+def negative_table(counts: np.ndarray, exponent: float = 0.75, size: int = TABLE_SIZE) -> np.ndarray:
+    """word2vec.c's unigram table: word i fills a share count_i^exponent / sum of the entries."""
+    p = np.asarray(counts, dtype=np.float64) ** exponent
+    ends = np.round(np.cumsum(p / p.sum()) * size).astype(np.int64)  # word i fills [ends[i-1], ends[i])
+    return np.repeat(np.arange(len(p), dtype=np.int64), np.diff(ends, prepend=0))
+
+
+def build_vocab(sentences: list[list[str]], cfg: Word2VecConfig) -> Vocab:
+    return Vocab.build(sentences, min_count=cfg.min_count, max_size=cfg.max_vocab or None)
+
+
+# -- training ----------------------------------------------------------------------------------
+def _windows(ids: np.ndarray, sid: np.ndarray, lo: int, hi: int, window: int, rng: np.random.Generator):
+    """Yield (centers, contexts, valid) for kept positions lo..hi, grouped by effective window e (contexts: 2e)."""
+    n = len(ids)
+    pos = np.arange(lo, hi)
+    eff = window - rng.integers(0, window, hi - lo)  # gensim's reduced window: 1..window
+    for e in range(1, window + 1):
+        p = pos[eff == e]
+        if len(p) == 0:
+            continue
+        offs = np.concatenate([np.arange(-e, 0), np.arange(1, e + 1)])
+        j = p[:, None] + offs  # (m, 2e)
+        jc = j.clip(0, n - 1)
+        valid = (j >= 0) & (j < n) & (sid[jc] == sid[p][:, None])
+        yield ids[p], ids[jc], valid
+
+
+class _State:
+    """Counters shared by the worker threads (Hogwild: the tables themselves are updated without locks)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.done = self.steps = self.pairs = self.loss_n = 0
+        self.loss_sum = 0.0
+        self.lr = 0.0
+        self.stop = False
+
+
+def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, raw_per_kept: float, deadline: float,
+            report: Callable[[], None] | None):
+    """Train on chunks (lo, hi) of kept positions taken from the shared iterator `chunks`."""
+    import torch
+
+    cfg, dev = model.cfg, model.device
+    # a small vocabulary gets smaller batches: many summed updates to one row in a step would diverge
+    K, B = cfg.negative, min(cfg.batch_size, max(16, len(model.w_in) // 4))
+    while not st.stop:
+        with st.lock:
+            lo, hi = next(chunks, (None, None))
+        if lo is None:
+            return
+        lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * st.done / total)  # linear decay by words done
+        loss_sum, loss_n, steps, pairs = 0.0, 0, 0, 0
+        for center, ctx, valid in _windows(ids, sid, lo, hi, cfg.window, rng):
+            if cfg.sg and not cfg.shared_negatives:  # gensim's exact sampling: K fresh negatives per pair
+                ctr = np.broadcast_to(center[:, None], ctx.shape)[valid]
+                cx = ctx[valid]
+                nb = B * (cfg.window + 1)  # as many pairs as B windows hold on average
+                for a in range(0, len(cx), nb):
+                    neg = table[rng.integers(0, len(table), (len(cx[a:a + nb]), K))]
+                    t = [torch.from_numpy(x).to(dev) for x in (ctr[a:a + nb], cx[a:a + nb], neg)]
+                    loss_sum += model.step_pairs(*t, lr)
+                    loss_n += len(t[0])
+                    steps += 1
+                pairs += len(cx)
+                continue
+            neg = table[rng.integers(0, len(table), (len(center), K))]  # (m, K): K negatives per window
+            arrays = [torch.from_numpy(x).to(dev) for x in (center, ctx, valid, neg)]  # sliced below without copies
+            for a in range(0, len(center), B):
+                t = [x[a:a + B] for x in arrays]
+                with_loss = steps % LOSS_EVERY == 0  # the loss is only monitored: a sample of steps is enough
+                loss_sum += model.step_windows(*t, lr, with_loss)
+                if with_loss:
+                    loss_n += int(t[2].sum()) if cfg.sg else len(t[0])
+                steps += 1
+            pairs += int(valid.sum())
+        with st.lock:
+            st.done += round((hi - lo) * raw_per_kept)
+            st.steps, st.pairs, st.lr = st.steps + steps, st.pairs + pairs, lr
+            st.loss_sum, st.loss_n = st.loss_sum + loss_sum, st.loss_n + loss_n
+            if deadline and time.perf_counter() > deadline:
+                st.stop = True
+        if report is not None:
+            report()
+
+
+def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
+        callback: Callable[[dict], None] | None = None, progress: bool = True, workers: int = 1) -> tuple[KeyedVectors, dict]:
+    """Train on word lists; returns the input vectors as KeyedVectors and a training summary.
+
+    On CPU the torch ops run single-threaded; workers > 1 runs that many Hogwild threads (as gensim's
+    workers) that update the shared tables without locks. workers = 1 is deterministic for a given seed.
+    """
+    import torch
+
+    from .trainer import resolve_device
+
+    dev = resolve_device(device) if isinstance(device, str) else device
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit if time_limit else 0.0
+    vocab = build_vocab(sentences, cfg)
+    if len(vocab) < 2:
+        raise ValueError(f"only {len(vocab)} words reach min_count={cfg.min_count}; give more text or lower min_count")
+    raw_words = sum(len(s) for s in sentences)
+    stoi = vocab.stoi
+    ids_all = np.fromiter((stoi.get(w, -1) for s in sentences for w in s), dtype=np.int64)
+    lens = np.fromiter((len(s) for s in sentences), dtype=np.int64)
+    sid_all = np.repeat(np.arange(len(lens)), lens)
+    known = ids_all >= 0  # out-of-vocabulary words are removed before windowing, as in gensim
+    ids_all, sid_all = ids_all[known], sid_all[known]
+    counts = np.array(vocab.counts, dtype=np.float64)
+    keep_p = keep_probabilities(counts, cfg.sample)
+    table = negative_table(counts, cfg.ns_exponent)
+    rng = np.random.default_rng(cfg.seed)
+    rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
+    model = _SGNS(len(vocab), cfg, dev)
+    total = raw_words * cfg.epochs
+    st = _State()
+    epoch_loss = []
+    chunk = cfg.batch_size * 16  # kept words per round of window generation
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="word", unit_scale=True, desc="word2vec", mininterval=2.0, smoothing=0.1)
+    t_train = time.perf_counter()
+    shown = [0]
+    ep = 0
+
+    def report():
+        if bar is not None:
+            bar.update(st.done - shown[0])
+        shown[0] = st.done
+        if callback is not None:
+            callback({"epoch": ep, "words": st.done, "total": total, "lr": st.lr,
+                      "words_per_s": st.done / max(time.perf_counter() - t_train, 1e-9)})
+
+    threads_before = torch.get_num_threads()
+    if dev.type == "cpu":  # the ops are small: one thread each is faster than intra-op threads (and Hogwild adds workers)
+        torch.set_num_threads(1)
+    try:
+        for ep in range(cfg.epochs):
+            keep = rng.random(len(ids_all)) < keep_p[ids_all]  # subsampling, redrawn every epoch
+            ids, sid = ids_all[keep], sid_all[keep]
+            raw_per_kept = raw_words / max(len(ids), 1)
+            chunks = iter([(lo, min(lo + chunk, len(ids))) for lo in range(0, len(ids), chunk)])
+            st.loss_sum, st.loss_n = 0.0, 0
+            args = (model, ids, sid, chunks, st)
+            if workers == 1:
+                _worker(*args, rng, table, total, raw_per_kept, deadline, report)
+            else:
+                ts = [threading.Thread(target=_worker, args=(*args, r, table, total, raw_per_kept, deadline, None), daemon=True)
+                      for r in rngs]
+                for t in ts:
+                    t.start()
+                while alive := [t for t in ts if t.is_alive()]:
+                    alive[0].join(timeout=1.0)
+                    report()
+                for t in ts:
+                    t.join()
+            epoch_loss.append(round(st.loss_sum / st.loss_n, 4) if st.loss_n else None)
+            log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], st.lr)
+            if st.stop:
+                log.warning("time limit of %.0f s reached in epoch %d; stopping early", time_limit, ep + 1)
+                break
+    finally:
+        torch.set_num_threads(threads_before)
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - t_train
+    kv = KeyedVectors(vocab.itos, model.w_in.float().cpu().numpy(), vocab.counts)
+    summary = {"steps": st.steps, "tokens_seen": int(st.done), "pairs_seen": int(st.pairs), "device": str(dev),
+               "workers": workers, "wall_s": round(wall, 2), "words_per_s": round(st.done / max(wall, 1e-9)),
+               "vocab_size": len(vocab), "raw_words_per_epoch": raw_words, "epoch_loss": epoch_loss,
+               "stopped_early": st.stop}
+    return kv, summary
+
+
+# -- validation --------------------------------------------------------------------------------
+def pd_major_tags() -> tuple[dict[str, str], list[str]]:
+    """Each People's Daily word's most frequent gold tag, and PD words by frequency (most frequent first)."""
+    from collections import Counter, defaultdict
+
+    from .. import corpus
+
+    by_word: dict[str, Counter] = defaultdict(Counter)
+    freq: Counter = Counter()
+    for p in corpus.peoples_daily():
+        for w, t in zip(p.words, p.tags):
+            by_word[w][t] += 1
+            freq[w] += 1
+    major = {w: c.most_common(1)[0][0] for w, c in by_word.items()}
+    return major, [w for w, _ in freq.most_common()]
+
+
+def pos_agreement(words: list[str], vectors: np.ndarray, n_words: int = 2000, topn: int = 10, tags=None) -> dict:
+    """POS agreement@topn: over the `n_words` most frequent PD words in the model, the share of each word's
+    `topn` nearest neighbours (cosine, whole vocabulary) whose most frequent gold tag equals the word's own.
+    Neighbours without a PD tag count as disagreeing."""
+    major, by_freq = tags or pd_major_tags()
+    index = {w: i for i, w in enumerate(words)}
+    probe = [w for w in by_freq if w in index][:n_words]
+    m = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    q = np.array([index[w] for w in probe])
+    hits = 0
+    for a in range(0, len(q), 500):
+        sims = m[q[a:a + 500]] @ m.T  # (b, V)
+        sims[np.arange(len(sims)), q[a:a + 500]] = -np.inf
+        nn = np.argpartition(-sims, topn, axis=1)[:, :topn]  # (b, topn)
+        for w, row in zip(probe[a:a + 500], nn):
+            hits += sum(major.get(words[j]) == major[w] for j in row)
+    return {"pos_agreement_at_10" if topn == 10 else f"pos_agreement_at_{topn}": round(hits / max(len(probe) * topn, 1), 4),
+            "pos_words": len(probe)}
+
+
+EXAMPLE_WORDS = ("中国", "苹果", "发展", "经济", "酒店", "好")
+
+
+# -- presets and the checkpoint ----------------------------------------------------------------
+PRESETS: dict[str, tuple[Word2VecConfig, int | None]] = {
+    # (config, number of training sentences used; None = all of the train split)
+    "tiny": (Word2VecConfig(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256), 2000),
+    "default": (Word2VecConfig(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5,
+                               max_vocab=50000, seed=0), None),
+}
+
+
+def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
+          callback: Callable[[dict], None] | None = None, paragraphs=None, corpus_path=None) -> Path:
+    """Train on the train split of all sources (or on `paragraphs`, or a user's corpus at `corpus_path`, streamed
+    through a segmented cache file) and save a checkpoint; returns its folder."""
+    import torch
+
+    from .. import corpus
+
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
+    cfg, n_sent = PRESETS[preset]
+    cfg = replace(cfg, seed=seed)
+    if corpus_path is not None:
+        sents = corpus.UserSentences(corpus.user_files(corpus_path))
+        n_sent = None
+    elif paragraphs is not None:
+        sents = [p.words[a:b] for p in paragraphs for a, b in p.sentences()]
+    else:
+        sents = corpus.sentences("all", "train")
+    if n_sent is not None and len(sents) > n_sent:  # an even sample across both sources, plus the lecture's 苹果
+        sents = sents[::len(sents) // n_sent][:n_sent] + [x for x in sents if "苹果" in x]
+    log.info("word2vec preset %s: %d sentences, %d words; %s", preset, len(sents), sum(map(len, sents)), cfg)
+    kv, summary = fit(sents, cfg, device=device, time_limit=time_limit, callback=callback)
+    if paragraphs is None and corpus_path is None and preset != "tiny":
+        summary.update(pos_agreement(kv.index_to_key, kv.vectors))
+    summary["most_similar"] = {w: [[x, round(s, 3)] for x, s in kv.most_similar(w, topn=5)] for w in EXAMPLE_WORDS if w in kv}
+    summary.update(preset=preset, sentences=len(sents), corpus=str(corpus_path) if corpus_path else "pd+reviews+supplement (train split)")
+    d = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "word2vec"
+    vocab = Vocab(kv.index_to_key, kv.counts)
+    checkpoint.save(d, "word2vec", asdict(cfg), vocab.to_json(), {"in_vectors": torch.from_numpy(kv.vectors)}, summary)
+    log.info("saved %s (%s)", d, {k: summary[k] for k in ("wall_s", "words_per_s", "vocab_size")})
+    return d
+
