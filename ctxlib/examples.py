@@ -10,9 +10,12 @@ apart by sense (Peters et al. 2018, ELMo; Devlin et al. 2019, BERT).
 The word's first occurrence in every sentence is the one the label describes
 (the app and `Encoder.word_vectors` use the first occurrence).
 
-`parse_labelled_lines` reads the "sentence | label" format of the app's text box.
+`parse_labelled_lines` reads the "sentence | label" format of the app's text box; `check_inputs` cleans what a
+user typed and says what it changed as `Note`s: message ids (strings/<lang>/inputs.toml) and their values.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 DEFAULT_SET = "苹果"
 
@@ -287,7 +290,27 @@ MAX_SENTENCES = 40  # more sentences make unreadable maps
 MAX_SENTENCE_CHARS = 120  # a longer sentence is cut to a window around the word (BERT takes 126 characters)
 MAX_WORD_CHARS = 12
 
-Message = tuple[str, str, str]  # (level: "error" | "warning" | "info", Chinese, English)
+
+@dataclass(frozen=True)
+class Numbers:
+    """Sentence numbers for a message; the format spec is the separator, so the catalogue writes `{nums:, }`
+    in English and `{nums:、}` in Chinese. `more` adds "…" (the list was cut)."""
+
+    items: tuple[int, ...]
+    more: bool = False
+
+    def __format__(self, sep: str) -> str:
+        return (sep or ", ").join(map(str, self.items)) + ("…" if self.more else "")
+
+
+@dataclass(frozen=True)
+class Note:
+    """A message about the user's input: `level` ("error" | "warning" | "info"), the catalogue id of its text
+    (strings/<lang>/inputs.toml) and the values of its placeholders; render it with `msg(note.id, **note.values)`."""
+
+    level: str
+    id: str
+    values: dict = field(default_factory=dict)
 
 
 def _window(sentence: str, start: int, end: int, size: int) -> str:
@@ -298,30 +321,27 @@ def _window(sentence: str, start: int, end: int, size: int) -> str:
     return sentence[a:b]
 
 
-def check_inputs(word: str, text: str) -> tuple[str, list[tuple[str, str | None]], list[Message]]:
-    """Clean a target word and "sentence | label" text: (word, kept pairs, messages).
+def check_inputs(word: str, text: str) -> tuple[str, list[tuple[str, str | None]], list[Note]]:
+    """Clean a target word and "sentence | label" text: (word, kept pairs, notes).
 
-    Never raises on bad input; an "error" message means nothing can be shown. Messages contain user
-    text verbatim, so the caller must escape them before rendering as markdown.
+    Never raises on bad input; an "error" note means nothing can be shown. Notes carry user text verbatim,
+    so the caller must escape the rendered text before showing it as markdown.
     """
     from .tokens import find_all
 
-    msgs: list[Message] = []
+    notes: list[Note] = []
     word = (word or "").strip()
     if not word:
-        return word, [], [("error", "请输入一个目标词（例如：苹果）。", "Type a target word (for example 苹果).")]
+        return word, [], [Note("error", "inputs.no_word")]
     if len(word) > MAX_WORD_CHARS or any(ch.isspace() for ch in word):
-        return word, [], [("error", f"目标词应是一个词（不超过 {MAX_WORD_CHARS} 个字、不含空格），现在是“{word[:20]}”。",
-                           f"The target should be one word (at most {MAX_WORD_CHARS} characters, no spaces); got '{word[:20]}'.")]
+        return word, [], [Note("error", "inputs.bad_word", {"max": MAX_WORD_CHARS, "word": word[:20]})]
     text = text or ""
     if len(text) > MAX_INPUT_CHARS:
-        msgs.append(("warning", f"输入有 {len(text):,} 个字符，只使用前 {MAX_INPUT_CHARS:,} 个。",
-                     f"The input has {len(text):,} characters; only the first {MAX_INPUT_CHARS:,} are used."))
+        notes.append(Note("warning", "inputs.input_cut", {"n": len(text), "max": MAX_INPUT_CHARS}))
         text = text[:MAX_INPUT_CHARS]
     pairs = parse_labelled_lines(text)
     if not pairs:
-        return word, [], msgs + [("error", "请至少输入一个句子，每行一句（可在句末加“| 标签”）。",
-                                  "Type at least one sentence, one per line (optionally ending in '| label').")]
+        return word, [], notes + [Note("error", "inputs.no_sentence")]
     kept, missing, cut = [], [], []
     for i, (s, lab) in enumerate(pairs, 1):
         spans = find_all(s, word)
@@ -333,20 +353,13 @@ def check_inputs(word: str, text: str) -> tuple[str, list[tuple[str, str | None]
             cut.append(i)
         kept.append((s, lab))
     if missing:
-        nums = "、".join(str(i) for i, _ in missing[:10]) + ("…" if len(missing) > 10 else "")
-        nums_en = ", ".join(str(i) for i, _ in missing[:10]) + ("…" if len(missing) > 10 else "")
-        first = missing[0][1][:30]
-        msgs.append(("warning", f"第 {nums} 句不包含“{word}”，已跳过（例如：“{first}”）。",
-                     f"Sentence {nums_en} does not contain '{word}' and was skipped (e.g. '{first}')."))
+        nums = Numbers(tuple(i for i, _ in missing[:10]), more=len(missing) > 10)
+        notes.append(Note("warning", "inputs.skipped", {"nums": nums, "word": word, "first": missing[0][1][:30]}))
     if cut:
-        msgs.append(("info", f"第 {'、'.join(map(str, cut[:10]))} 句超过 {MAX_SENTENCE_CHARS} 个字，只保留目标词附近的部分。",
-                     f"Sentence {', '.join(map(str, cut[:10]))} is longer than {MAX_SENTENCE_CHARS} characters; "
-                     f"only the part around the word is used."))
+        notes.append(Note("info", "inputs.windowed", {"nums": Numbers(tuple(cut[:10])), "max": MAX_SENTENCE_CHARS}))
     if len(kept) > MAX_SENTENCES:
-        msgs.append(("warning", f"有 {len(kept)} 个句子，只使用前 {MAX_SENTENCES} 个。",
-                     f"{len(kept)} sentences given; only the first {MAX_SENTENCES} are used."))
+        notes.append(Note("warning", "inputs.too_many", {"n": len(kept), "max": MAX_SENTENCES}))
         kept = kept[:MAX_SENTENCES]
     if not kept:
-        msgs.append(("error", f"没有一个句子包含“{word}”。检查目标词是否写对，或换一组句子。",
-                     f"No sentence contains '{word}'. Check the spelling of the word, or use other sentences."))
-    return word, kept, msgs
+        notes.append(Note("error", "inputs.no_match", {"word": word}))
+    return word, kept, notes

@@ -5,6 +5,8 @@ sample of its corpus occurrences, per-layer sense accuracy, and the tables and C
   context-free "type" vector), from ONE encode() call, plus how each model cut the text.
 - `atlas_sample(enc, word, cap)` -> `AtlasSample`: token vectors at up to `cap` corpus occurrences, with one
   random other token per sentence as the anisotropy baseline.
+- Per layer: `type_token_points` and `mean_type_cosine` (Type vs token), `atlas_colouring` and
+  `self_similarity_curves` (Polysemy atlas).
 """
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .analysis import layer_sense_accuracy
-from .encoder import WordNotFound
+from .analysis import anisotropy, layer_sense_accuracy, self_similarity
+from .encoder import WordNotFound, cosine
 
 ATLAS_WINDOW = 60  # characters of context kept around each occurrence (ELMo, 300 sentences: 60 -> ~10-20 s, 100 -> ~60 s)
 
@@ -87,6 +89,21 @@ def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, t
     return out
 
 
+def type_token_points(d: WordProfile, layer: int) -> np.ndarray:
+    """(n + 1, dim): the type vector (row 0), then the token vectors, at one layer (the rows the map projects)."""
+    return np.vstack([d.type_vec[layer][None], d.vecs[:, layer]])
+
+
+def mean_type_cosine(d: WordProfile, layer: int) -> float:
+    """Mean cosine of the token vectors to the type vector at one layer."""
+    return float(np.mean([cosine(v, d.type_vec[layer]) for v in d.vecs[:, layer]]))
+
+
+def accuracy_rows(res: dict) -> list[dict]:
+    """The table under the sense-accuracy chart: one row per model and layer (`res` from `sense_accuracy`)."""
+    return [{"model": m, "layer": n, "accuracy": round(a, 3)} for m, (ns, accs) in res.items() for n, a in zip(ns, accs)]
+
+
 def _crop(o, size: int):
     """The occurrence with its sentence cut to `size` characters centred on the word (spans shifted)."""
     if len(o.text) <= size:
@@ -123,6 +140,27 @@ def atlas_sample(enc, word: str, cap: int, seed: int = 0) -> AtlasSample:
                        sources=[o.source for o in keep], total=total,
                        vecs=np.stack(vecs).astype(np.float32) if vecs else empty,
                        base=np.stack(base).astype(np.float32) if base else empty, contexts=contexts, layer_names=names)
+
+
+def atlas_colouring(d: AtlasSample, colour: str, layer: int, k: int, word: str, none_label: str,
+                    source_names: dict[str, str]) -> tuple[list[str], dict | None]:
+    """(a category per occurrence, {cluster: top context words} or None) for colour "pos" (the People's Daily tag,
+    `none_label` for other sources), "source" (`source_names`) or "kmeans" (k cosine clusters C1..Ck at `layer`)."""
+    from .projection import cluster_top_words, kmeans
+
+    if colour == "kmeans":
+        cats = [f"C{c + 1}" for c in kmeans(d.vecs[:, layer], k)]
+        return cats, cluster_top_words(d.contexts, cats, topn=3, exclude=(word,))
+    if colour == "source":
+        return [source_names.get(s, s) for s in d.sources], None
+    return [tag or none_label for tag in d.tags], None
+
+
+def self_similarity_curves(d: AtlasSample) -> tuple[list[str], list[float], list[float]]:
+    """(layer names, self-similarity per layer, anisotropy baseline per layer) of a sample (Ethayarajh 2019)."""
+    n = len(d.layer_names)
+    return (d.layer_names, [self_similarity(d.vecs[:, j]) for j in range(n)],
+            [anisotropy(d.base[:, j]) for j in range(n)])
 
 
 def sense_accuracy(data: dict, labels: list) -> tuple[dict, float] | None:

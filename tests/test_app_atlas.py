@@ -100,3 +100,25 @@ def test_atlas_compare_models(fakes):
     assert not at.exception
     spec = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert {tr["name"].split(":")[0] for tr in spec["data"]} == {"word2vec", "elmo", "bert"}
+
+
+def test_atlas_colouring_and_self_similarity(fakes):
+    import numpy as np
+
+    from ctxlib import explore
+
+    d = explore.atlas_sample(app_fakes.fakes()["elmo"], "活动", cap=100)
+    assert len(d.texts) == 12
+    cats, words = explore.atlas_colouring(d, "pos", 2, 3, "活动", "none", {})
+    assert cats == d.tags and words is None  # fake_occurrences tags every occurrence
+    cats, words = explore.atlas_colouring(d, "source", 2, 3, "活动", "none", {"pd": "People's Daily"})
+    assert set(cats) == {"People's Daily", "reviews"} and words is None
+    cats, words = explore.atlas_colouring(d, "kmeans", 2, 3, "活动", "none", {})
+    assert set(cats) <= {"C1", "C2", "C3"} and set(words) == set(cats)
+    assert all("活动" not in ws for ws in words.values())
+    d.tags[0] = None
+    assert explore.atlas_colouring(d, "pos", 2, 3, "活动", "none (reviews)", {})[0][0] == "none (reviews)"
+    names, self_sim, base = explore.self_similarity_curves(d)
+    assert names == d.layer_names and len(self_sim) == len(base) == 3
+    assert np.isclose(self_sim[0], 1.0)  # layer 0 is context-free: every occurrence has the same vector
+    assert all(abs(v) <= 1 + 1e-9 for v in self_sim + base)

@@ -140,3 +140,28 @@ def test_nearest_words_and_segmentation(fakes):
     seg = [tb for tb in tables if "bert: pooled characters" in tb.columns][0]
     assert set(seg["bert: pooled characters"]) == {"苹 + 果"}
     assert any("【苹果】" in v for v in seg["word2vec / elmo"])  # word models share one jieba segmentation
+
+
+def test_example_set_titles_are_in_both_catalogues():
+    from ctxlib.app.i18n import catalogue
+
+    for lang in ("zh", "en"):
+        assert all(f"type_token.sets.{k}" in catalogue(lang) for k in EXAMPLE_SETS), lang
+
+
+def test_type_token_numbers():
+    import numpy as np
+
+    from ctxlib import explore
+
+    enc = app_fakes.fakes()["elmo"]
+    texts = ["苹果真好吃", "苹果手机很好用", "我吃苹果"]
+    d = explore.word_profile(enc, texts, "苹果")
+    X = explore.type_token_points(d, 1)
+    assert X.shape == (4, d.vecs.shape[2]) and np.allclose(X[0], d.type_vec[1]) and np.allclose(X[1:], d.vecs[:, 1])
+    cos = explore.mean_type_cosine(d, 1)
+    assert isinstance(cos, float) and -1 <= cos < 1  # tokens move away from the context-free vector
+    assert explore.mean_type_cosine(d, 0) > cos  # layer 0 is context-free: every token equals the type vector
+    assert np.isclose(explore.mean_type_cosine(d, 0), 1.0)
+    rows = explore.accuracy_rows({"elmo": (["a", "b"], [0.5, 2 / 3])})
+    assert rows == [{"model": "elmo", "layer": "a", "accuracy": 0.5}, {"model": "elmo", "layer": "b", "accuracy": 0.667}]

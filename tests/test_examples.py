@@ -1,9 +1,10 @@
-"""Built-in example sets and the "sentence | label" parser."""
+"""Built-in example sets, the "sentence | label" parser and the input checks (message ids + values)."""
 from collections import Counter
 
 import pytest
 
-from ctxlib.examples import DEFAULT_SET, EXAMPLE_SETS, example_text, format_labelled_lines, parse_labelled_lines
+from ctxlib.examples import (DEFAULT_SET, EXAMPLE_SETS, MAX_SENTENCES, Note, Numbers, check_inputs, example_text,
+                             format_labelled_lines, parse_labelled_lines)
 from ctxlib.tokens import find_all
 
 
@@ -40,3 +41,48 @@ def test_round_trip():
     sents = EXAMPLE_SETS["活动"]["sentences"]
     assert parse_labelled_lines(format_labelled_lines(sents)) == sents
     assert parse_labelled_lines(example_text("苹果")) == EXAMPLE_SETS["苹果"]["sentences"]
+
+
+def test_default_set_comes_first():
+    assert list(EXAMPLE_SETS)[0] == DEFAULT_SET  # the page falls back to the first set on a bad ?set=
+
+
+@pytest.mark.parametrize("word,text,levels,ids", [
+    ("", "x", ["error"], ["inputs.no_word"]),
+    ("苹 果", "x", ["error"], ["inputs.bad_word"]),
+    ("苹果", "", ["error"], ["inputs.no_sentence"]),
+    ("苹果", "苹果很甜" * 1300, ["warning", "info"], ["inputs.input_cut", "inputs.windowed"]),
+    ("苹果", "香蕉很甜\n苹果真好吃 | 水果", ["warning"], ["inputs.skipped"]),
+    ("苹果", "香蕉很甜\n梨很脆", ["warning", "error"], ["inputs.skipped", "inputs.no_match"]),
+    ("苹果", "苹果" + "长" * 200, ["info"], ["inputs.windowed"]),
+    ("苹果", "\n".join(["苹果好"] * 45), ["warning"], ["inputs.too_many"]),
+    ("苹果", "苹果真好吃 | 水果\n苹果手机 | 品牌", [], []),
+])
+def test_check_inputs_notes(word, text, levels, ids):
+    _, kept, notes = check_inputs(word, text)
+    assert [n.level for n in notes] == levels and [n.id for n in notes] == ids
+    assert all(isinstance(n, Note) for n in notes)
+    assert ("error" in levels) == (not kept)
+
+
+def test_check_inputs_notes_render_in_both_languages():
+    from ctxlib.app.i18n import catalogue, lookup
+
+    _, kept, notes = check_inputs("苹果", "\n".join(["香蕉"] * 12 + ["苹果" + "长" * 200] * 3 + ["苹果好 | a"] * 45))
+    assert len(kept) == MAX_SENTENCES and [n.id for n in notes] == ["inputs.skipped", "inputs.windowed", "inputs.too_many"]
+    for n in notes:
+        assert n.id in catalogue("zh") and n.id in catalogue("en")
+    en = [lookup(n.id, "en", **n.values) for n in notes]
+    zh = [lookup(n.id, "zh", **n.values) for n in notes]
+    assert en[0] == "Sentence 1, 2, 3, 4, 5, 6, 7, 8, 9, 10… does not contain '苹果' and was skipped (e.g. '香蕉')."
+    assert zh[0] == "第 1、2、3、4、5、6、7、8、9、10… 句不包含“苹果”，已跳过（例如：“香蕉”）。"
+    assert en[1] == "Sentence 13, 14, 15 is longer than 120 characters; only the part around the word is used."
+    assert zh[2] == f"有 48 个句子，只使用前 {MAX_SENTENCES} 个。"
+    _, _, notes = check_inputs("苹果", "苹果很甜" * 1300)
+    assert lookup(notes[0].id, "en", **notes[0].values) == "The input has 5,200 characters; only the first 5,000 are used."
+
+
+def test_numbers_format_spec_is_the_separator():
+    assert f"{Numbers((1, 2, 3)):、}" == "1、2、3"
+    assert f"{Numbers((1, 2), more=True):, }" == "1, 2…"
+    assert f"{Numbers((4,))}" == "4"
