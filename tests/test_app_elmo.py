@@ -2,6 +2,7 @@
 import pytest
 from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
+from ctxlib import records
 from ctxlib.viz import elmo as ve
 
 PAGE = "3_ELMo_layers.py"
@@ -25,7 +26,7 @@ def test_defaults_render(elmo):
     assert specs[1]["data"][1]["z"]["shape"] == "5, 5"  # the cosine matrix of the 2L+1 vectors
     lm = specs[2]
     assert len(lm["data"]) == 2 and len(lm["data"][0]["x"]) == 10  # forward and backward top-10
-    evals, missing = ve.read_evals(elmo.path, ["pos", "ner", "sentiment"])
+    evals, missing = records.read_evals(elmo.path, ["pos", "ner", "sentiment"])
     infos = " ".join(i.value for i in at.info)
     for task in missing:
         assert f"python -m ctxlib eval elmo --task {task}" in infos

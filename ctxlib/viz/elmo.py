@@ -7,11 +7,17 @@ them as ELMo_k = gamma * sum_j softmax(s)_j * h_{k,j}.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import CJK_FONT, cosine_matrix, escape, hbar_panels
+
+if TYPE_CHECKING:
+    from ..records import EvalResult
+
 FWD, BWD, TOK, OFF = "#1f77b4", "#ff7f0e", "#2ca02c", "#d9d9d9"
 TASK_COLORS = {"pos": "#1f77b4", "ner": "#2ca02c", "sentiment": "#d62728"}
 
@@ -40,16 +46,28 @@ def split_states(layers: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def vector_names(n_lstm: int, lang: str = "en") -> list[str]:
-    zh = lang == "zh"
-    names = ["x (字符CNN+highway)" if zh else "x (char-CNN+highway)"]
+def word_vectors(layers: np.ndarray, index: int) -> np.ndarray:
+    """The 2L+1 vectors (2L+1, d) of the token at `index`, in split_states' order."""
+    return np.stack([v[index] for v in split_states(layers).values()])
+
+
+# The text the architecture drawing and the vector names need, as labels (already translated) the page passes in:
+# token_vector (name of x), words, char_cnn (row labels), forward, backward (the two directions), has_read (hover),
+# mix (the task-mix marker), fwd_lm, bwd_lm, off (the legend), window (a template with {first}, {last}, {n}).
+ARCH_LABELS = ("token_vector", "words", "char_cnn", "forward", "backward", "has_read", "mix", "fwd_lm", "bwd_lm",
+               "off", "window")
+
+
+def vector_names(n_lstm: int, labels: dict[str, str]) -> list[str]:
+    """Names of the 2L+1 vectors: x, then h_j forward and backward per biLSTM layer (labels: see ARCH_LABELS)."""
+    names = [labels["token_vector"]]
     for j in range(1, n_lstm + 1):
-        names += [f"h{j}→ ({'前向' if zh else 'forward'})", f"h{j}← ({'后向' if zh else 'backward'})"]
+        names += [f"h{j}→ ({labels['forward']})", f"h{j}← ({labels['backward']})"]
     return names
 
 
 # -- architecture diagram -------------------------------------------------------------------
-def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, lang: str = "en",
+def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, labels: dict[str, str],
                         max_tokens: int = 14) -> go.Figure:
     """ELMo drawn with the sentence flowing through it: words -> char-CNN -> highway -> biLSTM 1 -> biLSTM 2,
     forward (left to right, upper cells) and backward (right to left, lower cells), then the task's mix
@@ -57,8 +75,8 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
 
     Cells that feed the chosen word's vectors are coloured (forward: the words up to it; backward: the
     words from it to the end); the rest are grey. Hover shows each state's norm and the words it has read.
+    `labels`: the drawing's text (see ARCH_LABELS).
     """
-    zh = lang == "zh"
     st = split_states(layers)
     n_lstm = (len(st) - 1) // 2
     T = len(tokens)
@@ -66,10 +84,10 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     a, b = window(T, w, max_tokens)
     xs = list(range(a, b))
     dx, dy = 0.2, 0.17  # forward cells sit up-left of the position, backward cells down-right
-    row_labels = ["输入词" if zh else "words", "字符 CNN" if zh else "char-CNN", "highway → x"]
+    row_labels = [labels["words"], labels["char_cnn"], "highway → x"]
     row_labels += [f"biLSTM {j}" for j in range(1, n_lstm + 1)]
     top_y = len(row_labels) - 1 + 0.9
-    read = "已读入" if zh else "has read"
+    read = labels["has_read"]
     traces: list[dict] = []
     notes: list[dict] = []  # the figure is built from dicts in one go (add_* calls re-validate ~50 ms in all)
 
@@ -111,7 +129,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
             base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
         else:
             base = FWD if key[0] == "f" else BWD
-            label = f"biLSTM {key[1:]} " + ("→ " + ("前向" if zh else "forward") if key[0] == "f" else "← " + ("后向" if zh else "backward"))
+            label = f"biLSTM {key[1:]} " + ("→ " + labels["forward"] if key[0] == "f" else "← " + labels["backward"])
         pts = [pos(i, key) for i in xs]
         traces.append(dict(
             type="scatter", x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", showlegend=False,
@@ -124,18 +142,15 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
                        textfont=dict(size=[19 if i == w else 15 for i in xs],
                                      color=["#d62728" if i == w else "#000" for i in xs], family=CJK_FONT),
                        hoverinfo="skip", showlegend=False))
-    mix = "任务混合: ELMo = γ Σ s_j h_j" if zh else "task mix: ELMo = γ Σ_j s_j h_j"
-    traces.append(dict(type="scatter", x=[w], y=[top_y], mode="markers+text", text=[mix], textposition="top center",
+    traces.append(dict(type="scatter", x=[w], y=[top_y], mode="markers+text", text=[labels["mix"]], textposition="top center",
                        marker=dict(symbol="diamond", size=24, color="#9467bd"), hoverinfo="skip", showlegend=False))
     for key in ("hw", f"f{n_lstm}", f"b{n_lstm}"):
         arrow(pos(w, key), (w, top_y), "#9467bd", 1.2, 10, 0.7)
     notes.append(dict(x=a - 0.6, y=-0.45, xref="x", yref="y", xanchor="left", showarrow=False, font=dict(color="#555", size=12),
                        text=("<span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s"
-                             % (FWD, "前向 LM（只看左边）" if zh else "forward LM (left context only)",
-                                BWD, "后向 LM（只看右边）" if zh else "backward LM (right context only)",
-                                OFF, "不影响所选词" if zh else "does not reach the chosen word"))))
+                             % (FWD, labels["fwd_lm"], BWD, labels["bwd_lm"], OFF, labels["off"]))))
     if a > 0 or b < T:
-        note = f"显示第 {a + 1}–{b} 个词（共 {T} 个）" if zh else f"showing words {a + 1}–{b} of {T}"
+        note = labels["window"].format(first=a + 1, last=b, n=T)
         notes.append(dict(x=b - 0.4, y=-0.45, xref="x", yref="y", xanchor="right", text=note, showarrow=False,
                           font=dict(color="#888")))
     layout = dict(annotations=notes, xaxis=dict(visible=False, range=[a - 0.7, b - 0.3]),
@@ -198,6 +213,13 @@ def drop_specials(items: list[tuple[str, float]], k: int) -> list[tuple[str, flo
     return [(w, p) for w, p in items if w not in LM_SPECIALS][:k]
 
 
+def lm_panels(lm: dict, tokens: list[str], index: int, k: int = 10, n: int = 20):
+    """From lm_topk's {"forward": [(word, p)], "backward": ...} at `index`: each LM's top `k` real words, and what
+    each has read (context_label of the words left and right of the position, `n` characters)."""
+    return (drop_specials(lm["forward"], k), drop_specials(lm["backward"], k),
+            context_label(tokens[:index], "left", n), context_label(tokens[index + 1:], "right", n))
+
+
 def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, float]], actual: str,
                    titles: tuple[str, str]) -> go.Figure:
     """Side by side: the forward LM's top words for the position (from the left context only) and the
@@ -208,15 +230,15 @@ def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, f
 
 
 # -- mixing weights from the eval files --------------------------------------------------------
-def mix_weights_figure(evals: dict[str, dict], layer_labels: list[str], task_names: dict[str, str]) -> go.Figure:
+def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], task_names: dict[str, str]) -> go.Figure:
     """Grouped bars of softmax(s_j) per task, with gamma and the expected layer in the legend."""
     fig = go.Figure()
     for task, ev in evals.items():
-        wts = [float(x) for x in ev.get("mix_weights") or []]
+        wts = [float(x) for x in ev.mix_weights or []]
         if not wts:
             continue
-        g = ev.get("gamma")
-        e = ev.get("expected_layer", expected_layer(wts))
+        g = ev.gamma
+        e = ev.expected_layer if ev.expected_layer is not None else expected_layer(wts)
         name = f"{task_names.get(task, task)} (γ={float(g):.2f}, E[j]={float(e):.2f})" if g is not None else task_names.get(task, task)
         fig.add_trace(go.Bar(x=[escape(s) for s in layer_labels[:len(wts)]], y=wts, name=escape(name),
                              marker_color=TASK_COLORS.get(task), text=[f"{x:.2f}" for x in wts], textposition="outside"))
@@ -234,12 +256,12 @@ def expected_layer(weights) -> float:
     return float((np.arange(len(w)) * w).sum() / max(w.sum(), 1e-12))
 
 
-def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str]) -> go.Figure:
+def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[str, str]) -> go.Figure:
     """Linear-probe scores for one task: the same probe on word2vec vectors (grey), on each single ELMo layer,
     and on the ScalarMix of all layers."""
-    per = [float(x) for x in ev.get("per_layer_score") or []]
+    per = [float(x) for x in ev.per_layer_score or []]
     xs, ys, colors = [], [], []
-    w2v = ev.get("word2vec_probe_score", ev.get("word2vec_score"))
+    w2v = ev.word2vec_probe_score
     if w2v is not None:
         xs.append("word2vec")
         ys.append(float(w2v))
@@ -247,7 +269,7 @@ def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str
     xs += [escape(s) for s in layer_labels[:len(per)]]
     ys += per
     colors += ["#9ecae1"] * len(per)
-    mix = ev.get("mix_probe_score", ev.get("score"))
+    mix = ev.mix_probe_score
     if mix is not None:
         xs.append(escape(labels.get("mix", "mix")))
         ys.append(float(mix))
@@ -256,7 +278,7 @@ def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str
     vals = ys
     lo = max(0.0, min(vals) - 0.1) if vals else 0.0
     hi = min(1.05, max(vals) + 0.08) if vals else 1.0
-    fig.update_layout(height=300, yaxis_title=escape(ev.get("metric", "score")), yaxis_range=[lo, hi],
+    fig.update_layout(height=300, yaxis_title=escape(ev.metric), yaxis_range=[lo, hi],
                       margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT),
                       title=escape(labels.get("title", "")))
     return fig
@@ -265,13 +287,18 @@ def probe_scores_figure(ev: dict, layer_labels: list[str], labels: dict[str, str
 USAGE_KEYS = ("baseline_score", "word2vec_score", "input_score", "concat_score")
 
 
-def usage_figure(evals: dict[str, dict], task_names: dict[str, str], labels: dict[str, str]) -> go.Figure:
+def usage_tasks(evals: dict[str, EvalResult]) -> list[str]:
+    """The tasks whose eval has a score for ELMo as the task model's input or concatenated to its hidden layer."""
+    return [t for t, ev in evals.items() if ev.input_score is not None or ev.concat_score is not None]
+
+
+def usage_figure(evals: dict[str, EvalResult], task_names: dict[str, str], labels: dict[str, str]) -> go.Figure:
     """The task model without pretrained vectors, with word2vec as input, with ELMo as its input and with ELMo
-    concatenated to its hidden layer, per task."""
-    tasks = [t for t, ev in evals.items() if ev.get("input_score") is not None or ev.get("concat_score") is not None]
+    concatenated to its hidden layer, per task (the tasks of usage_tasks)."""
+    tasks = usage_tasks(evals)
     fig = go.Figure()
     for key, color in zip(USAGE_KEYS, ("#dddddd", "#999999", "#1f77b4", "#9467bd")):
-        ys = [evals[t].get(key) for t in tasks]
+        ys = [getattr(evals[t], key) for t in tasks]
         if all(y is None for y in ys):
             continue
         fig.add_trace(go.Bar(x=[escape(task_names.get(t, t)) for t in tasks], y=[float(y) if y is not None else None for y in ys],
@@ -318,24 +345,17 @@ def mix_history_figure(history, layer_labels: list[str], title: str = "") -> go.
 
 
 # -- data helpers the page uses (no streamlit) --------------------------------------------------
-def read_evals(path, tasks) -> tuple[dict[str, dict], list[str]]:
-    """({task: eval dict} for the eval_<task>.json files in the checkpoint folder, [tasks without a file]).
-    A corrupt file counts as missing."""
-    import json
-    from pathlib import Path
+def nearest_rows(encoder, layers: np.ndarray, layer_names: list[str], index: int, exclude=(), topn: int = 6) -> dict[str, str]:
+    """{layer name: "word cos  word cos ..."}: the vocabulary words nearest to the token's vector in each layer."""
+    return {layer_names[j]: "  ".join(f"{w} {s:.2f}" for w, s in encoder.nearest_words(layers[j, index], j, topn=topn,
+                                                                                       exclude=tuple(exclude)))
+            for j in range(np.asarray(layers).shape[0])}
 
-    found, missing = {}, []
-    for task in tasks:
-        f = Path(path) / f"eval_{task}.json" if path else None
-        try:
-            ev = json.loads(f.read_text(encoding="utf-8")) if f is not None else None
-        except (OSError, ValueError):
-            ev = None
-        if isinstance(ev, dict):
-            found[task] = ev
-        else:
-            missing.append(task)
-    return found, missing
+
+def live_summary(res: dict) -> dict:
+    """The values of a train_mix result's summary line: weights ("0.600, 0.300, 0.100"), gamma and score (NaN if absent)."""
+    return {"weights": ", ".join(f"{x:.3f}" for x in res.get("mix_weights") or []),
+            "gamma": float(res.get("gamma", float("nan"))), "score": float(res.get("score", float("nan")))}
 
 
 def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = 200,
