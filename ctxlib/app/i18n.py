@@ -42,7 +42,7 @@ def _flatten(prefix: str, table: dict, out: dict[str, str]) -> None:
             out[f"{prefix}.{k}"] = str(v)
 
 
-def lookup(msg_id: str, code: str, **values) -> str:
+def lookup(msg_id: str, code: str, /, **values) -> str:
     """The text of `msg_id` in language `code` (English, then the id itself, when missing), placeholders filled."""
     text = catalogue(code).get(msg_id)
     if text is None:
@@ -77,7 +77,7 @@ def lang() -> str:
     return st.session_state[_STATE_KEY]
 
 
-def msg(msg_id: str, **values) -> str:
+def msg(msg_id: str, /, **values) -> str:
     """Interface text `msg_id` in the session's language."""
     return lookup(msg_id, lang(), **values)
 
