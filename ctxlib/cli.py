@@ -183,21 +183,12 @@ def cmd_info(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from . import checkpoint
+    from . import evaluation
 
     try:
-        kind = checkpoint.read_config(args.model)["kind"]
-    except checkpoint.CheckpointError as e:
+        result = evaluation.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
+    except evaluation.TaskChoiceError as e:
         return _fail(str(e))
-    if args.task in ("senses", "cloze"):
-        mod = importlib.import_module("ctxlib.evaluation.heldout")
-        if args.task == "cloze" and kind != "bert":
-            return _fail(f"the cloze test needs a masked LM; '{args.model}' is a {kind} model")
-    elif kind == "bert" and args.task != "sentiment":
-        return _fail("BERT's task evaluation is --task sentiment (and senses, cloze)")
-    else:
-        mod = importlib.import_module("ctxlib.evaluation.finetune" if kind == "bert" else "ctxlib.evaluation.tasks")
-    result = mod.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
     if args.task == "senses":  # the per-word detail is in the file
         result = {**result, "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()}}
     print(json.dumps(result, ensure_ascii=False, indent=1))

@@ -1,2 +1,40 @@
 """Evaluation: task heads on frozen features (`tasks`), BERT's sentiment fine-tuning (`finetune`) and the frozen
-held-out sense and cloze sets (`heldout`)."""
+held-out sense and cloze sets (`heldout`).
+
+`run_eval(model_name, task, **kw)` is the one entry point (`python -m ctxlib eval`): it picks the evaluation by the
+task and, for sentiment, by the model's kind, runs it and returns the result it wrote to eval_<task>.json.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+class TaskChoiceError(ValueError):
+    """The checkpoint cannot be read, or the task does not apply to its kind of model; nothing was run."""
+
+
+def _pick(model_name, task: str) -> Callable[..., dict]:
+    from .. import checkpoint
+
+    try:
+        kind = checkpoint.read_config(model_name)["kind"]
+    except checkpoint.CheckpointError as e:
+        raise TaskChoiceError(str(e)) from e
+    if task in ("senses", "cloze"):
+        if task == "cloze" and kind != "bert":
+            raise TaskChoiceError(f"the cloze test needs a masked LM; '{model_name}' is a {kind} model")
+        from .heldout import run_eval
+    elif kind == "bert" and task != "sentiment":
+        raise TaskChoiceError("BERT's task evaluation is --task sentiment (and senses, cloze)")
+    elif kind == "bert":
+        from .finetune import run_eval
+    else:
+        from .tasks import run_eval
+    return run_eval
+
+
+def run_eval(model_name, task: str, **kw) -> dict:
+    """senses, cloze: `heldout.run_eval`; sentiment on BERT: `finetune.run_eval` (fine-tuning); pos, ner, sentiment
+    on word2vec or ELMo: `tasks.run_eval` (task heads on frozen features). `kw` (device, seed, out, ...) go to it.
+    Raises TaskChoiceError before running anything when the checkpoint or the task does not fit."""
+    return _pick(model_name, task)(model_name, task, **kw)
