@@ -102,10 +102,6 @@ def task_features(encoder, task: str, split: str, limit: int, seed: int = 0) -> 
     return {"words": words, "labels": labels, "feats": _FEATURES[key], "layer_names": list(encoder.layer_names)}
 
 
-def clear_cache():
-    _FEATURES.clear()
-
-
 # -- feature preparation -------------------------------------------------------------------------------------
 
 class Standardizer:

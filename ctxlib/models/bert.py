@@ -95,9 +95,6 @@ class CharTokenizer:
     def token_id(self, tok: str) -> int:
         return self.vocab.get(norm_token(tok))
 
-    def tokenize(self, text: str):
-        return char_tokens(text)
-
     def encode(self, text: str) -> list[int]:
         return [self.token_id(t) for t, _, _ in char_tokens(text)]
 
