@@ -57,6 +57,33 @@ def test_head_summaries_on_hand_made_heads():
     assert rows[(2, 2)]["kind"] == "next char"
 
 
+def test_visible_hides_specials_and_keeps_segments():
+    a = _att()
+    att, toks, seg, keep = va.visible(a, TOKENS, [0, 0, 0, 1, 1, 1], True)
+    assert toks == TOKENS[1:5] and seg == [0, 0, 1, 1] and keep == [1, 2, 3, 4]
+    np.testing.assert_allclose(att, va.renormalize(a, keep))
+    att, toks, seg, keep = va.visible(a, TOKENS, None, False)
+    assert att is a and toks == TOKENS and seg is None and keep == list(range(6))
+
+
+def test_page_helpers():
+    a = _att()
+    np.testing.assert_allclose(va.mean_heads(a[0], [1, 3]), a[0, [0, 2]].mean(0))
+    np.testing.assert_allclose(va.mean_heads(a[0], []), a[0].mean(0))
+    wa = np.array([[0.2, 0.3, 0.5], [0.0, 0.0, 1.0]])
+    np.testing.assert_allclose(va.keep_columns(wa, [0, 1]), [[0.4, 0.6], [0.0, 0.0]])
+    assert va.parse_selection("3,2", (4, 1)) == (3, 2)
+    for bad in ("", "0,2", "3", "a,b", "1,2,3"):
+        assert va.parse_selection(bad, (4, 1)) == (4, 1)
+    assert va.clamp_selection((99, 2), 4, 3) == (4, 2)
+    assert va.clicked_head({"selection": {"points": [{"customdata": [2, 3]}]}}) == (2, 3)
+    assert va.clicked_head(None) is None and va.clicked_head({"selection": {"points": []}}) is None
+    rows = va.head_summaries(a, TOKENS)
+    table = va.summary_table(rows, {"entropy": "H", "sep": "S"}, ("L", "h", "k"))
+    assert list(table[0]) == ["L", "h", "k", "H", "S"] and table[0]["H"] == round(rows[0]["entropy"], 3)
+    assert len(table) == 2 * 3 and set(va.METRICS) <= set(rows[0])
+
+
 def test_word_attention_and_drift():
     a = _att()
     wa = va.word_attention(a, [1, 2])
@@ -89,6 +116,9 @@ def test_head_view_escapes_tokens_and_loads_nothing_external():
         assert bad not in page.lower()
     assert page.count('class="ln"') == 2 * 5 * 5  # threshold 0: every pair for both heads
     assert va.head_view_html(att, toks, [0], threshold=0.99).count('class="ln"') <= 5
+    assert "■ head 1" in page and ">from</text>" in page  # English by default
+    zh = va.head_view_html(att, toks, [1], labels=va.HeadViewLabels("头 {n}", "<提示>", "发出", "被注意"))
+    assert "■ 头 2" in zh and "&lt;提示&gt;" in zh and ">发出</text>" in zh and ">被注意</text>" in zh
 
 
 def test_plotly_figures_escape_and_shape():

@@ -20,10 +20,33 @@ def test_example_html_and_counts():
           "masked": [{"index": 1, "original": "很", "replacement": "[MASK]", "kind": "mask"},
                      {"index": 3, "original": "人", "replacement": "好", "kind": "random"},
                      {"index": 5, "original": "天", "replacement": "天", "kind": "kept"}]}
-    h = va.example_html(ex, "zh")
+    h = va.example_html(ex, ("→ [MASK] 80%", "→ 随机字 10%", "<不变> 10%"))
     assert "&lt;" in h and "<script" not in h
     assert h.count(va.KIND_COLORS["random"]) >= 2
+    assert "→ 随机字 10%" in h and "&lt;不变&gt; 10%" in h  # the page's labels, escaped
+    assert "→ random 10%" in va.example_html(ex)  # English by default
     assert va.example_counts(ex) == {"candidates": 4, "chosen": 3, "mask": 1, "random": 1, "kept": 1}
+    labels = {k: k.upper() for k in va.EXAMPLE_LABELS}
+    assert va.example_metrics(ex, labels) == [("CHOSEN", "3 / 4 (75%)"), ("→ [MASK]", 1), ("RANDOM", 1), ("KEPT", 1)]
+    assert va.example_rows(ex, labels) == [
+        {"POSITION": 1, "ORIGINAL": "很", "BECAME": "[MASK]", "KIND": "[MASK]"},
+        {"POSITION": 3, "ORIGINAL": "人", "BECAME": "好", "KIND": "KIND_RANDOM"},
+        {"POSITION": 5, "ORIGINAL": "天", "BECAME": "天", "KIND": "KIND_KEPT"}]
+    assert va.chosen_share({"chosen": 0, "candidates": 0}) == "0 / 0 (0%)"
+
+
+def test_page_inputs():
+    text, toks, cut = va.clip_text("今天天气很好", 4)
+    assert (text, len(toks), cut) == ("今天天气", 4, True)
+    assert va.clip_text("今天天气很好", 6)[2] is False
+    text, toks, cut = va.clip_text("今天天气很[MASK]好", 3)  # a text with [MASK] keeps its characters
+    assert text == "今天天气很[MASK]好" and len(toks) == 3 and cut
+    assert va.parse_indices("3, 5,x,-1,") == [3, 5]
+    assert va.masked_input("今天很[MASK]", [0]) == ("今天很[MASK]", [None])
+    assert va.masked_input("今天很好", [3]) == ("今天很[MASK]", ["好"])
+    assert va.mask_span("他在银行存钱", (2, 4)) == ("他在[MASK][MASK]存钱", ["银", "行"])
+    assert va.parse_seed(" 7 ") == 7 and va.parse_seed("x") == 0
+    assert va.next_seed("7") == "8" and va.next_seed("x") == "0"
 
 
 def test_fill_mask_figure_marks_original():

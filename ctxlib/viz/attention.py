@@ -11,6 +11,7 @@ columns = the attended token ("to"); each row sums to 1 (post-softmax).
 from __future__ import annotations
 
 import html
+from typing import NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
@@ -46,6 +47,14 @@ def renormalize(att: np.ndarray, keep: list[int]) -> np.ndarray:
     k = a.shape[-1]
     out = np.where(s > 1e-12, a / np.maximum(s, 1e-12), 1.0 / max(k, 1))
     return out.astype(np.float32)
+
+
+def visible(att: np.ndarray, tokens: list[str], segment_ids: list[int] | None, hide_specials: bool):
+    """What the views show: (attention, tokens, segment ids, kept indices), without [CLS]/[SEP] and with rows
+    renormalised when `hide_specials`, else everything unchanged."""
+    keep = keep_indices(tokens, hide_specials)
+    shown = renormalize(att, keep) if hide_specials else att
+    return shown, [tokens[i] for i in keep], ([segment_ids[i] for i in keep] if segment_ids else None), keep
 
 
 def row_entropy(att: np.ndarray) -> np.ndarray:
@@ -101,6 +110,45 @@ def head_kind(d: dict) -> str:
     if d["max_entropy"] > 0 and d["entropy"] >= 0.8 * d["max_entropy"]:
         return "broad"
     return "mixed"
+
+
+METRICS = ("entropy", "sep", "cls", "prev", "next", "self")  # the head-summary metrics, in the page's order
+
+
+def summary_table(rows: list[dict], metric_names: dict[str, str], columns: tuple[str, str, str]) -> list[dict]:
+    """Head summaries as table rows: (layer, head, kind) under the `columns` headers, then each metric of
+    `metric_names` (key -> header) rounded to 3 decimals."""
+    return [{columns[0]: r["layer"], columns[1]: r["head"], columns[2]: r["kind"],
+             **{name: round(r[k], 3) for k, name in metric_names.items()}} for r in rows]
+
+
+def mean_heads(att_layer: np.ndarray, heads: list[int]) -> np.ndarray:
+    """(T, T): one layer's attention averaged over the 1-based `heads` (over all heads when none is chosen)."""
+    a = np.asarray(att_layer)
+    return a[[h - 1 for h in heads]].mean(0) if heads else a.mean(0)
+
+
+def keep_columns(rows: np.ndarray, keep: list[int]) -> np.ndarray:
+    """Each row restricted to the `keep` columns and renormalised to sum to 1 (an all-zero row stays 0)."""
+    r = np.asarray(rows)[:, keep]
+    return r / np.maximum(r.sum(1, keepdims=True), 1e-12)
+
+
+def parse_selection(raw: str, default: tuple[int, int]) -> tuple[int, int]:
+    """(layer, head) from a "layer,head" string such as ?sel=3,2 (1-based); `default` when it is not one."""
+    q = [int(x) for x in raw.split(",") if x.strip().isdigit()]
+    return (q[0], q[1]) if len(q) == 2 and q[0] >= 1 and q[1] >= 1 else default
+
+
+def clamp_selection(sel: tuple[int, int], n_layers: int, n_heads: int) -> tuple[int, int]:
+    """(layer, head) limited to the model's last layer and head (a shared link may name a bigger model's)."""
+    return min(sel[0], n_layers), min(sel[1], n_heads)
+
+
+def clicked_head(event) -> tuple[int, int] | None:
+    """(layer, head) of the model-view tile clicked in a plotly selection event (a dict), or None."""
+    pts = (event or {}).get("selection", {}).get("points", [])
+    return tuple(int(x) for x in pts[0]["customdata"][:2]) if pts and pts[0].get("customdata") else None
 
 
 def word_attention(att: np.ndarray, idx: list[int]) -> np.ndarray:
@@ -227,9 +275,17 @@ def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str 
 
 
 # -- head view: inline SVG + JS ---------------------------------------------------------------
+class HeadViewLabels(NamedTuple):
+    """The head view's interface text (already translated by the page); `legend` is formatted with n = head number."""
+    legend: str = "head {n}"
+    hint: str = "Hover a token on the left or right to see only its lines. Left = attending token, right = attended token."
+    source: str = "from"
+    target: str = "to"
+
+
 def head_view_html(att_layer: np.ndarray, tokens: list[str], heads: list[int], threshold: float = 0.02,
                    row_px: int = 22, width: int = 420, segment_ids: list[int] | None = None,
-                   lang: str = "en") -> str:
+                   labels: HeadViewLabels = HeadViewLabels()) -> str:
     """BertViz-style head view for one layer, as a self-contained HTML string (no external resources).
 
     att_layer: (n_heads, T, T). heads: 0-based heads to draw, one colour each. Lines go from each token on
@@ -265,20 +321,18 @@ def head_view_html(att_layer: np.ndarray, tokens: list[str], heads: list[int], t
         t = html.escape(str(tok), quote=True)
         texts.append(f'<text class="tk L" data-k="{i}" x="{left_x}" y="{y:.1f}" text-anchor="end" fill="{col}">{t}</text>')
         texts.append(f'<text class="tk R" data-k="{i}" x="{right_x}" y="{y:.1f}" text-anchor="start" fill="{col}">{t}</text>')
-    legend = " ".join(f'<span style="color:{HEAD_COLORS[h % len(HEAD_COLORS)]}">■ {"头" if lang == "zh" else "head"} {h + 1}</span>'
+    legend = " ".join(f'<span style="color:{HEAD_COLORS[h % len(HEAD_COLORS)]}">■ {html.escape(labels.legend.format(n=h + 1))}</span>'
                       for h in heads)
-    hint = ("把鼠标移到左侧或右侧的字上，只看它的连线。左 = 发出注意力的字，右 = 被注意的字。" if lang == "zh" else
-            "Hover a token on the left or right to see only its lines. Left = attending token, right = attended token.")
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><style>
 body {{ margin: 0; font-family: {CJK_FONT}; font-size: 14px; }}
 .tk {{ cursor: pointer; font-size: 15px; }}
 .tk.on {{ font-weight: bold; fill: #d62728; }}
 .hint {{ color: #555; font-size: 12px; margin: 2px 0 4px 0; }}
 </style></head><body>
-<div class="hint">{html.escape(hint)}</div><div>{legend}</div>
+<div class="hint">{html.escape(labels.hint)}</div><div>{legend}</div>
 <svg id="hv" width="{width}" height="{height}">
-<text x="{left_x}" y="16" text-anchor="end" fill="#888" font-size="12">{"发出" if lang == "zh" else "from"}</text>
-<text x="{right_x}" y="16" text-anchor="start" fill="#888" font-size="12">{"被注意" if lang == "zh" else "to"}</text>
+<text x="{left_x}" y="16" text-anchor="end" fill="#888" font-size="12">{html.escape(labels.source)}</text>
+<text x="{right_x}" y="16" text-anchor="start" fill="#888" font-size="12">{html.escape(labels.target)}</text>
 <g id="lines">{"".join(lines)}</g>
 <g id="toks">{"".join(texts)}</g>
 </svg>

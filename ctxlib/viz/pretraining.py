@@ -52,10 +52,14 @@ def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt
     return hbar_panels(panels, actual=origs, per_row=4, font_size=14)
 
 
-def example_html(ex: dict, lang: str = "en") -> str:
+EXAMPLE_LEGEND = ("→ [MASK] 80%", "→ random 10%", "kept 10%")  # the legend of example_html, in English
+
+
+def example_html(ex: dict, legend_labels: tuple[str, str, str] = EXAMPLE_LEGEND) -> str:
     """A pre-training example as escaped HTML: segment A / B backgrounds, chosen positions coloured by
-    what became of them ([MASK] / random / kept), the original above each changed token."""
-    zh = lang == "zh"
+    what became of them ([MASK] / random / kept), the original above each changed token.
+
+    `legend_labels`: the legend's text for the [MASK], random and kept colours (translated by the page)."""
     kinds = {m["index"]: m for m in ex["masked"]}
     seg_bg = {0: "#eef5fc", 1: "#fdf3e7"}
     cells = []
@@ -73,9 +77,8 @@ def example_html(ex: dict, lang: str = "en") -> str:
                      f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>')
     legend = (f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
               f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '
-              + " ".join(f'<span style="border:2px solid {c};color:{c};padding:0 4px;">{html.escape(lab)}</span>'
-                         for c, lab in ((KIND_COLORS["mask"], "→ [MASK] 80%"), (KIND_COLORS["random"], ("→ 随机字 10%" if zh else "→ random 10%")),
-                                        (KIND_COLORS["kept"], ("不变 10%" if zh else "kept 10%")))))
+              + " ".join(f'<span style="border:2px solid {KIND_COLORS[k]};color:{KIND_COLORS[k]};padding:0 4px;">'
+                         f'{html.escape(lab)}</span>' for k, lab in zip(("mask", "random", "kept"), legend_labels)))
     return (f'<div style="font-family:{CJK_FONT};font-size:16px;line-height:1.2;">'
             f'<div style="font-size:13px;margin-bottom:4px;">{legend}</div>{"".join(cells)}</div>')
 
@@ -87,3 +90,88 @@ def example_counts(ex: dict) -> dict:
     for m in ex["masked"]:
         out[m["kind"]] += 1
     return out
+
+
+# the example's interface text, which the page passes in a dict (see example_metrics and example_rows)
+EXAMPLE_LABELS = ("legend_mask", "legend_random", "legend_kept", "chosen", "random", "kept",
+                  "position", "original", "became", "kind", "kind_random", "kind_kept")
+
+
+def chosen_share(counts: dict) -> str:
+    """"chosen / candidates (share)", e.g. "9 / 60 (15%)", from example_counts."""
+    return f"{counts['chosen']} / {counts['candidates']} ({counts['chosen'] / max(counts['candidates'], 1):.0%})"
+
+
+def example_metrics(ex: dict, labels: dict[str, str]) -> list[tuple[str, str | int]]:
+    """(label, value) of the example's four numbers: positions chosen, and how many became [MASK], a random
+    character or stayed. `labels` holds the "chosen", "random" and "kept" labels."""
+    c = example_counts(ex)
+    return [(labels["chosen"], chosen_share(c)), ("→ [MASK]", c["mask"]), (labels["random"], c["random"]),
+            (labels["kept"], c["kept"])]
+
+
+def example_rows(ex: dict, labels: dict[str, str]) -> list[dict]:
+    """One table row per chosen position: its index, original, replacement and kind, under the headers
+    labels["position"], ["original"], ["became"], ["kind"]; a random / kept kind is named by labels["kind_random"] /
+    ["kind_kept"], a [MASK] as "[MASK]"."""
+    kinds = {"mask": "[MASK]", "random": labels["kind_random"], "kept": labels["kind_kept"]}
+    return [{labels["position"]: m["index"], labels["original"]: m["original"], labels["became"]: m["replacement"],
+             labels["kind"]: kinds[m["kind"]]} for m in ex["masked"]]
+
+
+# -- the page's inputs -------------------------------------------------------------------------------
+def clip_text(text: str, cap: int) -> tuple[str, list, bool]:
+    """(text, its character tokens, whether it was cut) with at most `cap` tokens. A text that contains
+    [MASK] keeps its characters (the model cuts it), only the token list is shortened."""
+    from ..tokens import char_tokens
+
+    toks = char_tokens(text)
+    if len(toks) <= cap:
+        return text, toks, False
+    return (text[:toks[cap - 1][2]] if "[MASK]" not in text else text), toks[:cap], True
+
+
+def parse_indices(raw: str) -> list[int]:
+    """Non-negative integers from a comma-separated string such as ?mask=3,5 (anything else is skipped)."""
+    return [int(x) for x in raw.split(",") if x.strip().isdigit()]
+
+
+def masked_input(text: str, chosen: list[int], whole_word: bool = False) -> tuple[str, list[str | None]]:
+    """(the text the model fills, the original of each [MASK]): a text already holding [MASK] as it is (originals
+    unknown), otherwise the text with the `chosen` characters masked (see mask_text)."""
+    if "[MASK]" in text:
+        return text, [None] * text.count("[MASK]")
+    masked, pairs = mask_text(text, chosen, whole_word)
+    return masked, [o for _, o in pairs]
+
+
+def mask_span(text: str, span: tuple[int, int]) -> tuple[str, list[str]]:
+    """`text` with every character overlapping the character span [s, e) masked, and the masked characters."""
+    from ..tokens import char_tokens
+
+    s0, s1 = span
+    chars = [i for i, (_, a, b) in enumerate(char_tokens(text)) if a < s1 and b > s0]
+    masked, pairs = mask_text(text, chars)
+    return masked, [o for _, o in pairs]
+
+
+def parse_seed(raw) -> int:
+    """The example's seed from the text box: a non-negative integer, else 0."""
+    return int(raw) if str(raw).strip().isdigit() else 0
+
+
+def next_seed(raw) -> str:
+    """The seed after `raw` (as the text box holds it); "0" when `raw` is not a number."""
+    return str(int(raw) + 1 if str(raw).isdigit() else 0)
+
+
+def training_sample(n: int = 3000, seed: int = 0) -> list:
+    """A fixed sample of `n` training paragraphs of the real corpora (supplement sentences would need a
+    "written for ctxlab" label), in corpus order; loading the corpus takes a few seconds."""
+    import numpy as np
+
+    from .. import corpus
+
+    ps = corpus.load("corpora", "train")
+    idx = np.random.default_rng(seed).choice(len(ps), size=min(n, len(ps)), replace=False)
+    return [ps[int(i)] for i in sorted(idx)]
