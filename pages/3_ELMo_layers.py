@@ -13,12 +13,7 @@ _t0 = time.perf_counter()
 widgets.page_header("ELMo layers", "elmo.title")
 st.markdown(prose("elmo_layers"))
 
-enc, err = loaders.try_load("elmo")
-if enc is None:
-    st.warning(widgets.escape_md(msg("elmo.unavailable", error=err)))
-    st.info(msg("elmo.build"))
-    st.stop()
-stamp = loaders.model_stamp("elmo")
+enc, stamp = widgets.require_model("elmo", "ELMo")
 TASKS = {"pos": msg("elmo.tasks.pos"), "ner": msg("elmo.tasks.ner"), "sentiment": msg("elmo.tasks.sentiment")}
 
 

@@ -11,12 +11,7 @@ _t0 = time.perf_counter()
 widgets.page_header("BERT attention", "attention.title")
 st.markdown(msg("attention.intro"))
 
-enc, err = loaders.try_load("bert")
-if enc is None:
-    st.warning(widgets.escape_md(msg("attention.unavailable", error=err)))
-    st.info(msg("attention.build", command="`python -m ctxlib train bert`"))
-    st.stop()
-stamp = loaders.model_stamp("bert")
+enc, stamp = widgets.require_model("bert", "BERT")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

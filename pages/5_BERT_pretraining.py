@@ -3,6 +3,7 @@ import time
 
 import streamlit as st
 
+from ctxlib import checkpoint
 from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
@@ -13,12 +14,7 @@ _t0 = time.perf_counter()
 widgets.page_header("BERT pre-training", "pretraining.title")
 st.markdown(msg("pretraining.intro"))
 
-enc, err = loaders.try_load("bert")
-if enc is None:
-    st.warning(widgets.escape_md(msg("pretraining.unavailable", error=err)))
-    st.info(msg("pretraining.build", command="`python -m ctxlib train bert`"))
-    st.stop()
-stamp = loaders.model_stamp("bert")
+enc, stamp = widgets.require_model("bert", "BERT")
 cap = enc.max_len - 2
 paragraphs = st.cache_resource(show_spinner=False)(vp.training_sample)  # loading the corpus takes a few seconds, once
 ask = st.cache_data(show_spinner=False, max_entries=256)(  # a cached call of a model's method; stamp: its checkpoint's
@@ -95,7 +91,7 @@ words = ask("elmo", "encode", estamp, [lm_text])[0] if elmo_ok and lm_text.strip
 if not lm_text.strip():
     st.warning(msg("pretraining.empty"))
 elif not elmo_ok:
-    st.info(msg("pretraining.lm.no_elmo", command="`python -m ctxlib train elmo`"))
+    st.info(msg("pretraining.lm.no_elmo", command=f"`{checkpoint.rebuild_command('elmo')}`"))
 elif not words.tokens:
     st.warning(msg("pretraining.lm.no_words"))
 else:

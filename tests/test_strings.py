@@ -47,3 +47,16 @@ def test_lookup_falls_back_and_fills_placeholders():
     assert i18n.lookup("home.demo.loading", "zh", model="bert") == "正在加载 bert…"
     assert i18n.lookup("no.such.id", "zh") == "no.such.id"
     assert i18n.lookup("home.demo.loading", "xx", model="bert") == "Loading bert…"
+
+
+def test_no_inline_bilingual_text_left():
+    """Interface text comes from the catalogue: no t("中文", "English") pairs and no lang flags in pages or library."""
+    import ast
+
+    for f in CODE:
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "t" and len(node.args) == 2:
+                raise AssertionError(f"{f.name}:{node.lineno}: t(zh, en) pair")
+            if isinstance(node, ast.arg) and node.arg == "lang" and "ctxlib/app" not in str(f):
+                raise AssertionError(f"{f.name}:{node.lineno}: a lang parameter")

@@ -87,11 +87,6 @@ def prose(name: str) -> str:
     return _prose(lang(), name)
 
 
-def t(zh: str, en: str) -> str:
-    """The interface string in the current language (older pages; new text goes into the catalogue)."""
-    return zh if lang() == "zh" else en
-
-
 def language_switch() -> None:
     """Sidebar selector; the choice is kept in ?lang= so shared links keep it."""
     cur = lang()
