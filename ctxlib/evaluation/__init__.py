@@ -1,5 +1,5 @@
-"""Evaluation: task heads on frozen features (`tasks`), BERT's sentiment fine-tuning (`finetune`) and the frozen
-held-out sense and cloze sets (`heldout`).
+"""Evaluation: task heads on frozen features (`tasks`, the heads themselves in `heads`), BERT's sentiment
+fine-tuning (`finetune`) and the frozen held-out sense and cloze sets (`heldout`).
 
 `run_eval(model_name, task, **kw)` is the one entry point (`python -m ctxlib eval`): it picks the evaluation by the
 task and, for sentiment, by the model's kind, runs it and returns the result it wrote to eval_<task>.json.
