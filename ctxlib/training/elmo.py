@@ -117,7 +117,7 @@ class StreamBatches:
     load_state_dict = BucketBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from .corpus import shard_lines, user_paragraph
+        from ..corpus import shard_lines, user_paragraph
 
         buf, buf_start = [], None
         for j, line in shard_lines(self.files, self.rank, self.world, first_line):
