@@ -7,6 +7,7 @@ from ctxlib import records
 from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.encoder import MAX_CHARS
+from ctxlib.evaluation import tasks
 from ctxlib.viz import elmo as ve
 
 _t0 = time.perf_counter()
@@ -89,8 +90,8 @@ seconds = lc3.slider(msg("elmo.live.seconds"), 5, 60, 20, key="elmo_live_sec")
 if st.button(msg("elmo.live.train"), key="elmo_live_go", type="primary"):
     bar = st.progress(0.0, text=msg("elmo.live.extracting"))
     try:
-        res = ve.train_mix(enc, live_task, lam, seconds, lambda s, n, w: bar.progress(
-            min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
+        res = tasks.train_mix_live(enc, live_task, lam, n_train=200, n_test=200, max_seconds=seconds, callback=lambda s, n, w:
+                                   bar.progress(min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
         st.session_state["elmo_live"] = (live_task, lam, res)
     except Exception as e:  # a failed run must not take the page down
         widgets.show_error(msg("elmo.live.failed", error=f"{type(e).__name__}: {e}"))

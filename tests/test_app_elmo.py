@@ -3,7 +3,7 @@ import pytest
 from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
 from ctxlib import records
-from ctxlib.viz import elmo as ve
+from ctxlib.evaluation import tasks
 
 PAGE = "3_ELMo_layers.py"
 TITLE = "ELMo: layers and task-specific mixing"
@@ -50,14 +50,14 @@ def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
 def test_live_mix_button_shows_history(elmo, monkeypatch):
     calls = []
 
-    def fake_train(enc, task, lam, seconds, callback, n_train=None):
-        calls.append((task, lam, seconds))
+    def fake_train(enc, task, l2, n_train, max_seconds, callback, **kw):
+        calls.append((task, l2, max_seconds))
         for s in range(1, 4):
             callback(s, 3, [0.5, 0.3, 0.2])
         return {"mix_weights": [0.6, 0.3, 0.1], "gamma": 1.5, "score": 0.8,
                 "history": [[1 / 3] * 3, [0.5, 0.3, 0.2], [0.6, 0.3, 0.1]]}
 
-    monkeypatch.setattr(ve, "train_mix", fake_train)
+    monkeypatch.setattr(tasks, "train_mix_live", fake_train)
     at = _run()
     at.selectbox(key="elmo_live_task").set_value("ner")
     at.button(key="elmo_live_go").click()

@@ -132,21 +132,24 @@ def score(task: str, pred: np.ndarray, gold: np.ndarray, classes: list[str]) -> 
 
 def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_seconds: float = 60,
                    callback: Callable | None = None, seed: int = 0, n_test: int = 150, epochs: int = 10) -> dict:
-    """Train only a ScalarMix and a linear head on frozen features of a small sample (<= max_seconds in all).
+    """Train only a ScalarMix and a linear head on frozen features of a small sample (the ELMo page's live mix).
 
-    callback(step, total, weights) reports progress. Returns {mix_weights, gamma, score, history, ...}."""
+    The features come first (cached in memory per task, so only the first run pays); `max_seconds` then bounds
+    the training alone. callback(step, total, weights) reports progress.
+    Returns {mix_weights, gamma, score, history, ...}."""
     _check_task(task)
     t0 = time.time()
     sentence = task == "sentiment"
     tr = task_features(encoder, task, "train", n_train, seed)
     te = task_features(encoder, task, "test", n_test, seed)
+    t_train = time.time()
     xtr, ytr = _flat(tr, sentence)
     xte, yte = _flat(te, sentence)
     classes = sorted(set(ytr), key=str)
     cid = {c: i for i, c in enumerate(classes)}
     keep = np.array([y in cid for y in yte])
     std = Standardizer(xtr)
-    left = max(10.0, max_seconds - (time.time() - t0))  # a slow (shared) CPU still gets a few real steps
+    left = max(10.0, max_seconds - (time.time() - t_train))  # a slow (shared) CPU still gets a few real steps
     m, pred, hist = train_probe(std(xtr), np.array([cid[y] for y in ytr]), std(xte[keep]), len(classes), l2=l2,
                                 epochs=epochs, seed=seed, max_seconds=left, callback=callback, batch=256)
     gold = np.array([cid[y] for y, k in zip(yte, keep) if k])

@@ -356,19 +356,3 @@ def live_summary(res: dict) -> dict:
     """The values of a train_mix result's summary line: weights ("0.600, 0.300, 0.100"), gamma and score (NaN if absent)."""
     return {"weights": ", ".join(f"{x:.3f}" for x in res.get("mix_weights") or []),
             "gamma": float(res.get("gamma", float("nan"))), "score": float(res.get("score", float("nan")))}
-
-
-def train_mix(encoder, task: str, l2: float, max_seconds: float, callback=None, n_train: int | None = 200,
-              n_test: int = 200) -> dict:
-    """Train only the ScalarMix + a linear head on frozen ELMo features (ctxlib.tasks.train_mix_live).
-
-    The features are extracted first (cached in memory by ctxlib.tasks, so only the first run per task pays),
-    then the whole `max_seconds` goes to training."""
-    from . import tasks
-
-    kw = {"l2": float(l2), "callback": callback, "seed": 0, "n_test": n_test}
-    if n_train is not None:
-        kw["n_train"] = int(n_train)
-        tasks.task_features(encoder, task, "train", int(n_train), 0)
-        tasks.task_features(encoder, task, "test", n_test, 0)
-    return tasks.train_mix_live(encoder, task, max_seconds=float(max_seconds), **kw)
