@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     if args.quick:
         sents, epochs = sents[::5], 1
     raw = sum(len(s) for s in sents)
-    base = PRESETS["default"][0]
+    base = Word2VecConfig(**PRESETS["default"].model)
     cfg = Word2VecConfig(sg=not args.cbow, dim=base.dim, window=base.window, negative=base.negative, sample=base.sample,
                          min_count=base.min_count, epochs=epochs, lr=base.lr, min_lr=base.min_lr, seed=0, max_vocab=0,
                          batch_size=args.batch_size or base.batch_size,

@@ -83,14 +83,14 @@ def test_tiny_model_loss_falls(trained, pars):
     docs = Documents(pars, tok)
     rng = np.random.default_rng(99)
     batch = collate([make_example(rng, tok, docs, max_len=64) for _ in range(64)])
-    fresh = build_model(tok, PRESETS["tiny"]["model"], seed=0).eval()
+    fresh = build_model(tok, PRESETS["tiny"].model, seed=0).eval()
     trained_model = ctxlib.load(trained).model
     with torch.no_grad():
         before = float(fresh.loss(batch)[0])
         after = float(trained_model.loss(batch)[0])
     assert after < before - 0.5, (before, after)
     summary = checkpoint.read_config(trained)["summary"]
-    assert summary["steps"] == PRESETS["tiny"]["steps"] and summary["tokens_seen"] > 0
+    assert summary["steps"] == PRESETS["tiny"].steps and summary["tokens_seen"] > 0
 
 
 def test_encode_shapes_specials_and_spans(enc):

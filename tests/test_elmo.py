@@ -65,7 +65,7 @@ def test_lm_loss_falls():
     torch.manual_seed(0)
     sents = [p.words[a:b] for p in corpus.load("pd", "train")[:40] for a, b in p.sentences()]
     sents = [s for s in sents if len(s) <= 30][:24]
-    cfg = elmo.ElmoConfig(**elmo_training.PRESETS["tiny"]["model"])
+    cfg = elmo.ElmoConfig(**elmo_training.PRESETS["tiny"].model)
     wv, cv = elmo_training.build_vocabs(sents, cfg, char_min_count=1)
     cfg.n_chars, cfg.vocab_size = len(cv), min(cfg.vocab_size, len(wv))
     cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]

@@ -143,3 +143,27 @@ def test_elmo_stretch_then_resume_finishes_the_plan(pars, tmp_path):
     elmo_train(device="cpu", paragraphs=pars, resume=out)
     s = json.loads((out / "config.json").read_text())["summary"]
     assert s["steps"] == 30 and s["finished"] and s["perplexity"]["forward"] > 1
+
+
+@pytest.mark.parametrize("kind", ["bert", "elmo"])
+def test_resumed_plan_is_the_fresh_plan_with_its_steps(kind, pars, tmp_path):
+    """--resume rebuilds the run's plan from its preset name and the record's planned steps: the fresh plan with
+    steps replaced (the record keeps no other setting)."""
+    import dataclasses
+    import importlib
+
+    from ctxlib.training.presets import Preset
+    from ctxlib.training.run import RunSpec
+
+    torch.set_num_threads(1)
+    mod = importlib.import_module(f"ctxlib.training.{kind}")
+    out = tmp_path / kind
+    mod.train(preset="tiny", device="cpu", out=out, paragraphs=pars[:60], stretch=1e-9, steps=45)  # one step
+    fresh = RunSpec.make(kind, mod.PRESETS, "tiny", 0, tmp_path / "fresh", steps=45)
+    assert isinstance(fresh.plan, Preset) and fresh.plan.steps == 45
+    resumed = RunSpec.make(kind, mod.PRESETS, "default", 7, None, resume=out)  # preset and seed come from the run
+    assert resumed.preset == "tiny" and resumed.seed == 0 and resumed.out == out and resumed.state["step"] == 1
+    assert resumed.plan == fresh.plan == dataclasses.replace(mod.PRESETS["tiny"], steps=45)
+    replanned = RunSpec.make(kind, mod.PRESETS, "tiny", 0, None, resume=out, steps=50)
+    assert replanned.plan == dataclasses.replace(fresh.plan, steps=50)
+    assert resumed.run_record(1)["steps"] == 45 and replanned.run_record(1)["steps"] == 50

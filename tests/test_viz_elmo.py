@@ -135,7 +135,7 @@ def tiny_elmo():
     from ctxlib.training import elmo as elmo_training
 
     sents = [p.words for p in corpus.load("pd", "train")[:200]]
-    cfg = elmo.ElmoConfig(**elmo_training.PRESETS["tiny"]["model"])
+    cfg = elmo.ElmoConfig(**elmo_training.PRESETS["tiny"].model)
     wv, cv = elmo_training.build_vocabs(sents, cfg)
     cfg.n_chars, cfg.vocab_size = len(cv), min(cfg.vocab_size, len(wv))
     cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]

@@ -17,28 +17,29 @@ from .. import checkpoint
 from ..models.bert import BertConfig, BertModel, CharTokenizer
 from ..models.bert_encoder import BertEncoder
 from ..vocab import Vocab
+from .presets import Preset
 
 log = logging.getLogger(__name__)
 
 
-PRESETS = {
+PRESETS: dict[str, Preset] = {
     # tests: a few seconds on a slice of the corpus
-    "tiny": dict(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), batch=16, steps=60, lr=3e-3, warmup=5,
-                 max_paragraphs=400, min_count=1, timeline=False),
+    "tiny": Preset(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), steps=60, lr=3e-3, warmup=5,
+                   timeline=False, data=dict(batch=16, max_paragraphs=400, min_count=1, whole_word=False)),
     # the previous shipped model: 107 min of training on one CPU thread, bf16 autocast (2x fp32 on this CPU); the
     # learning-rate decay follows whichever runs out first, steps or the time budget
     # (no dropout: chosen when the budget gave ~5 passes, keeps the fused attention path on)
-    "default": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
-                    batch=32, steps=20000, lr=1e-3, warmup=100, max_paragraphs=None, min_count=2, budget_s=6400.0,
-                    amp="auto"),
+    "default": Preset(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
+                      steps=20000, lr=1e-3, warmup=100, budget_s=6400.0, amp="auto",
+                      data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=False)),
     # the long run (models issue): same size, rotary (relative) positions, a step schedule (no time budget) so it
     # can run in stretches with --resume; ~6 h on one CPU thread. Whole-word masking in half of the examples:
     # the first 6,370 steps used it in all of them and the model could not fill one hidden character of a word
     # (cloze top-1 0.02), so the run went on with this mix from there.
-    "long": dict(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0,
-                            positions="rope"),
-                 batch=32, steps=28000, lr=1e-3, warmup=500, max_paragraphs=None, min_count=2, budget_s=0.0,
-                 amp="auto", whole_word=0.5),
+    "long": Preset(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0,
+                              positions="rope"),
+                   steps=28000, lr=1e-3, warmup=500, budget_s=0.0, amp="auto",
+                   data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=0.5)),
 }
 
 
@@ -100,13 +101,14 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     rank, world = init_distributed(device)
     spec = RunSpec.make("bert", PRESETS, preset, seed, out, resume, corpus_path, steps)
     P, seed, out = spec.plan, spec.seed, spec.out
+    data = P.data
     t0 = time.time()
     files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
     if paragraphs is None and files is None:
         paragraphs = corpus.load("all", "train")
-        if P.get("max_paragraphs"):
+        if data["max_paragraphs"]:
             rng = np.random.default_rng(seed)
-            paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:P["max_paragraphs"]])]
+            paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:data["max_paragraphs"]])]
     if spec.resumed is not None:
         cfg_json, vocab_json, sd = spec.resumed
         tok = CharTokenizer(Vocab.from_json(vocab_json))
@@ -115,21 +117,21 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     else:
         source = paragraphs if files is None else (corpus.user_paragraph(ln, i, words=False)
                                                    for i, ln in enumerate(corpus.iter_user_lines(files)))
-        tok = CharTokenizer.build(source, min_count=P["min_count"])
-        model = build_model(tok, P["model"], seed)
-    if P["batch"] % world:
-        raise ValueError(f"batch {P['batch']} is not divisible by the {world} processes")
-    ww, bs = P.get("whole_word", False), P["batch"] // world
+        tok = CharTokenizer.build(source, min_count=data["min_count"])
+        model = build_model(tok, P.model, seed)
+    if data["batch"] % world:
+        raise ValueError(f"batch {data['batch']} is not divisible by the {world} processes")
+    ww, bs = data["whole_word"], data["batch"] // world
     if files is None:
         docs = Documents(paragraphs, tok)
         batches = PretrainBatches(docs, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
     else:
         docs = None
         batches = StreamPretrainBatches(files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
-    record = P.get("timeline", True)
-    tc = TrainConfig(steps=P["steps"], lr=P["lr"], warmup=P["warmup"], amp=amp or P.get("amp", "auto"),
-                     budget_s=time_limit or P.get("budget_s", 0.0), time_limit=stretch,
-                     save_every=save_every if record else 0.0, log_every=max(1, min(200, P["steps"] // 50)))
+    record = P.timeline
+    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=amp or P.amp,
+                     budget_s=time_limit or P.budget_s, time_limit=stretch,
+                     save_every=save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
     if rank == 0:
         log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
                  sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, spec.preset, world,
@@ -137,12 +139,12 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     tl = None
     if record and timeline and rank == 0:
         valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid"))
-        tl = Timeline("bert", P["steps"], model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
+        tl = Timeline("bert", P.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
     folder = RunFolder(
         spec, rank, world, timeline=tl,
         save_checkpoint=lambda summary: checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(),
                                                         model.state_dict(), summary, half=True),
-        summary_extra=lambda tr: {"epochs": round(tr.step * P["batch"] / max(1, len(docs.a_docs)), 3) if docs else None})
+        summary_extra=lambda tr: {"epochs": round(tr.step * data["batch"] / max(1, len(docs.a_docs)), 3) if docs else None})
     trainer = Trainer(model, batches, tc, device, callback, state=spec.state, **folder.hooks())
     folder.start()
     summary = trainer.run()

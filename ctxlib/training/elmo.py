@@ -18,25 +18,26 @@ from .. import checkpoint
 from ..corpus import nfkc
 from ..models.elmo import CHAR_SPECIALS, WORD_SPECIALS, ElmoConfig, ElmoEncoder, ElmoLM, Featurizer
 from ..vocab import Vocab
+from .presets import Preset
 from .trainer import Trainer, TrainConfig, resolve_device, to_device
 
 log = logging.getLogger(__name__)
 
 
 # Presets: model config + training plan. "default" is the shipped model; its lr schedule is planned by time.
-PRESETS = {
-    "tiny": dict(model=dict(filters=[[1, 8], [2, 8], [3, 16]], max_chars=6, dim=16, hidden=32, vocab_size=500,
-                            cutoffs=[50, 200], dropout=0.0),
-                 paragraphs=300, batch_tokens=400, max_len=30, steps=30, lr=3e-3, warmup=3, bench_steps=2,
-                 valid_sentences=100, time_limit=0.0),
+PRESETS: dict[str, Preset] = {
+    "tiny": Preset(model=dict(filters=[[1, 8], [2, 8], [3, 16]], max_chars=6, dim=16, hidden=32, vocab_size=500,
+                              cutoffs=[50, 200], dropout=0.0),
+                   steps=30, lr=3e-3, warmup=3, budget_s=0.0, amp="off", timeline=False,
+                   data=dict(paragraphs=300, batch_tokens=400, max_len=30, bench_steps=2, valid_sentences=100)),
     # the shipped model: 110 minutes for the whole command on one core of the 2-core CPU (OMP_NUM_THREADS=1,
     # trained beside BERT on the other core)
-    "default": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=100000, lr=2e-3, warmup=200,
-                    bench_steps=8, valid_sentences=3000, time_limit=6600.0),
+    "default": Preset(model=dict(), steps=100000, lr=2e-3, warmup=200, budget_s=6600.0, amp="off",
+                      data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=8, valid_sentences=3000)),
     # the long run (models issue): the same model, bf16 autocast (measured 1.24x faster here), a step schedule with
     # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
-    "long": dict(model=dict(), paragraphs=0, batch_tokens=1600, max_len=50, steps=20000, lr=2e-3, warmup=200,
-                 bench_steps=0, valid_sentences=3000, time_limit=0.0, amp="auto"),
+    "long": Preset(model=dict(), steps=20000, lr=2e-3, warmup=200, budget_s=0.0, amp="auto",
+                   data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=0, valid_sentences=3000)),
 }
 
 
@@ -224,8 +225,9 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     rank, world = init_distributed(device)
     spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps)
     p, seed, d, preset = spec.plan, spec.seed, spec.out, spec.preset
+    data = p.data
     t_start = time.time()
-    budget = time_limit or p["time_limit"]
+    budget = time_limit or p.budget_s
     dev = resolve_device(device)
     torch.manual_seed(seed)
     files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
@@ -237,15 +239,15 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         valid_pars = corpus.load("corpora", "valid")
     elif paragraphs is None:
         pars = corpus.load("all", "train")
-        if p["paragraphs"]:
-            pars = random.Random(seed).sample(pars, min(p["paragraphs"], len(pars)))
+        if data["paragraphs"]:
+            pars = random.Random(seed).sample(pars, min(data["paragraphs"], len(pars)))
         valid_pars = corpus.load("corpora", "valid")
     else:
         pars, valid_pars = list(paragraphs), list(paragraphs)[: max(1, len(paragraphs) // 10)]
     sents = [p_.words[a:b] for p_ in pars for a, b in p_.sentences()]
-    sents = chunk_sentences([[nfkc(w) for w in s] for s in sents], p["max_len"])
-    valid = chunk_sentences([[nfkc(w) for w in p_.words[a:b]] for p_ in valid_pars for a, b in p_.sentences()], p["max_len"])
-    valid = random.Random(seed).sample(valid, min(p["valid_sentences"], len(valid)))
+    sents = chunk_sentences([[nfkc(w) for w in s] for s in sents], data["max_len"])
+    valid = chunk_sentences([[nfkc(w) for w in p_.words[a:b]] for p_ in valid_pars for a, b in p_.sentences()], data["max_len"])
+    valid = random.Random(seed).sample(valid, min(data["valid_sentences"], len(valid)))
     if spec.resumed is not None:
         cfg_json, vocab_json, sd = spec.resumed
         cfg = ElmoConfig(**cfg_json["config"])
@@ -253,7 +255,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         model = ElmoLM(cfg)
         checkpoint.load_state_into(model, sd, d)
     else:
-        cfg = ElmoConfig(**p["model"])
+        cfg = ElmoConfig(**p.model)
         wv, cv = build_vocabs(sents, cfg)
         cfg.n_chars = len(cv)
         cfg.vocab_size = min(cfg.vocab_size, len(wv))
@@ -268,27 +270,27 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
 
     # the same model with a plain full softmax, and with bf16 autocast, for a few steps on the same batches
     speed = spec.prev.get("speed_tokens_per_s", {})
-    if p["bench_steps"] and spec.resumed is None:
+    if data["bench_steps"] and spec.resumed is None:
         full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
-        bench = lambda: iter(BucketBatches(sents, feat, p["batch_tokens"], seed=seed + 1))
-        speed = {"adaptive_fp32": _speed(model, bench(), p["bench_steps"], dev, False),
-                 "full_fp32": _speed(full, bench(), p["bench_steps"], dev, False),
-                 "adaptive_bf16": _speed(model, bench(), p["bench_steps"], dev, True),
-                 "bench_steps": p["bench_steps"], "threads": torch.get_num_threads()}
+        bench = lambda: iter(BucketBatches(sents, feat, data["batch_tokens"], seed=seed + 1))
+        speed = {"adaptive_fp32": _speed(model, bench(), data["bench_steps"], dev, False),
+                 "full_fp32": _speed(full, bench(), data["bench_steps"], dev, False),
+                 "adaptive_bf16": _speed(model, bench(), data["bench_steps"], dev, True),
+                 "bench_steps": data["bench_steps"], "threads": torch.get_num_threads()}
         log.info("tokens/s %s", speed)
         del full
 
     reserve = 60.0 + 0.02 * len(valid)  # for the perplexity pass and saving
     train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
-    if p["batch_tokens"] % world:
-        raise ValueError(f"batch_tokens {p['batch_tokens']} is not divisible by the {world} processes")
-    tc = TrainConfig(steps=p["steps"], lr=p["lr"], warmup=p["warmup"], budget_s=train_time, time_limit=stretch,
-                     amp=amp or p.get("amp", "off"), weight_decay=0.0, clip=1.0, log_every=50, progress=True,
-                     save_every=save_every if preset != "tiny" else 0.0)
+    if data["batch_tokens"] % world:
+        raise ValueError(f"batch_tokens {data['batch_tokens']} is not divisible by the {world} processes")
+    tc = TrainConfig(steps=p.steps, lr=p.lr, warmup=p.warmup, budget_s=train_time, time_limit=stretch,
+                     amp=amp or p.amp, weight_decay=0.0, clip=1.0, log_every=50, progress=True,
+                     save_every=save_every if p.timeline else 0.0)
     if files is None:
-        batches = BucketBatches(sents, feat, p["batch_tokens"] // world, seed=seed, rank=rank, world=world)
+        batches = BucketBatches(sents, feat, data["batch_tokens"] // world, seed=seed, rank=rank, world=world)
     else:
-        batches = StreamBatches(files, feat, p["batch_tokens"] // world, p["max_len"], seed=seed, rank=rank, world=world)
+        batches = StreamBatches(files, feat, data["batch_tokens"] // world, data["max_len"], seed=seed, rank=rank, world=world)
     vsample = valid[:300]
 
     def valid_loss() -> float:
@@ -296,8 +298,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
 
     tl = None
-    if preset != "tiny" and timeline and rank == 0:
-        tl = Timeline("elmo", p["steps"], model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
+    if p.timeline and timeline and rank == 0:
+        tl = Timeline("elmo", p.steps, model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
                       valid_loss)
     folder = RunFolder(
         spec, rank, world, timeline=tl,

@@ -16,6 +16,7 @@ from typing import Callable
 
 from .. import checkpoint
 from . import resume as rs
+from .presets import Preset
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 class RunSpec:
     kind: str
     preset: str
-    plan: dict  # the preset's settings, steps re-planned when asked
+    plan: Preset  # the preset, its steps re-planned when asked
     seed: int
     out: Path
     corpus_path: str | None = None
@@ -33,7 +34,7 @@ class RunSpec:
     prev: dict = field(default_factory=dict)  # the summary saved so far
 
     @classmethod
-    def make(cls, kind: str, presets: dict, preset: str, seed: int, out, resume=None, corpus_path=None,
+    def make(cls, kind: str, presets: dict[str, Preset], preset: str, seed: int, out, resume=None, corpus_path=None,
              steps: int | None = None) -> "RunSpec":
         resumed = state = None
         prev: dict = {}
@@ -52,14 +53,14 @@ class RunSpec:
                          "trained_s": float(prev.get("wall_s", 0.0)), "optimizer": None, "batches": None}
         if preset not in presets:
             raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
-        plan = dict(presets[preset], **({"steps": int(steps)} if steps else {}))
+        plan = presets[preset].replan(steps)
         out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / kind
         return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev)
 
     def run_record(self, world: int) -> dict:
         """What --resume needs to continue this run (stored as summary["run"])."""
         user = self.corpus_path is not None
-        return {"preset": self.preset, "seed": self.seed, "world_size": world, "steps": self.plan["steps"],
+        return {"preset": self.preset, "seed": self.seed, "world_size": world, "steps": self.plan.steps,
                 "corpus": str(self.corpus_path) if user else None,
                 "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
 
@@ -113,4 +114,4 @@ class RunFolder:
         self.write(trainer, summary)
         if not summary["finished"] and self.rank == 0:
             log.info("stopped at step %d of %d; continue with: python -m ctxlib train %s --resume %s",
-                     trainer.step, self.spec.plan["steps"], self.spec.kind, self.spec.out)
+                     trainer.step, self.spec.plan.steps, self.spec.kind, self.spec.out)

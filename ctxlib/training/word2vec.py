@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +31,7 @@ import numpy as np
 from .. import checkpoint
 from ..models.word2vec import KeyedVectors, Word2VecConfig
 from ..vocab import Vocab
+from .presets import Preset
 from .sgns import _SGNS
 
 log = logging.getLogger(__name__)
@@ -268,11 +269,13 @@ EXAMPLE_WORDS = ("中国", "苹果", "发展", "经济", "酒店", "好")
 
 
 # -- presets and the checkpoint ----------------------------------------------------------------
-PRESETS: dict[str, tuple[Word2VecConfig, int | None]] = {
-    # (config, number of training sentences used; None = all of the train split)
-    "tiny": (Word2VecConfig(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256), 2000),
-    "default": (Word2VecConfig(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5,
-                               max_vocab=50000, seed=0), None),
+PRESETS: dict[str, Preset] = {
+    # model: the Word2VecConfig (its own epochs and learning rate; steps and lr stay 0);
+    # data: sentences = number of training sentences used (None = all of the train split)
+    "tiny": Preset(model=dict(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256),
+                   data=dict(sentences=2000)),
+    "default": Preset(model=dict(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5,
+                                 max_vocab=50000, seed=0), data=dict(sentences=None)),
 }
 
 
@@ -286,8 +289,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
-    cfg, n_sent = PRESETS[preset]
-    cfg = replace(cfg, seed=seed)
+    plan = PRESETS[preset]
+    cfg, n_sent = Word2VecConfig(**{**plan.model, "seed": seed}), plan.data["sentences"]
     if corpus_path is not None:
         sents = corpus.UserSentences(corpus.user_files(corpus_path))
         n_sent = None

@@ -1,0 +1,38 @@
+"""`Preset`: one shape for the named training settings of every model (`PRESETS` in training.bert, training.elmo
+and training.word2vec). A run's plan (`RunSpec.plan`) is its preset, with the step count re-planned when asked.
+
+- `model`: fields of the model's config (BertConfig, ElmoConfig, Word2VecConfig); those left out keep the
+  config's defaults.
+- `steps`, `lr`, `warmup`: the optimizer's plan (word2vec runs epochs with its own learning rate, both in `model`,
+  and leaves these at 0).
+- `budget_s`: a time budget in seconds; the learning-rate schedule follows whichever runs out first, steps or
+  time (0 = none). `train(time_limit=...)` / `--time-limit` overrides it.
+- `amp`: mixed precision ("auto", "bf16" or "off"); `train(amp=...)` / `--amp` overrides it.
+- `timeline`: record a training timeline and save during training (off for the tests' tiny presets).
+- `data`: how the batches are made, with keys of the model's own (every preset of a model has all of them):
+  - bert: batch (sequences per step), max_paragraphs (a random sample of the train split; None = all),
+    min_count (of a character to enter the vocabulary), whole_word (the share of examples masked by whole words);
+  - elmo: paragraphs (a random sample of the train split; 0 = all), batch_tokens (words per step), max_len
+    (words per sentence chunk), bench_steps (steps of the softmax speed benchmark; 0 = none), valid_sentences
+    (held-out sentences for the perplexity);
+  - word2vec: sentences (an even sample of the train split; None = all).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class Preset:
+    model: dict
+    steps: int = 0
+    lr: float = 0.0
+    warmup: int = 0
+    budget_s: float = 0.0
+    amp: str = "auto"
+    timeline: bool = True
+    data: dict = field(default_factory=dict)
+
+    def replan(self, steps: int | None) -> "Preset":
+        """This preset with `steps` optimizer steps planned (itself when steps is None or 0)."""
+        return replace(self, steps=int(steps)) if steps else self

@@ -1,0 +1,59 @@
+"""One `Preset` shape for the three models' training presets, and the plans that runs (fresh or resumed) get."""
+import dataclasses
+
+import pytest
+
+from ctxlib.models.bert import BertConfig
+from ctxlib.models.elmo import ElmoConfig
+from ctxlib.models.word2vec import Word2VecConfig
+from ctxlib.training import bert, elmo, word2vec
+from ctxlib.training.presets import Preset
+
+MODULES = {"bert": (bert, BertConfig), "elmo": (elmo, ElmoConfig), "word2vec": (word2vec, Word2VecConfig)}
+
+
+def test_all_presets_are_presets_with_the_same_fields():
+    names = [f.name for f in dataclasses.fields(Preset)]
+    assert names == ["model", "steps", "lr", "warmup", "budget_s", "amp", "timeline", "data"]
+    for kind, (mod, config) in MODULES.items():
+        assert {"tiny", "default"} <= set(mod.PRESETS), kind
+        data_keys = {frozenset(p.data) for p in mod.PRESETS.values()}
+        assert len(data_keys) == 1, f"{kind}: every preset names the same data keys, so code needs no fallbacks"
+        config_fields = {f.name for f in dataclasses.fields(config)}
+        for name, p in mod.PRESETS.items():
+            assert type(p) is Preset, (kind, name)
+            assert [f.name for f in dataclasses.fields(p)] == names
+            assert set(p.model) <= config_fields, (kind, name, set(p.model) - config_fields)
+            assert p.amp in ("auto", "bf16", "off") and p.budget_s >= 0 and p.steps >= 0
+            if kind != "word2vec":
+                assert p.steps > 0 and p.lr > 0 and p.warmup > 0, (kind, name)
+
+
+@pytest.mark.parametrize("kind, name, data", [
+    ("bert", "tiny", {"batch": 16, "max_paragraphs": 400, "min_count": 1, "whole_word": False}),
+    ("bert", "long", {"batch": 32, "max_paragraphs": None, "min_count": 2, "whole_word": 0.5}),
+    ("elmo", "default", {"paragraphs": 0, "batch_tokens": 1600, "max_len": 50, "bench_steps": 8, "valid_sentences": 3000}),
+    ("word2vec", "tiny", {"sentences": 2000}),
+    ("word2vec", "default", {"sentences": None}),
+])
+def test_preset_data_keys(kind, name, data):
+    assert MODULES[kind][0].PRESETS[name].data == data
+
+
+def test_time_budget_and_amp_as_before():
+    """One name for the time budget (budget_s); ELMo's presets without bf16 say amp="off" (its old fallback)."""
+    assert bert.PRESETS["default"].budget_s == 6400.0 and bert.PRESETS["tiny"].budget_s == 0.0
+    assert elmo.PRESETS["default"].budget_s == 6600.0 and elmo.PRESETS["long"].budget_s == 0.0
+    assert [p.amp for p in elmo.PRESETS.values()] == ["off", "off", "auto"]
+    assert [p.amp for p in bert.PRESETS.values()] == ["auto", "auto", "auto"]
+    assert not bert.PRESETS["tiny"].timeline and not elmo.PRESETS["tiny"].timeline
+    assert bert.PRESETS["long"].timeline and elmo.PRESETS["long"].timeline
+
+
+def test_replan_replaces_steps_only():
+    p = bert.PRESETS["long"]
+    q = p.replan(17000)
+    assert q == dataclasses.replace(p, steps=17000) and q.steps == 17000 and p.steps == 28000
+    assert p.replan(None) is p and p.replan(0) is p
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.steps = 1
