@@ -13,7 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
-MODEL_KINDS = ("word2vec", "elmo", "bert")
+from .checkpoint import KINDS as MODEL_KINDS
 
 
 class UserError(Exception):
@@ -72,7 +72,8 @@ def cmd_train(args) -> int:
     if args.steps is not None and args.steps <= 0:
         return _fail("--steps must be a positive number of optimizer steps")
     if args.corpus is not None:
-        from .corpus import CorpusError, user_files
+        from .corpus import CorpusError
+        from .user_text import user_files
 
         if args.resume is not None:
             return _fail("--resume continues the run's own corpus; leave out --corpus")
@@ -106,7 +107,8 @@ def cmd_train(args) -> int:
 
 
 def _read_lines(src: str) -> list[tuple[int, str]]:
-    from .corpus import CorpusError, decode_bytes
+    from .corpus import CorpusError
+    from .user_text import decode_bytes
 
     data = sys.stdin.buffer.read() if src == "-" else None
     if data is None:

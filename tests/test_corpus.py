@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from ctxlib import corpus
+from ctxlib import corpus, user_text
 from ctxlib.corpus import CorpusError
 
 
@@ -68,12 +68,12 @@ def test_user_corpus_utf8_and_gb18030(tmp_path):
     f8.write_text(text, encoding="utf-8")
     fg = tmp_path / "gb.txt"
     fg.write_bytes(text.encode("gb18030"))
-    a, b = corpus.user_corpus(f8), corpus.user_corpus(fg)
+    a, b = user_text.user_corpus(f8), user_text.user_corpus(fg)
     assert [p.words for p in a] == [p.words for p in b]
     assert len(a) == 3 and a[2].text.startswith("12月") and "苹果" in a[1].words
     fb = tmp_path / "bom.txt"
     fb.write_bytes("\ufeff".encode("utf-8") + text.encode("utf-8"))
-    assert corpus.read_text_file(fb) == text
+    assert user_text.read_text_file(fb) == text
 
 
 @pytest.mark.parametrize("data,msg", [(b"", "empty"), (b"  \n\n", "empty"), (b"\x00\x01PK\x03\x04" * 50, "binary"),
@@ -82,17 +82,17 @@ def test_user_corpus_bad_files(tmp_path, data, msg):
     f = tmp_path / "x.txt"
     f.write_bytes(data)
     with pytest.raises(CorpusError, match=msg):
-        corpus.user_corpus(f)
+        user_text.user_corpus(f)
 
 
 def test_user_corpus_cap_and_missing(tmp_path):
     f = tmp_path / "big.txt"
     f.write_text("苹果很好吃。\n" * 1000, encoding="utf-8")
     with pytest.raises(CorpusError, match="cap"):
-        corpus.read_text_file(f, cap=1000)
+        user_text.read_text_file(f, cap=1000)
     with pytest.raises(CorpusError, match="not found"):
-        corpus.read_text_file(tmp_path / "nope.txt")
-    assert corpus.USER_FILE_CAP == 20 * 1024 * 1024
+        user_text.read_text_file(tmp_path / "nope.txt")
+    assert user_text.USER_FILE_CAP == 20 * 1024 * 1024
 
 
 def test_occurrences_give_spans_and_gold_tags():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ctxlib import corpus
+from ctxlib import corpus, user_text
 from ctxlib.models.bert import CharTokenizer
 from ctxlib.training.bert_data import StreamPretrainBatches
 from ctxlib.cli import main
@@ -25,14 +25,14 @@ def test_bad_files_get_one_clear_error(tmp_path):
     (tmp_path / "bin.dat").write_bytes(bytes(range(256)) * 50)
     (tmp_path / "latin.txt").write_bytes("caf\xe9 ".encode("latin-1") * 10 + b"\xff\xfe\xfa")
     with pytest.raises(corpus.CorpusError, match="empty"):
-        corpus.user_files(tmp_path / "empty.txt")
+        user_text.user_files(tmp_path / "empty.txt")
     with pytest.raises(corpus.CorpusError, match="binary"):
-        corpus.user_files(tmp_path / "bin.dat")
+        user_text.user_files(tmp_path / "bin.dat")
     with pytest.raises(corpus.CorpusError, match="not found"):
-        corpus.user_files(tmp_path / "missing.txt")
+        user_text.user_files(tmp_path / "missing.txt")
     (tmp_path / "d").mkdir()
     with pytest.raises(corpus.CorpusError, match="no files"):
-        corpus.user_files(tmp_path / "d")
+        user_text.user_files(tmp_path / "d")
 
 
 def test_gb18030_and_folders_stream_the_same_lines(tmp_path):
@@ -41,20 +41,20 @@ def test_gb18030_and_folders_stream_the_same_lines(tmp_path):
     _write(tmp_path / "d" / "a.txt", LINES[:3], "gb18030")
     _write(tmp_path / "d" / "b.txt", LINES[3:])
     (tmp_path / "d" / ".hidden").write_bytes(b"\x00\x01")  # hidden files are skipped
-    a = list(corpus.iter_user_lines(corpus.user_files(tmp_path / "u.txt")))
-    files = corpus.user_files(tmp_path / "d")
+    a = list(user_text.iter_user_lines(user_text.user_files(tmp_path / "u.txt")))
+    files = user_text.user_files(tmp_path / "d")
     assert [e for _, e in files] == ["gb18030", "utf-8-sig"]
-    assert list(corpus.iter_user_lines(files)) == a == [corpus.nfkc(s) for s in LINES]
+    assert list(user_text.iter_user_lines(files)) == a == [corpus.nfkc(s) for s in LINES]
 
 
 def test_a_file_over_the_read_cap_streams_in_little_memory(tmp_path, monkeypatch):
     big = _write(tmp_path / "big.txt", LINES, repeat=20000)  # ~2.6 MB
-    monkeypatch.setattr(corpus, "USER_FILE_CAP", 1 << 20)
+    monkeypatch.setattr(user_text, "USER_FILE_CAP", 1 << 20)
     with pytest.raises(corpus.CorpusError, match="cap"):
-        corpus.read_text_file(big, cap=corpus.USER_FILE_CAP)  # the in-memory reader refuses it
-    files = corpus.user_files(big)
+        user_text.read_text_file(big, cap=user_text.USER_FILE_CAP)  # the in-memory reader refuses it
+    files = user_text.user_files(big)
     tracemalloc.start()
-    n = sum(1 for _ in corpus.iter_user_lines(files))
+    n = sum(1 for _ in user_text.iter_user_lines(files))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert n == 6 * 20000
@@ -63,8 +63,8 @@ def test_a_file_over_the_read_cap_streams_in_little_memory(tmp_path, monkeypatch
 
 def test_stream_batches_cover_the_lines_and_resume_exactly(tmp_path):
     f = _write(tmp_path / "c.txt", [f"{s}第{i}句。" for i in range(40) for s in LINES[:1]], "gb18030")
-    files = corpus.user_files(f)
-    tok = CharTokenizer.build((corpus.user_paragraph(ln, i, words=False) for i, ln in enumerate(corpus.iter_user_lines(files))),
+    files = user_text.user_files(f)
+    tok = CharTokenizer.build((user_text.user_paragraph(ln, i, words=False) for i, ln in enumerate(user_text.iter_user_lines(files))),
                               min_count=1)
     a = StreamPretrainBatches(files, tok, 4, 32, seed=1, pool=2, buffer=16)
     it = iter(a)

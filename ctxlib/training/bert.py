@@ -92,7 +92,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     Under torchrun each rank trains on its own shard; only rank 0 writes. The folder is a loadable checkpoint
     at every save (every `save_every` s), with resume.pt and the timeline beside it. `corpus_path` (a UTF-8 or
     GB18030 file or folder) trains on a user's text instead, streamed from disk."""
-    from .. import corpus
+    from .. import corpus, user_text
     from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
     from .run import RunFolder, RunSpec
     from .timeline import Timeline
@@ -103,7 +103,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     P, seed, out = spec.plan, spec.seed, spec.out
     data = P.data
     t0 = time.time()
-    files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
+    files = user_text.user_files(spec.corpus_path) if spec.corpus_path is not None else None
     if paragraphs is None and files is None:
         paragraphs = corpus.load("all", "train")
         if data["max_paragraphs"]:
@@ -115,8 +115,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         model = BertModel(BertConfig(**cfg_json["config"]))
         checkpoint.load_state_into(model, sd, out)
     else:
-        source = paragraphs if files is None else (corpus.user_paragraph(ln, i, words=False)
-                                                   for i, ln in enumerate(corpus.iter_user_lines(files)))
+        source = paragraphs if files is None else (user_text.user_paragraph(ln, i, words=False)
+                                                   for i, ln in enumerate(user_text.iter_user_lines(files)))
         tok = CharTokenizer.build(source, min_count=data["min_count"])
         model = build_model(tok, P.model, seed)
     if data["batch"] % world:

@@ -302,7 +302,7 @@ class PretrainBatches:
 
 
 class StreamPretrainBatches:
-    """PretrainBatches over a user's corpus streamed from disk (`corpus.user_files`): this rank reads every
+    """PretrainBatches over a user's corpus streamed from disk (`user_text.user_files`): this rank reads every
     `world`-th non-empty line, `buffer` documents at a time; examples are made within the buffer (a NotNext B
     comes from another buffered document) and the stream starts again for each epoch, so memory holds one
     buffer, never the corpus. The position (epoch, first line of the buffer, generator states, batches done)
@@ -323,7 +323,7 @@ class StreamPretrainBatches:
     load_state_dict = PretrainBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from ..corpus import shard_lines, user_paragraph
+        from ..user_text import shard_lines, user_paragraph
 
         buf, buf_start = [], None
         for j, line in shard_lines(self.files, self.rank, self.world, first_line):

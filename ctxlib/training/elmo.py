@@ -118,7 +118,7 @@ class StreamBatches:
     load_state_dict = BucketBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from ..corpus import shard_lines, user_paragraph
+        from ..user_text import shard_lines, user_paragraph
 
         buf, buf_start = [], None
         for j, line in shard_lines(self.files, self.rank, self.world, first_line):
@@ -217,7 +217,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     or folder) trains on a user's text instead, streamed from disk (the vocabularies come from its first
     200,000 lines).
     """
-    from .. import corpus
+    from .. import corpus, user_text
     from .run import RunFolder, RunSpec
     from .timeline import Timeline
     from .trainer import init_distributed
@@ -230,12 +230,12 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     budget = time_limit or p.budget_s
     dev = resolve_device(device)
     torch.manual_seed(seed)
-    files = corpus.user_files(spec.corpus_path) if spec.corpus_path is not None else None
+    files = user_text.user_files(spec.corpus_path) if spec.corpus_path is not None else None
     if files is not None:
         import itertools
 
-        lines = itertools.islice(corpus.iter_user_lines(files), 200000)
-        pars = [corpus.user_paragraph(ln, i) for i, ln in enumerate(lines)]
+        lines = itertools.islice(user_text.iter_user_lines(files), 200000)
+        pars = [user_text.user_paragraph(ln, i) for i, ln in enumerate(lines)]
         valid_pars = corpus.load("corpora", "valid")
     elif paragraphs is None:
         pars = corpus.load("all", "train")

@@ -285,14 +285,14 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     through a segmented cache file) and save a checkpoint; returns its folder."""
     import torch
 
-    from .. import corpus
+    from .. import corpus, user_text
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
     plan = PRESETS[preset]
     cfg, n_sent = Word2VecConfig(**{**plan.model, "seed": seed}), plan.data["sentences"]
     if corpus_path is not None:
-        sents = corpus.UserSentences(corpus.user_files(corpus_path))
+        sents = user_text.UserSentences(user_text.user_files(corpus_path))
         n_sent = None
     elif paragraphs is not None:
         sents = [p.words[a:b] for p in paragraphs for a, b in p.sentences()]
