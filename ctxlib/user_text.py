@@ -127,6 +127,22 @@ def shard_lines(files, rank: int = 0, world: int = 1, first_line: int = 0):
             yield j, line
 
 
+def buffered_shard(files, rank: int, world: int, first_line: int, size: int, make, min_last: int = 1):
+    """(number of the buffer's first line, items) for this rank's share of a streamed corpus, `size` items or more
+    at a time; `make(line, number)` turns one line into a list of items. A last, shorter buffer is yielded when it
+    has at least `min_last` items. The streamed batches of BERT and ELMo read their corpus through this."""
+    buf, start = [], None
+    for j, line in shard_lines(files, rank, world, first_line):
+        if start is None:
+            start = j
+        buf.extend(make(line, j))
+        if len(buf) >= size:
+            yield start, buf
+            buf, start = [], None
+    if buf and len(buf) >= min_last:
+        yield start, buf
+
+
 def count_user_lines(files) -> int:
     n = 0
     for _ in iter_user_lines(files):

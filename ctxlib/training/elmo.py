@@ -118,18 +118,10 @@ class StreamBatches:
     load_state_dict = BucketBatches.load_state_dict
 
     def _buffers(self, first_line: int):
-        from ..user_text import shard_lines, user_paragraph
+        from ..user_text import buffered_shard, user_paragraph
 
-        buf, buf_start = [], None
-        for j, line in shard_lines(self.files, self.rank, self.world, first_line):
-            if buf_start is None:
-                buf_start = j
-            buf.extend(chunk_sentences([user_paragraph(line, j).words], self.max_len))
-            if len(buf) >= self.buffer:
-                yield buf_start, buf
-                buf, buf_start = [], None
-        if buf:
-            yield buf_start, buf
+        return buffered_shard(self.files, self.rank, self.world, first_line, self.buffer,
+                              lambda line, j: chunk_sentences([user_paragraph(line, j).words], self.max_len))
 
     def __iter__(self):
         start, self._start = self._start, None
