@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tokens import char_tokens
+from .resume import ResumableBatches
 
 MASK_RATE = 0.15  # share of non-special positions chosen for prediction
 MASK_PROBS = (0.8, 0.1, 0.1)  # chosen -> [MASK], random token, unchanged
@@ -254,7 +255,7 @@ def _chunk_batches(docs: Documents, order, rng: np.random.Generator, bs: int, po
                 yield {"chunk": k, "rng": rng_state, "done": n + 1}, collate(groups[g], docs.tokenizer.pad_id)
 
 
-class PretrainBatches:
+class PretrainBatches(ResumableBatches):
     """An endless iterable of collated batches; each epoch visits every document once as the A side,
     in a new order and with new masks and pairs. Examples are made `pool` batches at a time and
     grouped by length, so a batch holds similar lengths and little compute goes to [PAD]
@@ -275,15 +276,6 @@ class PretrainBatches:
         self.order_rng = np.random.default_rng([seed, 7919])  # the same on every rank
         self.rng = np.random.default_rng([seed, rank])  # masks and pairs, per rank
         self.epoch = 0
-        self._pos: dict | None = None  # position after the last batch handed out
-        self._start: dict | None = None  # where the next __iter__ begins (set by load_state_dict)
-
-    def state_dict(self) -> dict | None:
-        return None if self._pos is None else dict(self._pos)
-
-    def load_state_dict(self, state: dict) -> None:
-        self._start = dict(state)
-        self._pos = dict(state)
 
     def __iter__(self):
         start, self._start = self._start, None
@@ -301,7 +293,7 @@ class PretrainBatches:
             self.epoch += 1
 
 
-class StreamPretrainBatches:
+class StreamPretrainBatches(ResumableBatches):
     """PretrainBatches over a user's corpus streamed from disk (`user_text.user_files`): this rank reads every
     `world`-th non-empty line, `buffer` documents at a time; examples are made within the buffer (a NotNext B
     comes from another buffered document) and the stream starts again for each epoch, so memory holds one
@@ -316,11 +308,6 @@ class StreamPretrainBatches:
         self.whole_word, self.pool, self.rank, self.world, self.buffer = whole_word, max(1, pool), rank, world, buffer
         self.rng = np.random.default_rng([seed, rank])
         self.epoch = 0
-        self._pos: dict | None = None
-        self._start: dict | None = None
-
-    state_dict = PretrainBatches.state_dict
-    load_state_dict = PretrainBatches.load_state_dict
 
     def _buffers(self, first_line: int):
         from ..user_text import buffered_shard, user_paragraph

@@ -19,6 +19,7 @@ from ..corpus import nfkc
 from ..models.elmo import CHAR_SPECIALS, WORD_SPECIALS, ElmoConfig, ElmoEncoder, ElmoLM, Featurizer
 from ..vocab import Vocab
 from .presets import Preset
+from .resume import ResumableBatches
 from .trainer import Trainer, TrainConfig, resolve_device, to_device
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def chunk_sentences(sents: list[list[str]], max_len: int) -> list[list[str]]:
     return out
 
 
-class BucketBatches:
+class BucketBatches(ResumableBatches):
     """Endless batches of similar-length sentences (about `batch_tokens` words each), reshuffled every epoch.
 
     Data parallel: every rank shuffles the groups alike and takes every `world`-th one. `state_dict()` /
@@ -70,15 +71,6 @@ class BucketBatches:
         self.sents, self.feat, self.rng = sents, feat, random.Random(seed)
         self.rank, self.world = rank, world
         self.epoch = 0
-        self._pos: dict | None = None
-        self._start: dict | None = None
-
-    def state_dict(self) -> dict | None:
-        return None if self._pos is None else dict(self._pos)
-
-    def load_state_dict(self, state: dict) -> None:
-        self._start = dict(state)
-        self._pos = dict(state)
 
     def __iter__(self):
         start, self._start = self._start, None
@@ -99,7 +91,7 @@ class BucketBatches:
             self.epoch += 1
 
 
-class StreamBatches:
+class StreamBatches(ResumableBatches):
     """BucketBatches over a user's corpus streamed from disk: this rank reads every `world`-th non-empty line,
     `buffer` lines at a time (jieba words, cut to `max_len`), groups the buffer's sentences by length and
     shuffles the groups; the stream starts again for each epoch. The position (epoch, first line of the buffer,
@@ -111,11 +103,6 @@ class StreamBatches:
         self.rank, self.world, self.buffer = rank, world, buffer
         self.rng = random.Random(seed)
         self.epoch = 0
-        self._pos: dict | None = None
-        self._start: dict | None = None
-
-    state_dict = BucketBatches.state_dict
-    load_state_dict = BucketBatches.load_state_dict
 
     def _buffers(self, first_line: int):
         from ..user_text import buffered_shard, user_paragraph

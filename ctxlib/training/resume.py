@@ -53,3 +53,18 @@ def run_info(directory) -> dict:
         raise checkpoint.CheckpointError(f"{Path(directory) / 'config.json'} has no run record to resume from; "
                                          f"it was not written by a resumable run (start a new one with --out)")
     return {"kind": cfg["kind"], **run}
+
+
+class ResumableBatches:
+    """Base of the batch iterators a run can resume exactly: `_pos` is the position after the last batch handed
+    out (what `state_dict` saves), `_start` where the next `__iter__` begins (what `load_state_dict` sets)."""
+
+    _pos: dict | None = None
+    _start: dict | None = None
+
+    def state_dict(self) -> dict | None:
+        return None if self._pos is None else dict(self._pos)
+
+    def load_state_dict(self, state: dict) -> None:
+        self._start = dict(state)
+        self._pos = dict(state)
