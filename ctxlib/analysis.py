@@ -100,3 +100,10 @@ def probe_accuracy(train_x, train_y, test_x, test_y, C: float = 1.0, max_iter: i
     clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
     clf.fit(train_x, train_y)
     return float((clf.predict(test_x) == np.asarray(test_y)).mean())
+
+
+def expected_layer(weights) -> float:
+    """sum_j j * s_j of mixing weights s (normalised to sum 1): where a ScalarMix sits, from 0 (the token layer)
+    to n_layers - 1 (the top layer)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return float((np.arange(len(w)) * w).sum() / max(w.sum(), 1e-12))

@@ -92,7 +92,7 @@ def cmd_train(args) -> int:
         except checkpoint.CheckpointError as e:
             return _fail(str(e))
         if run["kind"] != args.kind:
-            return _fail(f"{args.resume} holds a {run['kind']} run; resume it with: python -m ctxlib train {run['kind']} --resume {args.resume}")
+            return _fail(f"{args.resume} holds a {run['kind']} run; resume it with: {checkpoint.rebuild_command(run['kind'])} --resume {args.resume}")
     from .corpus import CorpusError
 
     try:

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from ctxlib import records
+from ctxlib import analysis, records
 from ctxlib.evaluation import tasks
 from ctxlib.app import i18n
 from ctxlib.viz import elmo as ve
@@ -89,8 +89,8 @@ def test_nearest_rows_and_live_summary():
 
 
 def test_mix_weights_expected_layer_and_eval_files(tmp_path):
-    assert ve.expected_layer([1, 0, 0]) == 0 and ve.expected_layer([0, 0, 1]) == 2
-    assert ve.expected_layer([1 / 3] * 3) == pytest.approx(1.0)
+    assert analysis.expected_layer([1, 0, 0]) == 0 and analysis.expected_layer([0, 0, 1]) == 2
+    assert analysis.expected_layer([1 / 3] * 3) == pytest.approx(1.0)
     ev = {"task": "pos", "metric": "accuracy", "score": 0.9, "per_layer_score": [0.8, 0.85, 0.83], "mix_probe_score": 0.88,
           "mix_weights": [0.5, 0.3, 0.2], "gamma": 1.2, "expected_layer": 0.7, "word2vec_probe_score": 0.7,
           "word2vec_score": 0.75, "input_score": 0.9, "concat_score": 0.91, "baseline_score": 0.6}

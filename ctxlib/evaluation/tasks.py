@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from .. import checkpoint
+from ..analysis import expected_layer
 from .heads import train_probe, train_task_model
 
 log = logging.getLogger(__name__)
@@ -219,7 +220,7 @@ def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, ou
     res["score"] = res["input_score"]
     res["mix_weights"] = res["input_mix_weights"]
     res["gamma"] = res["input_gamma"]
-    res["expected_layer"] = round(sum(j * s for j, s in enumerate(res["mix_weights"])), 4)
+    res["expected_layer"] = round(expected_layer(res["mix_weights"]), 4)
     # word2vec baseline: the same probe and the same input use on word2vec vectors
     res["word2vec_score"] = res["word2vec_probe_score"] = None
     if word2vec:

@@ -44,7 +44,7 @@ class BertEncoder(Encoder):
             model = BertModel(BertConfig(**cfg_json["config"]))
         except (TypeError, ValueError, KeyError) as e:
             raise checkpoint.CheckpointError(f"{Path(path) / 'config.json'} is not a valid BERT config ({e}). "
-                                             f"Rebuild with: python -m ctxlib train bert") from e
+                                             f"Rebuild with: {checkpoint.rebuild_command('bert')}") from e
         checkpoint.load_state_into(model, sd, path)
         return cls(Path(path).name, cfg_json["config"], cfg_json.get("summary", {}), Path(path), model, tok)
 

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from .. import checkpoint
 from ..corpus import nfkc
-from ..encoder import Encoded, Encoder
+from ..encoder import MAX_CHARS, Encoded, Encoder
 from ..vocab import Vocab
 
 # torch runs projected LSTMs with its generic kernel on CPU and says so on every call; nothing to act on
@@ -309,7 +309,7 @@ class ElmoEncoder(Encoder):
         """At token `index`: the forward LM's top-k words given only the tokens before it, and the backward LM's
         top-k given only the tokens after it, each as [(word, probability)]. `actual` gives both LMs'
         probability of the word that is there (<unk> if it is outside the output vocabulary)."""
-        toks = self._tokenize(text[:2000], target)
+        toks = self._tokenize(text[:MAX_CHARS], target)
         if not toks:
             raise ValueError("the text has no tokens")
         if not 0 <= index < len(toks):

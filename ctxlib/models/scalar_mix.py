@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from ..analysis import expected_layer
+
 
 class ScalarMix(nn.Module):
     """gamma * sum_j softmax(w)_j * h_j over n_layers tensors of the same shape (..., D)."""
@@ -68,8 +70,7 @@ class ScalarMix(nn.Module):
 
     def expected_layer(self) -> float:
         """sum_j j * s_j: where the mix sits, from 0 (token layer) to n_layers - 1."""
-        s = self.weights().detach()
-        return float((torch.arange(self.n_layers, dtype=s.dtype) * s).sum())
+        return expected_layer(self.weights().detach().cpu().tolist())
 
     def extra_repr(self) -> str:
         return f"n_layers={self.n_layers}, do_layer_norm={self.do_layer_norm}, l2={self.l2}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import checkpoint
-from ..encoder import Encoded, Encoder, WordNotFound
+from ..encoder import MAX_CHARS, Encoded, Encoder, WordNotFound
 from ..tokens import Token, find_all
 from ..vocab import Vocab
 
@@ -223,7 +223,7 @@ class Word2VecEncoder(Encoder):
     def word_vectors_with_tokens(self, texts: list[str], word: str, occurrence: int = 0):
         """The type vector repeated for each text; no segmentation needed, since the context cannot matter."""
         for i, t in enumerate(texts):
-            if not find_all(t[:2000], word):
+            if not find_all(t[:MAX_CHARS], word):
                 raise WordNotFound(word, i, t)
         i = self._lookup(word)
         v = self.kv.vectors[i] if i is not None else np.zeros(self.kv.vector_size, np.float32)

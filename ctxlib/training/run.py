@@ -65,7 +65,7 @@ class RunSpec:
                 "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
 
     def command(self) -> str:
-        return (f"python -m ctxlib train {self.kind} --preset {self.preset} --seed {self.seed}"
+        return (f"{checkpoint.rebuild_command(self.kind)} --preset {self.preset} --seed {self.seed}"
                 + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else ""))
 
 
@@ -113,5 +113,5 @@ class RunFolder:
             self.on_step(trainer, force=True)
         self.write(trainer, summary)
         if not summary["finished"] and self.rank == 0:
-            log.info("stopped at step %d of %d; continue with: python -m ctxlib train %s --resume %s",
-                     trainer.step, self.spec.plan.steps, self.spec.kind, self.spec.out)
+            log.info("stopped at step %d of %d; continue with: %s --resume %s",
+                     trainer.step, self.spec.plan.steps, checkpoint.rebuild_command(self.spec.kind), self.spec.out)

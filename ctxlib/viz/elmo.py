@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..analysis import expected_layer
 from .common import CJK_FONT, cosine_matrix, escape, hbar_panels
 
 if TYPE_CHECKING:
@@ -248,12 +249,6 @@ def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], ta
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.15),
                       font=dict(family=CJK_FONT))
     return fig
-
-
-def expected_layer(weights) -> float:
-    """sum_j j * s_j: 0 = all weight on the token layer, L = all on the top biLSTM."""
-    w = np.asarray(weights, dtype=np.float64)
-    return float((np.arange(len(w)) * w).sum() / max(w.sum(), 1e-12))
 
 
 def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[str, str]) -> go.Figure:
