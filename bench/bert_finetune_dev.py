@@ -73,8 +73,8 @@ def main():
         lr, ep, head = rec.split(":")
         accs, t0 = [], time.time()
         for seed in a.seeds:
-            clf = fine_tune(m, enc.tok, xtr, ytr, epochs=int(ep), lr=float(lr), head=head, seed=seed)
-            accs.append(float((predict(clf, enc.tok, xdv) == ydv).mean()))
+            clf = fine_tune(m, enc.tokenizer, xtr, ytr, epochs=int(ep), lr=float(lr), head=head, seed=seed)
+            accs.append(float((predict(clf, enc.tokenizer, xdv) == ydv).mean()))
         print(json.dumps({"encoder": name, "lr": float(lr), "epochs": int(ep), "head": head, "dev_acc": [round(x, 4) for x in accs],
                           "mean": round(float(np.mean(accs)), 4), "seconds": round(time.time() - t0, 1)}), flush=True)
 

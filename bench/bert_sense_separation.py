@@ -81,7 +81,7 @@ def main(argv=None):
         from ctxlib.models.bert_encoder import BertEncoder
 
         torch.manual_seed(args.seed)
-        rand = BertEncoder("untrained", enc.config, {}, None, BertModel(enc.model.cfg), enc.tok)
+        rand = BertEncoder("untrained", enc.config, {}, None, BertModel(enc.model.cfg), enc.tokenizer)
         untrained = scores(rand, sets)
         result["untrained"] = summarise(untrained)
         result["untrained_per_set"] = untrained

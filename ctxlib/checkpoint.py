@@ -12,6 +12,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: this module loads without torch
+    import torch
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

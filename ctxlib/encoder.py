@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,7 @@ class Encoded:
     attentions: np.ndarray | None = None  # (n_layers, n_heads, n_tokens, n_tokens) or None
     truncated: bool = False  # the text was longer than the model takes; only a prefix was encoded
     known: list[bool] | None = None  # per token: in the training vocabulary
-    extra: dict = field(default_factory=dict)
+    segment_ids: list[int] | None = None  # a sentence pair (BERT's encode_pair): 0 for [CLS] A [SEP], 1 for B [SEP]
 
     def token_indices(self, start: int, end: int) -> list[int]:
         return tokens_in_span([(t, a, b) for t, (a, b) in zip(self.tokens, self.spans)], start, end)

@@ -19,7 +19,7 @@ def encode(a: str, b: str, stamp: str) -> dict:
     e = loaders.load_encoder("bert")
     out = e.encode_pair(a, b) if b else e.encode([a])[0]
     return {"tokens": out.tokens, "spans": out.spans, "att": out.attentions, "layers": out.layers,
-            "names": out.layer_names, "truncated": out.truncated, "seg": out.extra.get("segment_ids")}
+            "names": out.layer_names, "truncated": out.truncated, "seg": out.segment_ids}
 
 
 for k, p, d in (("att_text", "text", "苹果手机很好用"), ("att_b", "b", ""), ("att_word", "word", "苹果"),

@@ -63,7 +63,7 @@ ex_whole = c3.toggle(msg("pretraining.example.whole_word"), key="pt_ex_ww")
 st.query_params["seed"] = str(seed)
 with st.spinner(msg("pretraining.example.loading")):
     ps = paragraphs()
-ex = make_example(seed, enc.tok, ps, whole_word=ex_whole, max_len=min(64, cap + 2))
+ex = make_example(seed, enc.tokenizer, ps, whole_word=ex_whole, max_len=min(64, cap + 2))
 labels = {k: msg(f"pretraining.example.{k}") for k in vp.EXAMPLE_LABELS}
 st.html(vp.example_html(ex, (labels["legend_mask"], labels["legend_random"], labels["legend_kept"])))
 for col, (label, value) in zip(st.columns(4), vp.example_metrics(ex, labels)):

@@ -150,7 +150,7 @@ def test_fill_mask_distribution(enc):
 
 def test_pair_and_next_sentence(enc):
     e = enc.encode_pair("今天天气很好。", "我们去公园吧。")
-    seg = e.extra["segment_ids"]
+    seg = e.segment_ids
     assert e.tokens.count("[SEP]") == 2 and e.tokens[0] == "[CLS]"
     assert len(seg) == len(e.tokens) and seg[:9] == [0] * 9 and set(seg[9:]) == {1}
     assert e.attentions.shape[-1] == len(e.tokens)
@@ -186,7 +186,7 @@ def test_mean_head_averages_the_real_characters_only(enc):
     from ctxlib.evaluation.finetune import _Classifier, _batch_ids
 
     clf = _Classifier(enc.model, head="mean").eval()
-    ids = _batch_ids(enc.tok, ["苹果很好吃", "手机"], enc.model.cfg.max_len)  # the second row is padded
+    ids = _batch_ids(enc.tokenizer, ["苹果很好吃", "手机"], enc.model.cfg.max_len)  # the second row is padded
     with torch.no_grad():
         got = clf(ids, torch.zeros_like(ids))
         (h,), _ = enc.model(ids, torch.zeros_like(ids))

@@ -42,7 +42,7 @@ def test_shapes_and_token_layer_duplicated(enc):
 
 
 def _states(enc, words):
-    b = enc.feat.batch([words])
+    b = enc.featurizer.batch([words])
     with torch.no_grad():
         _, f, bw = enc.model.states(b["uniq"], b["idx"], b["lengths"])
     return torch.cat(f, -1)[0].numpy(), torch.cat(bw, -1)[0].numpy()  # (T, L*D) each, position 0 = <S>

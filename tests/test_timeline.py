@@ -60,7 +60,7 @@ def test_schema_round_trip_and_size(tiny_bert, tmp_path):
 def test_recording_leaves_a_training_model_in_training_mode(tiny_bert):
     enc = tiny_bert
     enc.model.train()
-    tl = timeline.Timeline("bert", 10, enc.model, lambda: type(enc)("live", enc.config, {}, None, enc.model, enc.tok),
+    tl = timeline.Timeline("bert", 10, enc.model, lambda: type(enc)("live", enc.config, {}, None, enc.model, enc.tokenizer),
                            lambda: 1.0)
     tl.maybe_record(0, 0, 0.0, None)
     assert enc.model.training

@@ -140,7 +140,7 @@ def test_encoder_type_vector_is_identical_in_every_context(w2v_tiny):
     for o in outs:
         i = o.tokens.index("苹果")
         assert o.layers.shape == (1, len(o.tokens), enc.dim) and o.attentions is None
-        np.testing.assert_array_equal(o.layers[0, i], enc.kv["苹果"])
+        np.testing.assert_array_equal(o.layers[0, i], enc.keyed_vectors["苹果"])
         assert o.text[o.spans[i][0]:o.spans[i][1]] == "苹果"
     with pytest.raises(WordNotFound):
         enc.word_vectors(["今天天气很好"], "苹果")
@@ -156,9 +156,9 @@ def test_encoder_unknown_tokens_get_zero_vectors(w2v_tiny):
 def test_type_vectors_are_the_normalised_table(w2v_tiny):
     enc = ctxlib.load(w2v_tiny)
     words, m = enc.type_vectors(0, max_words=100)
-    assert words == enc.kv.index_to_key[:100] == enc.vocab_words(100)
+    assert words == enc.keyed_vectors.index_to_key[:100] == enc.vocab_words(100)
     np.testing.assert_allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
-    near = enc.nearest_words(enc.kv["中国"], 0, topn=1)
+    near = enc.nearest_words(enc.keyed_vectors["中国"], 0, topn=1)
     assert near[0][0] == "中国"
     cfg, _, _ = checkpoint.load(w2v_tiny)
     assert cfg["summary"]["epoch_loss"][-1] < cfg["summary"]["epoch_loss"][0]
@@ -181,7 +181,7 @@ def test_shipped_checkpoint_if_present():
     assert sum(f.stat().st_size for f in d.iterdir()) <= 15 * 2 ** 20
     assert enc.in_vocab("苹果") and enc.in_vocab("中国")
     assert enc.summary["pos_agreement_at_10"] > 0.3
-    assert torch.tensor(enc.kv.vectors).isfinite().all() and len(enc.summary["most_similar"]["中国"]) == 5
+    assert torch.tensor(enc.keyed_vectors.vectors).isfinite().all() and len(enc.summary["most_similar"]["中国"]) == 5
 
 
 def test_numpy_reader_matches_torch_and_refuses_other_globals(tmp_path):

@@ -157,9 +157,9 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     # (bench/bert_finetune_dev.py), as much as the gaps between the models being compared
     per_seed = []
     for k in range(finetune_seeds):
-        clf = fine_tune(enc.model, enc.tok, xtr, ytr, epochs=epochs, lr=lr, batch=batch, seed=seed + k, head=head,
+        clf = fine_tune(enc.model, enc.tokenizer, xtr, ytr, epochs=epochs, lr=lr, batch=batch, seed=seed + k, head=head,
                         device=str(dev), bf16=use_bf16)
-        per_seed.append(float((predict(clf, enc.tok, xte, device=str(dev)) == yte).mean()))
+        per_seed.append(float((predict(clf, enc.tokenizer, xte, device=str(dev)) == yte).mean()))
         log.info("fine-tuning seed %d: %.4f", seed + k, per_seed[-1])
     result = {"task": "sentiment", "model": enc.name, "kind": "bert", "metric": "accuracy",
               "score": round(float(np.mean(per_seed)), 4), "score_per_seed": [round(x, 4) for x in per_seed],

@@ -31,10 +31,10 @@ class BertEncoder(Encoder):
     kind = "bert"
     word_level = False
 
-    def __init__(self, name, config, summary, path, model: BertModel, tok: CharTokenizer):
+    def __init__(self, name, config, summary, path, model: BertModel, tokenizer: CharTokenizer):
         super().__init__(name, config, summary, path)
         self.model = model.eval()
-        self.tok = tok
+        self.tokenizer = tokenizer
 
     @classmethod
     def from_checkpoint(cls, path) -> "BertEncoder":
@@ -62,7 +62,7 @@ class BertEncoder(Encoder):
         out = []
         for w, _ in _train_word_counts():
             toks = char_tokens(w)
-            if toks and all(self.tok.token_id(t) != self.tok.unk_id for t, _, _ in toks) and any(c.isalnum() for c in w):
+            if toks and all(self.tokenizer.token_id(t) != self.tokenizer.unk_id for t, _, _ in toks) and any(c.isalnum() for c in w):
                 out.append(w)
                 if len(out) == max_words:
                     break
@@ -81,13 +81,13 @@ class BertEncoder(Encoder):
         A = torch.stack(atts, 1).float().numpy() if need_weights else None  # (B, L, H, T, T)
         return H, A
 
-    def _pack(self, text, toks, H, A, i, truncated, extra=None) -> Encoded:
+    def _pack(self, text, toks, H, A, i, truncated, segment_ids=None) -> Encoded:
         n = len(toks)
-        known = [(a == b and t in SPECIALS) or self.tok.token_id(t) != self.tok.unk_id for t, a, b in toks]
+        known = [(a == b and t in SPECIALS) or self.tokenizer.token_id(t) != self.tokenizer.unk_id for t, a, b in toks]
         return Encoded(text=text, tokens=[t for t, _, _ in toks], spans=[(a, b) for _, a, b in toks],
                        layers=np.ascontiguousarray(H[i, :, :n]), layer_names=self.layer_names,
                        attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
-                       truncated=truncated, known=known, extra=extra or {})
+                       truncated=truncated, known=known, segment_ids=segment_ids)
 
     def _encode_tokens(self, batch, texts, need_weights: bool = True) -> list[Encoded]:
         cap = self.model.cfg.max_len - 2
@@ -96,7 +96,7 @@ class BertEncoder(Encoder):
             flags.append(len(toks) > cap)
             toks = [("[CLS]", 0, 0)] + list(toks[:cap]) + [("[SEP]", len(text), len(text))]
             full.append(toks)
-            seqs.append([self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in toks[1:-1]] + [self.tok.sep_id])
+            seqs.append([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in toks[1:-1]] + [self.tokenizer.sep_id])
         H, A = self._run(seqs, [[0] * len(s) for s in seqs], need_weights)
         return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
 
@@ -113,16 +113,16 @@ class BertEncoder(Encoder):
         toks = ([("[CLS]", 0, 0)] + list(ta) + [("[SEP]", n, n)] + [(t, s + n, e + n) for t, s, e in tb]
                 + [("[SEP]", n + len(b), n + len(b))])
         seg = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
-        ids = ([self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in ta] + [self.tok.sep_id]
-               + [self.tok.token_id(t) for t, _, _ in tb] + [self.tok.sep_id])
+        ids = ([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in ta] + [self.tokenizer.sep_id]
+               + [self.tokenizer.token_id(t) for t, _, _ in tb] + [self.tokenizer.sep_id])
         return toks, seg, ids, truncated
 
     def encode_pair(self, a: str, b: str) -> Encoded:
         """[CLS] a [SEP] b [SEP] in one sequence; text is a + b (spans of b shifted by len(a));
-        extra["segment_ids"] gives 0 for [CLS] a [SEP] and 1 for b [SEP]."""
+        segment_ids gives 0 for [CLS] a [SEP] and 1 for b [SEP]."""
         toks, seg, ids, truncated = self._pair(a, b)
         H, A = self._run([ids], [seg])
-        return self._pack(a + b, toks, H, A, 0, truncated, {"segment_ids": seg, "text_a": a, "text_b": b})
+        return self._pack(a + b, toks, H, A, 0, truncated, seg)
 
     @torch.no_grad()
     def fill_mask(self, text: str, topk: int = 5) -> list[dict]:
@@ -143,17 +143,17 @@ class BertEncoder(Encoder):
         cap = self.model.cfg.max_len - 2
         if len(toks) > cap:
             raise ValueError(f"the text is {len(toks)} tokens long; fill-mask takes at most {cap}")
-        ids = [self.tok.cls_id] + [self.tok.mask_id if t == "[MASK]" else self.tok.token_id(t) for t, _, _ in toks] + [self.tok.sep_id]
+        ids = [self.tokenizer.cls_id] + [self.tokenizer.mask_id if t == "[MASK]" else self.tokenizer.token_id(t) for t, _, _ in toks] + [self.tokenizer.sep_id]
         x = torch.tensor([ids])
         (h,), _ = self.model(x, torch.zeros_like(x))
         logits = self.model.mlm_logits(h[0, [i for i, _ in mask_at]]).float()  # (M, V)
-        logits[:, :self.tok.n_special] = float("-inf")
+        logits[:, :self.tokenizer.n_special] = float("-inf")
         probs = logits.softmax(-1)
         out = []
         for (i, o), p in zip(mask_at, probs):
-            v, j = p.topk(min(topk, len(self.tok) - self.tok.n_special))
+            v, j = p.topk(min(topk, len(self.tokenizer) - self.tokenizer.n_special))
             out.append({"index": i, "char_offset": o,
-                        "candidates": [(self.tok.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]})
+                        "candidates": [(self.tokenizer.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]})
         return out
 
     @torch.no_grad()

@@ -145,15 +145,15 @@ class ElmoLM(nn.Module):
 
     def states(self, uniq, idx, lengths):
         """Token vectors (B, T, D) and the forward / backward states, each a list of L (B, T, D)."""
-        tok = self.chars(uniq)[idx]  # (B, T, D)
-        f = self._stack(self.fwd, tok)
-        b = [reverse_padded(h, lengths) for h in self._stack(self.bwd, reverse_padded(tok, lengths))]
-        return tok, f, b
+        x = self.chars(uniq)[idx]  # (B, T, D): the token layer x
+        f = self._stack(self.fwd, x)
+        b = [reverse_padded(h, lengths) for h in self._stack(self.bwd, reverse_padded(x, lengths))]
+        return x, f, b
 
     def layers(self, uniq, idx, lengths) -> torch.Tensor:
         """(L+1, B, T, 2D): [token, token] then forward||backward of each layer (AllenNLP layout)."""
-        tok, f, b = self.states(uniq, idx, lengths)
-        return torch.stack([torch.cat([tok, tok], -1)] + [torch.cat([x, y], -1) for x, y in zip(f, b)])
+        x, f, b = self.states(uniq, idx, lengths)
+        return torch.stack([torch.cat([x, x], -1)] + [torch.cat([hf, hb], -1) for hf, hb in zip(f, b)])
 
     def log_probs(self, h):  # (N, D) -> (N, V), normalised over the whole output vocabulary
         if self.cfg.softmax == "adaptive":
@@ -189,13 +189,13 @@ class Featurizer:
     """Words -> batch tensors: distinct words' character ids, an index into them, output-word targets."""
 
     def __init__(self, words: Vocab, chars: Vocab, max_chars: int, min_width: int = 1):
-        self.words, self.chars, self.max_chars, self.min_width = words, chars, max_chars, min_width
+        self.word_vocab, self.char_vocab, self.max_chars, self.min_width = words, chars, max_chars, min_width
         self._cache: dict[str, list[int]] = {}
 
     def char_ids(self, w: str) -> list[int]:
         ids = self._cache.get(w)
         if ids is None:
-            c = self.chars
+            c = self.char_vocab
             if w in ("<S>", "</S>"):
                 inner = [c[w]]
             else:
@@ -220,7 +220,7 @@ class Featurizer:
                     j = pos[w] = len(uniq)
                     uniq.append(self.char_ids(w))
                 idx[i, t] = j
-                tgt[i, t] = self.words.get(w)
+                tgt[i, t] = self.word_vocab.get(w)
         # always pad to max_chars: the char-CNN max-pools over padding too, so a batch-dependent width would make
         # a word's vectors depend on the other sentences in the batch
         C = max(self.min_width, self.max_chars)
@@ -242,8 +242,7 @@ class ElmoEncoder(Encoder):
     def __init__(self, name, config: dict, summary: dict, path, model: ElmoLM, words: Vocab, chars: Vocab):
         super().__init__(name, config, summary, path)
         self.model = model.eval()
-        self.words, self.chars = words, chars
-        self.feat = Featurizer(words, chars, model.cfg.max_chars, min_width=max(w for w, _ in model.cfg.filters))
+        self.featurizer = Featurizer(words, chars, model.cfg.max_chars, min_width=max(w for w, _ in model.cfg.filters))
 
     @classmethod
     def from_checkpoint(cls, path) -> "ElmoEncoder":
@@ -263,7 +262,8 @@ class ElmoEncoder(Encoder):
     def untrained(self, seed: int = 0) -> "ElmoEncoder":
         """The same architecture and vocabularies with random weights (the baseline for 'what training adds')."""
         torch.manual_seed(seed)
-        return ElmoEncoder(self.name + " (untrained)", self.config, {}, None, ElmoLM(self.model.cfg), self.words, self.chars)
+        return ElmoEncoder(self.name + " (untrained)", self.config, {}, None, ElmoLM(self.model.cfg),
+                           self.featurizer.word_vocab, self.featurizer.char_vocab)
 
     @property
     def dim(self) -> int:
@@ -278,30 +278,30 @@ class ElmoEncoder(Encoder):
 
     def known(self, word: str) -> bool:
         """In the LM's output vocabulary (seen often enough in training)."""
-        return nfkc(word) in self.words.stoi
+        return nfkc(word) in self.featurizer.word_vocab.stoi
 
     def vocab_words(self, max_words: int = 10000) -> list[str]:
-        return [w for w in self.words.itos if w not in WORD_SPECIALS][:max_words]
+        return [w for w in self.featurizer.word_vocab.itos if w not in WORD_SPECIALS][:max_words]
 
     @torch.no_grad()
     def _run(self, token_lists: list[list[str]]):
-        b = self.feat.batch([t if t else [] for t in token_lists])
-        tok, f, bw = self.model.states(b["uniq"], b["idx"], b["lengths"])
-        return b, tok, f, bw
+        b = self.featurizer.batch([t if t else [] for t in token_lists])
+        x, f, bw = self.model.states(b["uniq"], b["idx"], b["lengths"])
+        return b, x, f, bw
 
     def _encode_tokens(self, batch, texts) -> list[Encoded]:
         words = [[w for w, _, _ in toks] for toks in batch]
         out = []
         if not words:
             return out
-        b, tok, f, bw = self._run(words)
-        lay = torch.stack([torch.cat([tok, tok], -1)] + [torch.cat([x, y], -1) for x, y in zip(f, bw)]).numpy()
+        b, x, f, bw = self._run(words)
+        lay = torch.stack([torch.cat([x, x], -1)] + [torch.cat([hf, hb], -1) for hf, hb in zip(f, bw)]).numpy()
         for i, (toks, text) in enumerate(zip(batch, texts)):
             n = len(toks)
             out.append(Encoded(text=text, tokens=[w for w, _, _ in toks], spans=[(a, e) for _, a, e in toks],
                                layers=np.ascontiguousarray(lay[:, i, 1:n + 1, :], dtype=np.float32),
                                layer_names=self.layer_names, attentions=None,
-                               known=[nfkc(w) in self.words.stoi for w, _, _ in toks]))
+                               known=[nfkc(w) in self.featurizer.word_vocab.stoi for w, _, _ in toks]))
         return out
 
     @torch.no_grad()
@@ -319,14 +319,14 @@ class ElmoEncoder(Encoder):
         # position index+1 holds token `index` (position 0 is <S>)
         hf = f[-1][0, index]  # (D,) has read <S> w_0 .. w_{index-1}
         hb = bw[-1][0, index + 2]  # (D,) has read </S> w_n .. w_{index+1}
-        skip = [self.words[s] for s in ("<pad>",)]
+        skip = [self.featurizer.word_vocab[s] for s in ("<pad>",)]
         res = {"tokens": words, "spans": [(a, e) for _, a, e in toks], "index": index}
-        actual = self.words.get(nfkc(words[index]))
-        res["actual"] = {"word": self.words.itos[actual]}
+        actual = self.featurizer.word_vocab.get(nfkc(words[index]))
+        res["actual"] = {"word": self.featurizer.word_vocab.itos[actual]}
         for name, h in (("forward", hf), ("backward", hb)):
             lp = self.model.log_probs(h[None])[0]  # (V,)
             lp[skip] = -float("inf")
             top = torch.topk(lp, min(k, lp.numel() - 1))
-            res[name] = [(self.words.itos[i], float(math.exp(v))) for v, i in zip(top.values.tolist(), top.indices.tolist())]
+            res[name] = [(self.featurizer.word_vocab.itos[i], float(math.exp(v))) for v, i in zip(top.values.tolist(), top.indices.tolist())]
             res["actual"][name] = float(lp[actual].exp())
         return res

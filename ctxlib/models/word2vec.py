@@ -167,7 +167,7 @@ class Word2VecEncoder(Encoder):
 
     def __init__(self, name: str, config: dict, summary: dict, kv: KeyedVectors, path: Path | None = None):
         super().__init__(name, config, summary, path)
-        self.kv = kv
+        self.keyed_vectors = kv
 
     @classmethod
     def from_checkpoint(cls, path) -> "Word2VecEncoder":
@@ -200,9 +200,9 @@ class Word2VecEncoder(Encoder):
     def _lookup(self, token: str) -> int | None:
         from ..tokens import norm_token
 
-        i = self.kv.key_to_index.get(token)
+        i = self.keyed_vectors.key_to_index.get(token)
         if i is None:
-            i = self.kv.key_to_index.get(norm_token(token))
+            i = self.keyed_vectors.key_to_index.get(norm_token(token))
         return i
 
     def in_vocab(self, word: str) -> bool:
@@ -212,10 +212,10 @@ class Word2VecEncoder(Encoder):
         out = []
         for toks, text in zip(batch, texts):
             idx = [self._lookup(t) for t, _, _ in toks]
-            layer = np.zeros((len(toks), self.kv.vector_size), np.float32)  # (T, D)
+            layer = np.zeros((len(toks), self.keyed_vectors.vector_size), np.float32)  # (T, D)
             hit = [k for k, i in enumerate(idx) if i is not None]
             if hit:
-                layer[hit] = self.kv.vectors[[idx[k] for k in hit]]
+                layer[hit] = self.keyed_vectors.vectors[[idx[k] for k in hit]]
             out.append(Encoded(text, [t for t, _, _ in toks], [(a, b) for _, a, b in toks], layer[None],
                                self.layer_names, None, False, [i is not None for i in idx]))
         return out
@@ -226,17 +226,17 @@ class Word2VecEncoder(Encoder):
             if not find_all(t[:MAX_CHARS], word):
                 raise WordNotFound(word, i, t)
         i = self._lookup(word)
-        v = self.kv.vectors[i] if i is not None else np.zeros(self.kv.vector_size, np.float32)
+        v = self.keyed_vectors.vectors[i] if i is not None else np.zeros(self.keyed_vectors.vector_size, np.float32)
         return np.repeat(v[None, None, :], len(texts), axis=0).astype(np.float32), [[word] for _ in texts]
 
     def vocab_words(self, max_words: int = 10000) -> list[str]:
-        return self.kv.index_to_key[:max_words]
+        return self.keyed_vectors.index_to_key[:max_words]
 
     def type_matrix(self, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
         """The normalised embedding table as (words, (n, 1, dim)): no encoding needed."""
-        return self.kv.index_to_key[:max_words], self.kv.get_normed_vectors()[:max_words, None, :]
+        return self.keyed_vectors.index_to_key[:max_words], self.keyed_vectors.get_normed_vectors()[:max_words, None, :]
 
     def type_vectors(self, layer: int = 0, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
         if layer != 0:
             raise IndexError(f"word2vec has one layer (0), asked for {layer}")
-        return self.kv.index_to_key[:max_words], self.kv.get_normed_vectors()[:max_words]
+        return self.keyed_vectors.index_to_key[:max_words], self.keyed_vectors.get_normed_vectors()[:max_words]

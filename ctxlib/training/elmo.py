@@ -68,7 +68,7 @@ class BucketBatches(ResumableBatches):
             cur.append(i)
         if cur:
             self.groups.append(cur)
-        self.sents, self.feat, self.rng = sents, feat, random.Random(seed)
+        self.sents, self.featurizer, self.rng = sents, feat, random.Random(seed)
         self.rank, self.world = rank, world
         self.epoch = 0
 
@@ -87,7 +87,7 @@ class BucketBatches(ResumableBatches):
                 if n < skip:
                     continue
                 self._pos = {"epoch": self.epoch, "rng": rng_state, "done": n + 1}
-                yield self.feat.batch([self.sents[i] for i in grp])
+                yield self.featurizer.batch([self.sents[i] for i in grp])
             self.epoch += 1
 
 
@@ -99,7 +99,7 @@ class StreamBatches(ResumableBatches):
 
     def __init__(self, files, feat: Featurizer, batch_tokens: int, max_len: int, seed: int = 0, rank: int = 0,
                  world: int = 1, buffer: int = 50000):
-        self.files, self.feat, self.batch_tokens, self.max_len = files, feat, batch_tokens, max_len
+        self.files, self.featurizer, self.batch_tokens, self.max_len = files, feat, batch_tokens, max_len
         self.rank, self.world, self.buffer = rank, world, buffer
         self.rng = random.Random(seed)
         self.epoch = 0
@@ -120,7 +120,7 @@ class StreamBatches(ResumableBatches):
                 if start is not None:
                     self.rng.setstate(_as_tuple(start["rng"]))
                 rng_state = self.rng.getstate()
-                groups = BucketBatches(sents, self.feat, self.batch_tokens).groups
+                groups = BucketBatches(sents, self.featurizer, self.batch_tokens).groups
                 self.rng.shuffle(groups)
                 skip = int(start["done"]) if start is not None else 0
                 start = None
@@ -128,7 +128,7 @@ class StreamBatches(ResumableBatches):
                     if n >= skip:
                         self._pos = {"epoch": self.epoch, "line": buf_start, "rng": rng_state, "done": n + 1}
                         produced = True
-                        yield self.feat.batch([sents[i] for i in grp])
+                        yield self.featurizer.batch([sents[i] for i in grp])
             if not produced:
                 raise ValueError("the corpus gives this process no sentences; use a bigger corpus")
             start = None
@@ -159,7 +159,7 @@ def perplexity(model: ElmoLM, feat: Featurizer, sents, device, batch_tokens: int
         tot["forward"] += float(model.target_nll(hf, yf).sum())
         tot["backward"] += float(model.target_nll(hb, yb).sum())
         n += yf.numel()
-        unk += int((yf == feat.words.unk).sum())
+        unk += int((yf == feat.word_vocab.unk).sum())
     out = {k: round(math.exp(v / max(n, 1)), 2) for k, v in tot.items()}
     return {**out, "tokens": n, "unk_rate": round(unk / max(n, 1), 4)}
 

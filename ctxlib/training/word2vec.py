@@ -88,7 +88,7 @@ class _State:
         self.stop = False
 
 
-def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, raw_per_kept: float, deadline: float,
+def _worker(model: _SGNS, ids, sid, chunks, state: _State, rng, table, total: int, raw_per_kept: float, deadline: float,
             report: Callable[[], None] | None):
     """Train on chunks (lo, hi) of kept positions taken from the shared iterator `chunks`."""
     import torch
@@ -96,12 +96,12 @@ def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, 
     cfg, dev = model.cfg, model.device
     # a small vocabulary gets smaller batches: many summed updates to one row in a step would diverge
     K, B = cfg.negative, min(cfg.batch_size, max(16, len(model.w_in) // 4))
-    while not st.stop:
-        with st.lock:
+    while not state.stop:
+        with state.lock:
             lo, hi = next(chunks, (None, None))
         if lo is None:
             return
-        lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * st.done / total)  # linear decay by words done
+        lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * state.done / total)  # linear decay by words done
         loss_sum, loss_n, steps, pairs = 0.0, 0, 0, 0
         for center, ctx, valid in _windows(ids, sid, lo, hi, cfg.window, rng):
             if cfg.sg and not cfg.shared_negatives:  # gensim's exact sampling: K fresh negatives per pair
@@ -126,12 +126,12 @@ def _worker(model: _SGNS, ids, sid, chunks, st: _State, rng, table, total: int, 
                     loss_n += int(t[2].sum()) if cfg.sg else len(t[0])
                 steps += 1
             pairs += int(valid.sum())
-        with st.lock:
-            st.done += round((hi - lo) * raw_per_kept)
-            st.steps, st.pairs, st.lr = st.steps + steps, st.pairs + pairs, lr
-            st.loss_sum, st.loss_n = st.loss_sum + loss_sum, st.loss_n + loss_n
+        with state.lock:
+            state.done += round((hi - lo) * raw_per_kept)
+            state.steps, state.pairs, state.lr = state.steps + steps, state.pairs + pairs, lr
+            state.loss_sum, state.loss_n = state.loss_sum + loss_sum, state.loss_n + loss_n
             if deadline and time.perf_counter() > deadline:
-                st.stop = True
+                state.stop = True
         if report is not None:
             report()
 
@@ -167,7 +167,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
     model = _SGNS(len(vocab), cfg, dev)
     total = raw_words * cfg.epochs
-    st = _State()
+    state = _State()
     epoch_loss = []
     chunk = cfg.batch_size * 16  # kept words per round of window generation
     bar = None
@@ -181,11 +181,11 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
 
     def report():
         if bar is not None:
-            bar.update(st.done - shown[0])
-        shown[0] = st.done
+            bar.update(state.done - shown[0])
+        shown[0] = state.done
         if callback is not None:
-            callback({"epoch": ep, "words": st.done, "total": total, "lr": st.lr,
-                      "words_per_s": st.done / max(time.perf_counter() - t_train, 1e-9)})
+            callback({"epoch": ep, "words": state.done, "total": total, "lr": state.lr,
+                      "words_per_s": state.done / max(time.perf_counter() - t_train, 1e-9)})
 
     threads_before = torch.get_num_threads()
     if dev.type == "cpu":  # the ops are small: one thread each is faster than intra-op threads (and Hogwild adds workers)
@@ -196,8 +196,8 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             ids, sid = ids_all[keep], sid_all[keep]
             raw_per_kept = raw_words / max(len(ids), 1)
             chunks = iter([(lo, min(lo + chunk, len(ids))) for lo in range(0, len(ids), chunk)])
-            st.loss_sum, st.loss_n = 0.0, 0
-            args = (model, ids, sid, chunks, st)
+            state.loss_sum, state.loss_n = 0.0, 0
+            args = (model, ids, sid, chunks, state)
             if workers == 1:
                 _worker(*args, rng, table, total, raw_per_kept, deadline, report)
             else:
@@ -210,9 +210,9 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
                     report()
                 for t in ts:
                     t.join()
-            epoch_loss.append(round(st.loss_sum / st.loss_n, 4) if st.loss_n else None)
-            log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], st.lr)
-            if st.stop:
+            epoch_loss.append(round(state.loss_sum / state.loss_n, 4) if state.loss_n else None)
+            log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], state.lr)
+            if state.stop:
                 log.warning("time limit of %.0f s reached in epoch %d; stopping early", time_limit, ep + 1)
                 break
     finally:
@@ -221,10 +221,10 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             bar.close()
     wall = time.perf_counter() - t_train
     kv = KeyedVectors(vocab.itos, model.w_in.float().cpu().numpy(), vocab.counts)
-    summary = {"steps": st.steps, "tokens_seen": int(st.done), "pairs_seen": int(st.pairs), "device": str(dev),
-               "workers": workers, "wall_s": round(wall, 2), "words_per_s": round(st.done / max(wall, 1e-9)),
+    summary = {"steps": state.steps, "tokens_seen": int(state.done), "pairs_seen": int(state.pairs), "device": str(dev),
+               "workers": workers, "wall_s": round(wall, 2), "words_per_s": round(state.done / max(wall, 1e-9)),
                "vocab_size": len(vocab), "raw_words_per_epoch": raw_words, "epoch_loss": epoch_loss,
-               "stopped_early": st.stop}
+               "stopped_early": state.stop}
     return kv, summary
 
 

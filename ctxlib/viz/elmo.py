@@ -78,8 +78,8 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     words from it to the end); the rest are grey. Hover shows each state's norm and the words it has read.
     `labels`: the drawing's text (see ARCH_LABELS).
     """
-    st = split_states(layers)
-    n_lstm = (len(st) - 1) // 2
+    states = split_states(layers)
+    n_lstm = (len(states) - 1) // 2
     T = len(tokens)
     w = int(np.clip(word_index, 0, T - 1))
     a, b = window(T, w, max_tokens)
@@ -124,7 +124,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
             arrow(pos(i + 1, f"b{j}"), pos(i, f"b{j}"), BWD if i >= w else OFF, 1.6)
     keys = ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]
     for key in keys:
-        vec = st["x"] if key in ("cnn", "hw") else st[key]
+        vec = states["x"] if key in ("cnn", "hw") else states[key]
         norms = np.linalg.norm(vec, axis=1)
         if key in ("cnn", "hw"):
             base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
