@@ -20,7 +20,9 @@ Bidirectional Transformers for Language Understanding" (masked LM + next-sentenc
   LayerNorms, QKV, projections and MLP never touch [PAD]; only attention uses the
   padded (B, T) grid. With the masked-only MLM head this is what makes it faster
   than transformers' BertForMaskedLM (bench/bert_vs_hf.py).
-- `BertEncoder`: the app's interface (L+1 layers, attentions, fill_mask,
+- `causal=True` makes the same network a left-to-right LM (GPT; ctxlib.models.gpt): position t attends to
+  positions <= t only (one mask, combined with the padding mask, in the fused and the explicit path), there are
+  no segment embeddings and no NSP head, and the tied head predicts the NEXT character at every position.
 - `BertEncoder` (ctxlib.models.bert_encoder): the app's interface (L+1 layers,
   attentions, fill_mask, next_sentence, encode_pair). Pre-training (presets,
   `train()`) is in ctxlib.training.bert; fine-tuning on review sentiment in
@@ -29,7 +31,7 @@ Bidirectional Transformers for Language Understanding" (masked LM + next-sentenc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
@@ -54,6 +56,7 @@ class BertConfig:
     attn_dropout: float = 0.1  # on attention probabilities
     type_vocab: int = 2  # segment ids (A, B)
     positions: str = "absolute"  # "absolute" (learned embeddings, as BERT) or "rope" (rotary, relative; Su et al. 2021)
+    causal: bool = False  # True: left-to-right attention and a next-character head (GPT), no segments / NSP
 
     def __post_init__(self):
         if self.vocab_size < len(SPECIALS) + 1:
@@ -70,6 +73,13 @@ class BertConfig:
             raise ValueError(f"positions must be 'absolute' or 'rope', got {self.positions!r}")
         if self.positions == "rope" and (self.hidden // self.heads) % 2:
             raise ValueError("rotary positions need an even head width (hidden / heads)")
+
+    def to_json(self) -> dict:
+        """The fields as config.json stores them; `causal` only when set, so BERT's config.json is as before."""
+        d = asdict(self)
+        if not d["causal"]:
+            del d["causal"]
+        return d
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -174,18 +184,19 @@ class BertModel(nn.Module):
         D = cfg.hidden
         self.tok_emb = nn.Embedding(cfg.vocab_size, D)
         self.pos_emb = nn.Embedding(cfg.max_len, D) if cfg.positions == "absolute" else None
-        self.seg_emb = nn.Embedding(cfg.type_vocab, D)
+        self.seg_emb = None if cfg.causal else nn.Embedding(cfg.type_vocab, D)
         self.emb_ln = nn.LayerNorm(D)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
         self.ln_f = nn.LayerNorm(D)
-        # MLM head: transform, then the token embeddings transposed (tied) + bias
+        # MLM head (GPT: the next-character head): transform, then the token embeddings transposed (tied) + bias
         self.mlm_dense = nn.Linear(D, D)
         self.mlm_ln = nn.LayerNorm(D)
         self.mlm_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
-        # NSP head on [CLS]: BERT's tanh pooler, then 2 classes (1 = IsNext)
-        self.pooler = nn.Linear(D, D)
-        self.nsp_head = nn.Linear(D, 2)
+        # NSP head on [CLS]: BERT's tanh pooler, then 2 classes (1 = IsNext); none in a causal LM
+        if not cfg.causal:
+            self.pooler = nn.Linear(D, D)
+            self.nsp_head = nn.Linear(D, 2)
         self.apply(self._init)
         for n, p in self.named_parameters():  # GPT-2 style scaling of residual projections
             if n.endswith("attn.proj.weight") or n.endswith("mlp.2.weight"):
@@ -198,16 +209,26 @@ class BertModel(nn.Module):
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
+    def keep_mask(self, ids):
+        """(B, 1, 1, T), or (B, 1, T, T) when causal: True = key t may be attended to from query s; [PAD] never
+        is, and in a causal model no key after the query (t > s). The fused and the explicit path use this mask."""
+        B, T = ids.shape
+        keep = (ids != 0).view(B, 1, 1, T)
+        if self.cfg.causal:
+            keep = keep & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
+        return keep
+
     def forward(self, ids, segment_ids=None, need_weights: bool = False, all_layers: bool = False):
-        """ids, segment_ids: (B, T). Returns (layers, attentions): layers a list of L+1 (B, T, D) tensors
-        (or only the last when all_layers is False), attentions a list of L (B, H, T, T) or None."""
+        """ids, segment_ids: (B, T) (segment ids are ignored when causal). Returns (layers, attentions): layers a
+        list of L+1 (B, T, D) tensors (or only the last when all_layers is False), attentions a list of L
+        (B, H, T, T) or None."""
         B, T = ids.shape
         if T > self.cfg.max_len:
             raise ValueError(f"sequence of {T} tokens is longer than max_len {self.cfg.max_len}")
-        if segment_ids is None:
-            segment_ids = torch.zeros_like(ids)
-        keep = (ids != 0).view(B, 1, 1, T)  # (B, 1, 1, T): True = may be attended to; [PAD] never is
-        x = self.tok_emb(ids) + self.seg_emb(segment_ids)  # (B, T, D)
+        keep = self.keep_mask(ids)
+        x = self.tok_emb(ids)  # (B, T, D)
+        if self.seg_emb is not None:
+            x = x + self.seg_emb(torch.zeros_like(ids) if segment_ids is None else segment_ids)
         if self.pos_emb is not None:
             x = x + self.pos_emb(torch.arange(T, device=ids.device))[None]
         x = self.drop(self.emb_ln(x))
@@ -228,24 +249,29 @@ class BertModel(nn.Module):
     def nsp_logits(self, h_cls):
         return self.nsp_head(torch.tanh(self.pooler(h_cls)))  # (B, 2)
 
-    def forward_packed(self, ids, segment_ids):
+    def forward_packed(self, ids, segment_ids=None):
         """Training path: every per-token layer (embeddings, LayerNorms, QKV, projections, MLP) runs on the
         real tokens only, packed as (N, D); only attention sees the padded (B, T) grid. Returns the final
         vectors (N, D) and `rank` (B*T,): the packed row of each grid position (-1 for [PAD])."""
         B, T = ids.shape
         real = (ids != 0).reshape(-1)  # (B*T,)
         idx = real.nonzero().squeeze(1)  # (N,)
-        x = self.tok_emb(ids.reshape(-1)[idx]) + self.seg_emb(segment_ids.reshape(-1)[idx])  # (N, D)
+        x = self.tok_emb(ids.reshape(-1)[idx])  # (N, D)
+        if self.seg_emb is not None:
+            x = x + self.seg_emb(segment_ids.reshape(-1)[idx])
         if self.pos_emb is not None:
             x = x + self.pos_emb(torch.arange(T, device=ids.device).repeat(B)[idx])
         x = self.drop(self.emb_ln(x))
-        keep = (ids != 0).view(B, 1, 1, T)
+        keep = self.keep_mask(ids)
         for blk in self.blocks:
             x, _ = blk(x, keep, packed=(idx, B, T))
         return self.ln_f(x), real.long().cumsum(0) - 1
 
     def loss(self, batch):
-        """MLM cross-entropy on the masked positions only + NSP cross-entropy. Returns (loss, non-pad tokens)."""
+        """MLM cross-entropy on the masked positions only + NSP cross-entropy (causal: next-character
+        cross-entropy at every real position, `lm_loss`). Returns (loss, non-pad tokens)."""
+        if self.cfg.causal:
+            return self.lm_loss(batch)
         ids = batch["ids"]
         h, rank = self.forward_packed(ids, batch["segment_ids"])  # (N, D), (B*T,)
         hm = h.index_select(0, rank[batch["mlm_pos"]])  # (M, D): masked positions only
@@ -254,3 +280,11 @@ class BertModel(nn.Module):
         nsp = F.cross_entropy(self.nsp_logits(h.index_select(0, cls)).float(), batch["nsp"])
         return mlm + nsp, int(h.size(0))
 
+
+    def lm_loss(self, batch):
+        """Causal LM: batch["ids"] (B, T) = [CLS] + characters, batch["labels"] (B, T) the next character at each
+        position (-100 at [PAD]). Mean cross-entropy in nats per predicted character; (loss, non-pad tokens)."""
+        ids = batch["ids"]
+        h, _ = self.forward_packed(ids)  # (N, D): the real positions, in order
+        labels = batch["labels"].reshape(-1)[ids.reshape(-1) != 0]  # (N,)
+        return F.cross_entropy(self.mlm_logits(h).float(), labels), int(h.size(0))

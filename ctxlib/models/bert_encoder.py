@@ -1,5 +1,8 @@
 """BertEncoder: the app's interface to a BERT checkpoint (ctxlib.models.bert): every layer's vectors and
-attentions, fill_mask, next_sentence and encode_pair."""
+attentions, fill_mask, next_sentence and encode_pair.
+
+`CharTransformerEncoder` is what BERT and GPT (ctxlib.models.gpt, the same network with `causal=True`) share:
+loading, layer names, character tokens pooled into words, the vocabulary words, running the model."""
 from __future__ import annotations
 
 import functools
@@ -27,8 +30,12 @@ def _train_word_counts() -> list[tuple[str, int]]:
     return c.most_common()
 
 
-class BertEncoder(Encoder):
-    kind = "bert"
+class CharTransformerEncoder(Encoder):
+    """A BertModel checkpoint (BERT, or GPT when `causal`) behind the Encoder interface; subclasses set `kind`,
+    `causal` and `_encode_tokens` (where the specials go)."""
+
+    kind = "base"
+    causal = False  # the model's BertConfig.causal this encoder expects
     word_level = False
 
     def __init__(self, name, config, summary, path, model: BertModel, tokenizer: CharTokenizer):
@@ -37,14 +44,17 @@ class BertEncoder(Encoder):
         self.tokenizer = tokenizer
 
     @classmethod
-    def from_checkpoint(cls, path) -> "BertEncoder":
+    def from_checkpoint(cls, path):
         cfg_json, vocab_json, sd = checkpoint.load(path)
         try:
             tok = CharTokenizer(Vocab.from_json(vocab_json))
-            model = BertModel(BertConfig(**cfg_json["config"]))
+            cfg = BertConfig(**cfg_json["config"])
+            if cfg.causal != cls.causal:
+                raise ValueError(f"causal={cfg.causal}, a {cls.kind} model needs causal={cls.causal}")
+            model = BertModel(cfg)
         except (TypeError, ValueError, KeyError) as e:
-            raise checkpoint.CheckpointError(f"{Path(path) / 'config.json'} is not a valid BERT config ({e}). "
-                                             f"Rebuild with: {checkpoint.rebuild_command('bert')}") from e
+            raise checkpoint.CheckpointError(f"{Path(path) / 'config.json'} is not a valid {cls.kind.upper()} config ({e}). "
+                                             f"Rebuild with: {checkpoint.rebuild_command(cls.kind)}") from e
         checkpoint.load_state_into(model, sd, path)
         return cls(Path(path).name, cfg_json["config"], cfg_json.get("summary", {}), Path(path), model, tok)
 
@@ -88,6 +98,10 @@ class BertEncoder(Encoder):
                        layers=np.ascontiguousarray(H[i, :, :n]), layer_names=self.layer_names,
                        attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
                        truncated=truncated, known=known, segment_ids=segment_ids)
+
+
+class BertEncoder(CharTransformerEncoder):
+    kind = "bert"
 
     def _encode_tokens(self, batch, texts, need_weights: bool = True) -> list[Encoded]:
         cap = self.model.cfg.max_len - 2

@@ -142,7 +142,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         tl = Timeline("bert", P.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
     folder = RunFolder(
         spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(out, "bert", asdict(model.cfg), tok.vocab.to_json(),
+        save_checkpoint=lambda summary: checkpoint.save(out, "bert", model.cfg.to_json(), tok.vocab.to_json(),
                                                         model.state_dict(), summary, half=True),
         summary_extra=lambda tr: {"epochs": round(tr.step * data["batch"] / max(1, len(docs.a_docs)), 3) if docs else None})
     trainer = Trainer(model, batches, tc, device, callback, state=spec.state, **folder.hooks())
