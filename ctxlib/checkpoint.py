@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # annotations only: this module loads without torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT_DIR = Path(os.environ.get("CTXLIB_CHECKPOINTS", REPO_ROOT / "checkpoints"))
-KINDS = ("word2vec", "elmo", "bert")
+KINDS = ("word2vec", "elmo", "bert", "gpt")  # every model kind ctxlib can train and load
+SHIPPED = ("word2vec", "elmo", "bert")  # the kinds checkpoints/ ships (`info` lists those missing)
 
 
 class CheckpointError(RuntimeError):
@@ -30,7 +31,7 @@ class CheckpointError(RuntimeError):
 def rebuild_command(kind: str | None) -> str:
     if kind in KINDS:
         return f"python -m ctxlib train {kind}"
-    return "python -m ctxlib train word2vec|elmo|bert"
+    return f"python -m ctxlib train {'|'.join(SHIPPED)}"
 
 
 def resolve(name_or_path: str | os.PathLike) -> Path:

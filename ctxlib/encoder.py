@@ -187,6 +187,7 @@ _REGISTRY = {
     "word2vec": "ctxlib.models.word2vec:Word2VecEncoder",
     "elmo": "ctxlib.models.elmo:ElmoEncoder",
     "bert": "ctxlib.models.bert_encoder:BertEncoder",
+    "gpt": "ctxlib.models.gpt:GptEncoder",
 }
 
 

@@ -13,7 +13,7 @@ from ctxlib import checkpoint, explore
 
 from .i18n import lang, msg
 
-MODEL_ORDER = checkpoint.KINDS  # the order pages list them in
+MODEL_ORDER = ("word2vec", "elmo", "bert")  # the order pages list them in
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 

@@ -1,0 +1,104 @@
+"""A small character-level Chinese GPT: a left-to-right Transformer language model (Radford et al. 2018,
+"Improving Language Understanding by Generative Pre-Training"), beside ELMo (two one-directional LSTMs) and
+BERT (masked LM, both directions).
+
+The network is BERT's (ctxlib.models.bert) with `BertConfig(causal=True)`: the same pre-LN blocks, character
+tokenizer and tied output head, but every position attends only to itself and the positions before it, there
+are no segment embeddings and no NSP head, and the head predicts the NEXT character at every position. The
+input is `[CLS]` (as the beginning-of-sequence token) followed by the characters; there is no [SEP].
+
+`GptEncoder` is the app's interface: L+1 layers like BERT's (characters pooled into words), causal attention
+maps (exactly 0 above the diagonal), `next_char` (top-k next characters) and `generate` (sampling with a
+temperature and top-k, every step's choice and top-5 candidates). Training is in ctxlib.training.gpt.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..tokens import char_tokens
+from .bert_encoder import CharTransformerEncoder
+
+STEP_CANDIDATES = 5  # candidates shown per generated character
+
+
+class GptEncoder(CharTransformerEncoder):
+    kind = "gpt"
+    causal = True
+
+    def _encode_tokens(self, batch, texts, need_weights: bool = True):
+        cap = self.model.cfg.max_len - 1  # [CLS] first, no [SEP]
+        full, seqs, flags = [], [], []
+        for toks, text in zip(batch, texts):
+            flags.append(len(toks) > cap)
+            toks = [("[CLS]", 0, 0)] + list(toks[:cap])
+            full.append(toks)
+            seqs.append([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in toks[1:]])
+        H, A = self._run(seqs, [[0] * len(s) for s in seqs], need_weights)
+        return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
+
+    # -- next character ----------------------------------------------------------------------------
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """[CLS] + the prompt's token ids. ValueError (one line, for the CLI and the pages) when the prompt is
+        empty, has no known character, or is longer than the model takes."""
+        toks = char_tokens(prompt or "")
+        if not toks:
+            raise ValueError("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
+        ids = [self.tokenizer.token_id(t) for t, _, _ in toks]
+        if all(i == self.tokenizer.unk_id for i in ids):
+            raise ValueError(f"no character of the prompt {prompt[:20]!r} is in the model's vocabulary")
+        cap = self.model.cfg.max_len - 1
+        if len(ids) > cap:
+            raise ValueError(f"the prompt is {len(ids)} characters long; this model takes at most {cap}")
+        return [self.tokenizer.cls_id] + ids
+
+    @torch.no_grad()
+    def _next_logits(self, ids: list[int]) -> torch.Tensor:
+        """(V,) float logits for the character after `ids` ([CLS] first; cut to the model's last max_len
+        positions), specials set to -inf: the model never proposes [PAD], [UNK], [CLS], [SEP] or [MASK]."""
+        ids = ids if len(ids) <= self.model.cfg.max_len else [ids[0]] + ids[-(self.model.cfg.max_len - 1):]
+        (h,), _ = self.model(torch.tensor([ids]))
+        logits = self.model.mlm_logits(h[0, -1:]).float()[0]  # (V,)
+        logits[:self.tokenizer.n_special] = float("-inf")
+        return logits
+
+    def _top(self, probs: torch.Tensor, k: int) -> list[tuple[str, float]]:
+        v, j = probs.topk(min(k, len(self.tokenizer) - self.tokenizer.n_special))
+        return [(self.tokenizer.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]
+
+    def next_char(self, text: str, topk: int = 5) -> list[tuple[str, float]]:
+        """The top-k next characters after `text`, with their probabilities (softmax over the non-special vocabulary)."""
+        if topk < 1:
+            raise ValueError("topk must be at least 1")
+        return self._top(self._next_logits(self.prompt_ids(text)).softmax(-1), topk)
+
+    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0) -> dict:
+        """Continue `prompt` by sampling `max_new` characters, each from the model's distribution divided by
+        `temperature` and cut to the `top_k` most likely (a fixed `seed` gives the same text again).
+
+        Returns {"prompt", "text" (prompt + generated), "generated", "steps": [{"char", "prob" (the model's
+        probability of it), "sample_prob" (its probability after temperature and top-k), "candidates":
+        [(char, prob) x5] (the model's top 5)}]}. When the context outgrows max_len, the model sees [CLS] and
+        the last max_len - 1 characters."""
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        if max_new < 1:
+            raise ValueError(f"max_new must be at least 1, got {max_new}")
+        ids = self.prompt_ids(prompt)
+        gen = torch.Generator().manual_seed(int(seed))
+        steps, out = [], []
+        for _ in range(max_new):
+            logits = self._next_logits(ids)
+            probs = logits.softmax(-1)
+            top_v, top_j = (logits / temperature).topk(min(top_k, len(self.tokenizer) - self.tokenizer.n_special))
+            sample = top_v.softmax(-1)
+            pick = int(torch.multinomial(sample, 1, generator=gen))
+            j = int(top_j[pick])
+            ch = self.tokenizer.itos[j]
+            steps.append({"char": ch, "prob": round(float(probs[j]), 6), "sample_prob": round(float(sample[pick]), 6),
+                          "candidates": self._top(probs, STEP_CANDIDATES)})
+            out.append(ch)
+            ids.append(j)
+        generated = "".join(out)
+        return {"prompt": prompt, "text": prompt + generated, "generated": generated, "steps": steps}
