@@ -1,4 +1,4 @@
-"""Command line: python -m ctxlib corpus|train|embed|info|eval|fill-mask.
+"""Command line: python -m ctxlib corpus|train|embed|info|eval|fill-mask|generate.
 
 User errors (missing word, unknown model, bad file) exit with code 2 and one
 clear line on stderr; nothing is written.
@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .checkpoint import KINDS as MODEL_KINDS
+from .checkpoint import SHIPPED
 
 
 class UserError(Exception):
@@ -65,10 +66,12 @@ def cmd_train(args) -> int:
         if not torch.cuda.is_available():
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
     kw = {"corpus_path": args.corpus}
-    if args.kind in ("elmo", "bert"):
+    if args.kind in ("elmo", "bert", "gpt"):
         kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps, timeline=not args.no_timeline)
     elif args.resume or args.stretch or args.amp or args.steps:
-        return _fail(f"--resume, --stretch, --amp and --steps are for elmo and bert; {args.kind} trains in one go")
+        return _fail(f"--resume, --stretch, --amp and --steps are for elmo, bert and gpt; {args.kind} trains in one go")
+    if args.kind == "gpt" and args.corpus is not None:
+        return _fail("gpt trains on the built-in corpus only; --corpus is for word2vec, elmo and bert")
     if args.steps is not None and args.steps <= 0:
         return _fail("--steps must be a positive number of optimizer steps")
     if args.corpus is not None:
@@ -166,7 +169,7 @@ def cmd_info(args) -> int:
             rows.append({"name": name, "kind": cfg["kind"], "config": cfg["config"], "summary": cfg.get("summary", {})})
         except checkpoint.CheckpointError as e:
             rows.append({"name": name, "error": str(e)})
-    missing = [k for k in MODEL_KINDS if k not in {r["name"] for r in rows}]
+    missing = [k for k in SHIPPED if k not in {r["name"] for r in rows}]
     if args.json:
         print(json.dumps({"checkpoint_dir": str(checkpoint.CHECKPOINT_DIR), "models": rows,
                           "missing": {k: checkpoint.rebuild_command(k) for k in missing}}, ensure_ascii=False, indent=1))
@@ -213,8 +216,32 @@ def cmd_fill_mask(args) -> int:
     return 0
 
 
+def cmd_generate(args) -> int:
+    from . import checkpoint
+    from .encoder import load
+
+    if not args.prompt.strip():
+        return _fail("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
+    if not args.temperature > 0:
+        return _fail(f"--temperature must be > 0, got {args.temperature}")
+    if args.top_k < 1 or args.max_new < 1:
+        return _fail("--top-k and --max-new must be at least 1")
+    try:
+        enc = load(args.model)
+    except checkpoint.CheckpointError as e:
+        return _fail(str(e))
+    if not hasattr(enc, "generate"):
+        return _fail(f"model '{args.model}' is a {enc.kind} model; generate needs a GPT model (python -m ctxlib train gpt)")
+    try:
+        out = enc.generate(args.prompt, max_new=args.max_new, temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+    except ValueError as e:
+        return _fail(str(e))
+    print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ctxlib", description="Train and inspect small word2vec, ELMo and BERT models.")
+    p = argparse.ArgumentParser(prog="python -m ctxlib", description="Train and inspect small word2vec, ELMo, BERT and GPT models.")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -272,6 +299,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--model", default="bert")
     s.add_argument("--topk", type=int, default=5)
     s.set_defaults(fn=cmd_fill_mask)
+
+    s = sub.add_parser("generate", help="continue a prompt character by character (GPT)")
+    s.add_argument("prompt")
+    s.add_argument("--model", default="gpt")
+    s.add_argument("--max-new", type=int, default=50, help="characters to generate")
+    s.add_argument("--temperature", type=float, default=0.8, help="> 0; lower is more predictable")
+    s.add_argument("--top-k", type=int, default=20, help="sample from the k most likely characters")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", action="store_true", help="the text and every step's choice and top-5 candidates")
+    s.set_defaults(fn=cmd_generate)
     return p
 
 
