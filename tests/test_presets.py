@@ -6,10 +6,11 @@ import pytest
 from ctxlib.models.bert import BertConfig
 from ctxlib.models.elmo import ElmoConfig
 from ctxlib.models.word2vec import Word2VecConfig
-from ctxlib.training import bert, elmo, word2vec
+from ctxlib.training import bert, elmo, gpt, word2vec
 from ctxlib.training.presets import Preset
 
-MODULES = {"bert": (bert, BertConfig), "elmo": (elmo, ElmoConfig), "word2vec": (word2vec, Word2VecConfig)}
+MODULES = {"bert": (bert, BertConfig), "elmo": (elmo, ElmoConfig), "word2vec": (word2vec, Word2VecConfig),
+           "gpt": (gpt, BertConfig)}
 
 
 def test_all_presets_are_presets_with_the_same_fields():
