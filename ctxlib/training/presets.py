@@ -1,5 +1,6 @@
-"""`Preset`: one shape for the named training settings of every model (`PRESETS` in training.bert, training.elmo
-and training.word2vec). A run's plan (`RunSpec.plan`) is its preset, with the step count re-planned when asked.
+"""`Preset`: one shape for the named training settings of every model (`PRESETS` in training.bert, training.elmo,
+training.word2vec and training.gpt). A run's plan (`RunSpec.plan`) is its preset, with the step count re-planned
+when asked.
 
 - `model`: fields of the model's config (BertConfig, ElmoConfig, Word2VecConfig); those left out keep the
   config's defaults.
@@ -16,6 +17,8 @@ and training.word2vec). A run's plan (`RunSpec.plan`) is its preset, with the st
     (words per sentence chunk), bench_steps (steps of the softmax speed benchmark; 0 = none), valid_sentences
     (held-out sentences for the perplexity);
   - word2vec: sentences (an even sample of the train split; None = all).
+  - gpt: batch (windows per step), max_paragraphs and min_count as bert, valid_chars (held-out characters for
+    the final bits per character; None = the whole valid split).
 """
 from __future__ import annotations
 
