@@ -1,6 +1,6 @@
 """Stand-in encoders for the app tests: contextual, deterministic, instant (no checkpoint needed).
 
-`install(monkeypatch, names)` makes ctxlib.ui load these instead of checkpoints, so the pages are
+`install(monkeypatch, names)` makes ctxlib.app.loaders load these instead of checkpoints, so the pages are
 exercised with three models whatever is in checkpoints/.
 """
 from __future__ import annotations
@@ -52,11 +52,52 @@ class FakeEncoder(Encoder):
         return out
 
 
+class FakeGpt(FakeEncoder):
+    """A stand-in left-to-right model: layer j of token i mixes in the mean of tokens 0..i only (causal), uniform
+    causal attention (exactly 0 above the diagonal), and deterministic next-character candidates."""
+
+    def __init__(self, n_layers: int = 5, dim: int = 16):
+        super().__init__("gpt", n_layers, dim, chars=True)
+
+    def _encode_tokens(self, batch, texts):
+        out = []
+        for toks, text in zip(batch, texts):
+            toks = [("[CLS]", 0, 0)] + list(toks)
+            base = np.stack([_vec(w, self._dim) for w, _, _ in toks])
+            prefix = np.cumsum(base, 0) / np.arange(1, len(base) + 1)[:, None]
+            layers = np.stack([base + 0.8 * j * prefix for j in range(self._n)]).astype(np.float32)
+            T = len(toks)
+            att = np.tril(np.ones((T, T), np.float32)) / np.arange(1, T + 1, dtype=np.float32)[:, None]
+            atts = np.broadcast_to(att, (self._n - 1, 2, T, T)).copy()
+            out.append(Encoded(text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names,
+                               attentions=atts))
+        return out
+
+    def next_char(self, text: str, topk: int = 5) -> list[tuple[str, float]]:
+        seed = int(hashlib.md5(text.encode("utf-8")).hexdigest()[:8], 16)
+        chars = np.random.default_rng(seed).choice(list("的了是很我他吃买用新好手机果苹"), size=topk, replace=False)
+        probs = np.linspace(0.4, 0.05, topk)
+        return [(str(c), float(p)) for c, p in zip(chars, probs)]
+
+    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0) -> dict:
+        if not (prompt or "").strip():
+            raise ValueError("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
+        text, steps = prompt, []
+        rng = np.random.default_rng(seed)
+        for _ in range(max_new):
+            cands = self.next_char(text)
+            k = int(rng.integers(len(cands)))
+            steps.append({"char": cands[k][0], "prob": cands[k][1], "sample_prob": cands[k][1], "candidates": cands})
+            text += cands[k][0]
+        return {"prompt": prompt, "text": text, "generated": text[len(prompt):], "steps": steps}
+
+
 def fakes() -> dict[str, FakeEncoder]:
-    return {"word2vec": FakeEncoder("word2vec", 1), "elmo": FakeEncoder("elmo", 3), "bert": FakeEncoder("bert", 4, chars=True)}
+    return {"word2vec": FakeEncoder("word2vec", 1), "elmo": FakeEncoder("elmo", 3), "bert": FakeEncoder("bert", 4, chars=True),
+            "gpt": FakeGpt()}
 
 
-def install(monkeypatch, names=("word2vec", "elmo", "bert")):
+def install(monkeypatch, names=("word2vec", "elmo", "bert", "gpt")):
     """Serve fakes for `names` from ctxlib.app.loaders.load_encoder; other models look missing."""
     import streamlit as st
 
