@@ -16,7 +16,7 @@ from ctxlib.records import TrainingRecord
 from . import loaders, state
 from .i18n import language_switch, msg
 
-PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining")
+PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing")
 
 
 def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:
