@@ -122,6 +122,12 @@ def rotate(x, base: float = 10000.0):
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)  # (B, H, T, d)
 
 
+def _right_padded(ids) -> bool:
+    """True when every row's [PAD]s (id 0) come after all its real tokens."""
+    real = ids != 0
+    return bool((real[:, 1:] <= real[:, :-1]).all())
+
+
 class SelfAttention(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
@@ -154,7 +160,10 @@ class SelfAttention(nn.Module):
             y = att @ v  # (B, H, T, d)
         else:
             probs = None
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p_drop)  # (B, H, T, d)
+            if keep is None:  # causal with padding only at the end: no real query sees a [PAD] key anyway
+                y = F.scaled_dot_product_attention(q, k, v, dropout_p=p_drop, is_causal=True)  # the fast causal kernel
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p_drop)  # (B, H, T, d)
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         if packed is not None:
             y = y.reshape(B * T, D).float().index_select(0, packed[0])  # (N, D); fp32: index_add in the backward is slow in bf16
@@ -262,7 +271,7 @@ class BertModel(nn.Module):
         if self.pos_emb is not None:
             x = x + self.pos_emb(torch.arange(T, device=ids.device).repeat(B)[idx])
         x = self.drop(self.emb_ln(x))
-        keep = self.keep_mask(ids)
+        keep = None if self.cfg.causal and _right_padded(ids) else self.keep_mask(ids)
         for blk in self.blocks:
             x, _ = blk(x, keep, packed=(idx, B, T))
         return self.ln_f(x), real.long().cumsum(0) - 1
