@@ -1,22 +1,31 @@
-"""BERT attention: model view (all layers x heads), head view (lines), head summaries, one word across layers."""
+"""Attention (BERT or GPT): model view (all layers x heads), head view (lines), head summaries, one word across layers."""
 import time
 
 import streamlit as st
 
+from ctxlib import checkpoint
 from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.viz import attention as va
 
 _t0 = time.perf_counter()
-widgets.page_header("BERT attention", "attention.title")
-st.markdown(msg("attention.intro"))
-
-enc, stamp = widgets.require_model("bert", "BERT")
+have = {m: loaders.try_load(m)[0] is not None for m in ("bert", "gpt")}
+choices = [m for m in have if have[m]] or ["bert"]  # GPT listed only when its checkpoint loads
+st.session_state["att_model"] = m if (m := state.choice("att_model", "model", choices)) in choices else choices[0]
+gpt = st.session_state["att_model"] == "gpt"  # left to right: no sentence B, no [SEP], the upper triangle masked
+tx = lambda key, **kw: msg(f"attention.{'gpt.' if gpt else ''}{key}", **kw)  # noqa: E731  the GPT wording where it differs
+widgets.page_header("BERT attention", f"attention.{'gpt.' if gpt else ''}title")
+st.markdown(tx("intro"))
+model = st.sidebar.radio(msg("attention.model_choice"), choices, key="att_model", format_func=str.upper)
+for m in (m for m in have if not have[m]):
+    st.sidebar.caption(msg("common.model_missing", model=m.upper()) + f" `{checkpoint.rebuild_command(m)}`")
+st.query_params["model"] = model
+enc, stamp = widgets.require_model(model, model.upper())
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def encode(a: str, b: str, stamp: str) -> dict:
-    e = loaders.load_encoder("bert")
+def encode(model: str, a: str, b: str, stamp: str) -> dict:
+    e = loaders.load_encoder(model)
     out = e.encode_pair(a, b) if b else e.encode([a])[0]
     return {"tokens": out.tokens, "spans": out.spans, "att": out.attentions, "layers": out.layers,
             "names": out.layer_names, "truncated": out.truncated, "seg": out.segment_ids}
@@ -28,28 +37,29 @@ for k, p, d in (("att_text", "text", "苹果手机很好用"), ("att_b", "b", ""
 if not isinstance(st.session_state["att_hide"], bool):
     st.session_state["att_hide"] = st.session_state["att_hide"] in ("1", "true", "True")
 c1, c2 = st.columns([3, 1])
-text = c1.text_input(msg("attention.sentence_a"), key="att_text", max_chars=5000)
+text = c1.text_input(tx("sentence_a"), key="att_text", max_chars=5000)
 word = c2.text_input(msg("attention.follow"), key="att_word", max_chars=20).strip()
-text_b = st.text_input(msg("attention.sentence_b"), key="att_b", max_chars=5000)
-hide = st.toggle(msg("attention.hide"), key="att_hide")
-st.query_params.update({"text": text, "b": text_b, "word": word, "hide": "1" if hide else "0"})
+text_b = "" if gpt else st.text_input(msg("attention.sentence_b"), key="att_b", max_chars=5000)  # GPT: no pairs
+hide = st.toggle(tx("hide"), key="att_hide")
+st.query_params.update({"text": text, "b": st.session_state["att_b"], "word": word, "hide": "1" if hide else "0"})
 if not text.strip():
     st.warning(msg("attention.empty"))
     st.stop()
-d = encode(text, text_b.strip(), stamp)
+d = encode(model, text, text_b.strip(), stamp)
 if d["truncated"]:
-    st.warning(msg("attention.truncated", max_len=enc.max_len))
+    st.warning(tx("truncated", max_len=enc.max_len))
 tokens_all = d["tokens"]
 att, tokens, seg, keep = va.visible(d["att"], tokens_all, d["seg"], hide)  # att: (L, H, T, T)
 n_layers, n_heads = att.shape[:2]
+masked, cant_look = msg("attention.gpt.masked"), msg("attention.gpt.masked_caption")
 
 tab_model, tab_head, tab_sum, tab_word = st.tabs([msg(f"attention.tabs.{k}") for k in ("model", "head", "sum", "word")])
 with tab_model:
-    st.caption(msg("attention.model.caption"))
+    st.caption(msg("attention.model.caption") + (" " + cant_look if gpt else ""))
     if "att_sel" not in st.session_state:  # shareable: ?sel=layer,head
         st.session_state["att_sel"] = va.parse_selection(st.query_params.get("sel", ""), (n_layers, 1))
     sel = va.clamp_selection(st.session_state["att_sel"], n_layers, n_heads)
-    ev = st.plotly_chart(va.model_view(att, tokens, sel), on_select="rerun", selection_mode="points",
+    ev = st.plotly_chart(va.model_view(att, tokens, sel, causal=gpt), on_select="rerun", selection_mode="points",
                          key="att_model_view", width="stretch")
     click = va.clicked_head(ev)
     if click and click != st.session_state.get("att_click"):  # a new click (not the stale selection of an old one)
@@ -60,8 +70,8 @@ with tab_model:
     head_sel = m2.number_input(msg("attention.model.head"), 1, n_heads, sel[1], key=f"att_h_{sel}")
     st.session_state["att_sel"] = (int(layer_sel), int(head_sel))
     st.query_params["sel"] = f"{int(layer_sel)},{int(head_sel)}"
-    st.plotly_chart(va.attention_heatmap(att[layer_sel - 1, head_sel - 1], tokens,
-                                         msg("attention.model.title", layer=layer_sel, head=head_sel)),
+    st.plotly_chart(va.attention_heatmap(att[layer_sel - 1, head_sel - 1], tokens, msg(
+        "attention.model.title", layer=layer_sel, head=head_sel), causal=gpt, masked_label=masked),
                     width="stretch", key="att_big")
 
 with tab_head:
@@ -74,27 +84,28 @@ with tab_head:
     c_lines, c_heat = st.columns([1, 1])
     c_lines.iframe(va.head_view_html(att[layer - 1], tokens, [h - 1 for h in heads], threshold=thr, segment_ids=seg,
                                      labels=labels), height=va.head_view_height(len(tokens)))  # all escaped, all inline
-    mean_title = msg("attention.head.mean_title", layer=layer)
-    c_heat.plotly_chart(va.attention_heatmap(va.mean_heads(att[layer - 1], heads), tokens, mean_title),
-                        width="stretch", key="att_hv_heat")
+    c_heat.plotly_chart(va.attention_heatmap(va.mean_heads(att[layer - 1], heads), tokens, msg(
+        "attention.head.mean_title", layer=layer), causal=gpt, masked_label=masked), width="stretch", key="att_hv_heat")
+    if gpt:
+        c_heat.caption(cant_look)
 
 with tab_sum:
-    rows = va.head_summaries(att, tokens) if hide else va.head_summaries(d["att"], tokens_all)
-    metric_names = {k: msg(f"attention.summary.metrics.{k}") for k in va.METRICS}
+    rows = va.head_summaries(att, tokens, gpt) if hide else va.head_summaries(d["att"], tokens_all, gpt)
+    metric_names = {k: msg(f"attention.summary.metrics.{k}") for k in va.metrics_for(gpt)}
     metric = st.radio(msg("attention.summary.metric"), list(metric_names), format_func=metric_names.get,
                       horizontal=True, key="att_metric")
     st.plotly_chart(va.head_summary_figure(rows, n_layers, n_heads, metric, metric_names[metric]), width="stretch")
     columns = tuple(msg(f"attention.summary.{k}") for k in ("layer", "head", "kind"))
     st.dataframe(va.summary_table(rows, metric_names, columns), hide_index=True)
-    if hide:
-        st.caption(msg("attention.summary.hidden"))
+    for note in (["attention.gpt.no_next"] if gpt else []) + (["attention.summary.hidden"] if hide else []):
+        st.caption(msg(note))
 
 with tab_word:
     idx = va.word_token_indices(d["spans"], tokens_all, text, word)
     if not word:
         st.info(msg("attention.word.none"))
     elif not idx:
-        st.info(msg("attention.word.absent", word=widgets.escape_md(word)))
+        st.info(tx("word.absent", word=widgets.escape_md(word)))
     else:
         wa = va.word_attention(d["att"], idx)  # (L, T) over all tokens
         w1, w2 = st.columns([3, 2])

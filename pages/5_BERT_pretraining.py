@@ -1,4 +1,5 @@
-"""BERT pre-training: fill-mask, one live pre-training example (MLM + NSP), NSP, and ELMo's LMs vs BERT's cloze."""
+"""BERT pre-training: fill-mask, one live pre-training example (MLM + NSP), NSP, and one position four ways
+(ELMo forward, ELMo backward, GPT, BERT)."""
 import time
 
 import streamlit as st
@@ -7,7 +8,6 @@ from ctxlib import checkpoint
 from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
-from ctxlib.viz import elmo as ve
 from ctxlib.viz import pretraining as vp
 
 _t0 = time.perf_counter()
@@ -86,30 +86,23 @@ else:
 st.subheader(msg("pretraining.lm.header"))
 lm_text = st.text_input(msg("pretraining.lm.sentence"), key="pt_lm", max_chars=500)
 st.query_params["lm"] = lm_text
-elmo_ok, estamp = loaders.try_load("elmo")[0] is not None, loaders.model_stamp("elmo")
-words = ask("elmo", "encode", estamp, [lm_text])[0] if elmo_ok and lm_text.strip() else None  # ELMo's words and spans
+have = {m: loaders.try_load(m)[0] is not None for m in vp.POSITION_MODELS}  # BERT is loaded (see above)
+stamps = {m: loaders.model_stamp(m) for m in have}
+for m in (m for m in have if not have[m]):  # the others still show
+    st.info(msg("pretraining.lm.missing", model=vp.MODEL_NAMES[m], command=f"`{checkpoint.rebuild_command(m)}`"))
+elmo_words = ask("elmo", "encode", stamps["elmo"], [lm_text])[0] if have["elmo"] and lm_text.strip() else None
+w_tokens, spans = (elmo_words.tokens, elmo_words.spans) if elmo_words else vp.word_spans(lm_text)
 if not lm_text.strip():
     st.warning(msg("pretraining.empty"))
-elif not elmo_ok:
-    st.info(msg("pretraining.lm.no_elmo", command=f"`{checkpoint.rebuild_command('elmo')}`"))
-elif not words.tokens:
+elif not w_tokens:
     st.warning(msg("pretraining.lm.no_words"))
 else:
-    w_tokens = words.tokens
     pos = st.select_slider(msg("pretraining.lm.position"), list(range(len(w_tokens))), value=min(3, len(w_tokens) - 1),
                            format_func=lambda i: f"{i + 1}. {w_tokens[i]}", key=f"pt_lm_pos_{lm_text}")
-    lm = ask("elmo", "lm_topk", estamp, lm_text, pos, k=topk + 6)
-    bert_masked, originals = vp.mask_span(lm_text, words.spans[pos])
-    titles = (msg("pretraining.lm.forward", context=ve.context_label(w_tokens[:pos], "left")),
-              msg("pretraining.lm.backward", context=ve.context_label(w_tokens[pos + 1:], "right")))
-    e1, e2 = st.columns([2, 1])
-    e1.plotly_chart(ve.lm_bars_figure(ve.drop_specials(lm["forward"], topk), ve.drop_specials(lm["backward"], topk),
-                                      w_tokens[pos], titles), width="stretch")
-    try:
-        res = ask("bert", "fill_mask", stamp, bert_masked, topk=topk)
-        e2.plotly_chart(vp.fill_mask_figure(res[:2], originals[:2], msg("pretraining.lm.bert")), width="stretch")
-        e2.code(bert_masked, language=None)
-    except ValueError as e:
-        e2.warning(str(e))
+    titles = {k: msg(f"pretraining.lm.{k}") for k in vp.POSITION_TITLES}
+    gpt_cap = loaders.load_encoder("gpt").max_len - 1 if have["gpt"] else 10**6
+    panels, actual = vp.one_position(lm_text, w_tokens, spans, pos, topk, lambda m, f, *a, **kw: ask(m, f, stamps[m], *a, **kw),
+                                     have, titles, gpt_cap)
+    st.plotly_chart(vp.one_position_figure(panels, actual), width="stretch")
     st.caption(msg("pretraining.lm.caption"))
 widgets.record_time("bert_pretraining", _t0)

@@ -1,6 +1,8 @@
 """AppTest for the BERT attention page: defaults, head view HTML, pair input, bad input, missing model."""
+import base64
 import json
 
+import numpy as np
 import pytest
 from app_pages import run_page, shipped, use_checkpoint_dir
 
@@ -76,3 +78,80 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     at = _run()
     assert "not available" in at.warning[0].value and not at.error
     assert any("python -m ctxlib train bert" in i.value for i in at.info)
+
+
+# -- GPT (a left-to-right model) on the same page ------------------------------------------------------
+GPT_TITLE = "GPT attention: each character looks only to its left"
+
+
+def _z(trace) -> np.ndarray:
+    """A heatmap's z from a chart spec (Plotly may send it as a typed array)."""
+    z = trace["z"]
+    if isinstance(z, dict):
+        shape = tuple(int(s) for s in z["shape"].split(","))
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.array(z, dtype=float)
+
+
+def _model_radio(at):
+    return next(r for r in at.sidebar.radio if r.label == "Model")
+
+
+def test_gpt_reads_left_to_right_with_fakes(monkeypatch):
+    from app_fakes import install
+
+    install(monkeypatch)
+    at = run_page(PAGE, GPT_TITLE, timeout=90, model="gpt")
+    assert _model_radio(at).options == ["BERT", "GPT"] and _model_radio(at).value == "gpt"
+    assert "left to right" in at.markdown[0].value and "both sides" not in at.markdown[0].value.split("BERT")[0]
+    assert [t.label for t in at.text_input] == ["Sentence", "Word to follow"]  # no sentence B for GPT
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    model_view, big, mean = specs[:3]
+    for spec in (model_view, big, mean):
+        assert [t.get("name") for t in spec["data"]].count("masked") == 2  # a grey layer and its hatching
+    z = _z(big["data"][0])
+    assert np.isnan(z[np.triu_indices(len(z), 1)]).all() and not np.isnan(np.diag(z)).any()
+    grey = _z(big["data"][1])
+    assert (grey[np.triu_indices(len(z), 1)] == 1).all() and np.isnan(grey[np.tril_indices(len(z))]).all()
+    assert any("cannot look to the right" in c.value for c in at.caption)
+    assert "[SEP]" not in _iframes(at)[0]
+    metric = next(r for r in at.radio if r.label == "Metric")
+    assert "next character" not in metric.options and "share on [SEP]" not in metric.options
+    assert any("0 by construction" in c.value for c in at.caption)
+    assert not at.error and not at.warning
+
+
+def test_gpt_missing_is_named_with_its_command(monkeypatch, tmp_path, bert):
+    from ctxlib import checkpoint
+
+    (tmp_path / "bert").symlink_to(checkpoint.CHECKPOINT_DIR.resolve() / "bert")
+    use_checkpoint_dir(monkeypatch, tmp_path)
+    at = _run(model="gpt")  # asked for, but missing: BERT, and GPT named with its build command
+    assert _model_radio(at).options == ["BERT"]
+    assert any("python -m ctxlib train gpt" in c.value for c in at.sidebar.caption)
+    assert not at.error
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt(tmp_path_factory):
+    from test_app_gpt import tiny_gpt_dir
+
+    return tiny_gpt_dir(tmp_path_factory)
+
+
+def test_real_tiny_gpt_masked_cells_are_marked_masked(monkeypatch, tiny_gpt):
+    use_checkpoint_dir(monkeypatch, tiny_gpt)  # GPT only: BERT missing, GPT chosen
+    at = run_page(PAGE, GPT_TITLE, timeout=90, text="今天天气很好", hide="0")
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    big, mean = specs[1], specs[2]
+    for spec in (big, mean):
+        z, grey = _z(spec["data"][0]), _z(spec["data"][1])
+        assert z.shape == (7, 7)  # [CLS] + 6 characters
+        upper = np.triu_indices(7, 1)
+        assert np.isnan(z[upper]).all(), "masked cells must not be drawn as 0-valued cells"
+        assert (grey[upper] == 1).all() and spec["data"][1]["name"] == "masked"
+        np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-3)  # what is left is the learned attention
+        assert spec["data"][1]["hovertemplate"].startswith("masked")
+    mv = _z(specs[0]["data"][0])
+    assert np.isnan(mv[0, 1]) and not np.isnan(mv[1, 0])  # the model view's tiles too
+    assert any("python -m ctxlib train bert" in c.value for c in at.sidebar.caption)

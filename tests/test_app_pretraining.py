@@ -28,8 +28,7 @@ def test_defaults_render(bert):
     assert any("NSP label" in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
     assert 0.0 <= float(metrics["P(IsNext | A, B)"]) <= 1.0
-    if (checkpoint.CHECKPOINT_DIR / "elmo" / "config.json").is_file():
-        assert len(at.get("plotly_chart")) == 3  # fill-mask, ELMo's two LMs, BERT at the same position
+    assert len(at.get("plotly_chart")) == 2  # fill-mask, and one position guessed by each loaded model
     assert not at.error
 
 
@@ -63,3 +62,66 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     at = _run()
     assert any("python -m ctxlib train bert" in i.value for i in at.info)
     assert at.warning and not at.error
+
+
+# -- one position, four ways ----------------------------------------------------------------------------------
+def _serve(monkeypatch, names):
+    """Real shipped BERT and ELMo, the fake GPT; models not in `names` missing."""
+    import app_fakes
+    import streamlit as st
+
+    from ctxlib.app import loaders
+
+    real, fake_gpt = {m: loaders.load_encoder(m) for m in names if m != "gpt"}, app_fakes.FakeGpt()
+
+    def load(name):
+        if name not in names:
+            raise checkpoint.CheckpointError(f"No checkpoint. Build one with: {checkpoint.rebuild_command(name)}")
+        if name == "gpt":
+            return fake_gpt
+        return real[name]
+
+    monkeypatch.setattr(loaders, "load_encoder", load)
+    st.cache_data.clear()
+
+
+def _four_way(at):
+    spec = chart_specs(at)[-1]
+    return [a["text"] for a in spec["layout"]["annotations"]], spec["data"]
+
+
+def test_one_position_four_ways(monkeypatch, bert):
+    shipped("elmo")
+    _serve(monkeypatch, ("bert", "elmo", "gpt"))
+    at = _run(lm="他在银行存了一笔钱。")
+    titles, bars = _four_way(at)
+    assert [t.split(" ")[0] for t in titles] == ["ELMo", "ELMo", "GPT", "BERT"]
+    assert "left only" in titles[0] and "right only" in titles[1] and "deep" in titles[2] and "both sides" in titles[3]
+    assert "他在银行" in titles[2]  # GPT read the text before the position
+    assert all(len(b["y"]) == 5 for b in bars)
+    assert not [i for i in at.info if "not available" in i.value] and not at.error
+
+
+def test_one_position_without_gpt_or_elmo(monkeypatch, bert):
+    shipped("elmo")
+    _serve(monkeypatch, ("bert", "elmo"))
+    at = _run(lm="他在银行存了一笔钱。")
+    titles, _ = _four_way(at)
+    assert [t.split(" ")[0] for t in titles] == ["ELMo", "ELMo", "BERT"]
+    assert any("GPT is not available" in i.value and "python -m ctxlib train gpt" in i.value for i in at.info)
+    _serve(monkeypatch, ("bert", "gpt"))
+    at = _run(lm="他在银行存了一笔钱。")
+    titles, bars = _four_way(at)  # positions are jieba's words then
+    assert [t.split(" ")[0] for t in titles] == ["GPT", "BERT"]
+    assert any("ELMo is not available" in i.value and "python -m ctxlib train elmo" in i.value for i in at.info)
+    at = _run(lm="<script>x</script>")
+    assert not at.exception and all("<script" not in t for t in _four_way(at)[0])
+    assert not at.error
+
+
+def test_one_position_gpt_with_nothing_to_its_left(monkeypatch, bert):
+    _serve(monkeypatch, ("bert", "gpt"))
+    at = run_page(PAGE, TITLE, timeout=120, lm="银行")  # one word: position 1, nothing before it
+    titles, bars = _four_way(at)
+    assert titles[0] == "GPT →: nothing it knows to its left" and not bars[0]["y"]
+    assert len(bars[1]["y"]) == 5

@@ -134,3 +134,47 @@ def test_plotly_figures_escape_and_shape():
     rows = va.head_summaries(a, toks)
     f2 = va.head_summary_figure(rows, 2, 2, "entropy")
     assert np.asarray(f2.data[0].z).shape == (2, 2)
+
+
+def _causal(L=2, H=2, T=5):
+    a = np.tril(np.random.default_rng(1).random((L, H, T, T)) + 0.1)
+    return (a / a.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def test_causal_heatmaps_mark_masked_cells_not_zeros():
+    a = _causal()
+    toks = ["[CLS]", "今", "天", "<b>", "好"]
+    fig = va.attention_heatmap(a[0, 0], toks, "t", causal=True, masked_label="masked: <no>")
+    z, grey, hatch = (np.array(fig.data[0].z, dtype=float), np.array(fig.data[1].z, dtype=float), fig.data[2])
+    up = np.triu_indices(5, 1)
+    assert np.isnan(z[up]).all() and not np.isnan(z[np.tril_indices(5)]).any()
+    assert (grey[up] == 1).all() and np.isnan(grey[np.tril_indices(5)]).all()
+    assert fig.data[1].name == hatch.name == "masked" and hatch.fillpattern.shape == "/" and hatch.hoverinfo == "skip"
+    assert "&lt;no&gt;" in fig.data[1].hovertemplate
+    assert fig.data[0].zmax == pytest.approx(float(a[0, 0].max()))  # the scale is the learned weights'
+    plain = va.attention_heatmap(a[0, 0], toks)
+    assert len(plain.data) == 1 and (np.array(plain.data[0].z)[up] == 0).all()  # BERT: unchanged
+    mv = va.model_view(a, toks, (1, 1), causal=True)
+    assert [t.name for t in mv.data].count("masked") == 2 and mv.data[1].customdata is not None  # clicks: trace 1
+    big = np.array(mv.data[0].z, dtype=float)
+    assert np.isnan(big[0, 1]) and not np.isnan(big[1, 0])
+    assert np.isnan(np.array(mv.data[2].z, dtype=float)[1, 0]) and mv.data[2].hoverinfo == "skip"
+    xs = [x for x in mv.data[3].x]
+    assert xs.count(None) == 4  # one hatched outline per tile
+
+
+def test_staircase_outlines_the_upper_triangle():
+    xs, ys = va._staircase(3)
+    assert list(zip(xs, ys)) == [(0.5, -0.5), (2.5, -0.5), (2.5, 1.5), (1.5, 1.5), (1.5, 0.5), (0.5, 0.5), (0.5, -0.5)]
+    assert va._staircase(1) == ([], [])
+
+
+def test_causal_head_summaries_and_metrics():
+    a = _causal(T=6)
+    toks = ["[CLS]", "苹", "果", "很", "甜", "了"]
+    rows = va.head_summaries(a, toks, causal=True)
+    assert all(r["next"] == 0 and r["sep"] == 0 for r in rows)
+    assert rows[0]["max_entropy"] == pytest.approx(np.mean(np.log2([2, 3, 4, 5, 6])))  # row i sees i + 1 tokens
+    assert va.head_summaries(a, toks)[0]["max_entropy"] == pytest.approx(np.log2(6))
+    assert "next" not in va.metrics_for(True) and "sep" not in va.metrics_for(True) and va.metrics_for(False) == va.METRICS
+    assert va.clicked_head({"selection": {"points": [{"x": 1}, {"customdata": [2, 3]}]}}) == (2, 3)

@@ -53,3 +53,35 @@ def test_fill_mask_figure_marks_original():
     res = [{"index": 1, "char_offset": 0, "candidates": [("好", 0.6), ("坏", 0.3)]}]
     fig = va.fill_mask_figure(res, ["好"])
     assert list(fig.data[0].marker.color) == ["#1f77b4", "#d62728"]  # reversed order: 坏, 好
+
+
+def test_one_position_four_ways_and_missing_models():
+    from ctxlib.viz import pretraining as vp
+
+    calls = []
+
+    def ask(model, method, *args, **kw):
+        calls.append((model, method, args))
+        if method == "lm_topk":
+            return {"forward": [("<S>", 0.5), ("存", 0.3), ("取", 0.1)], "backward": [("存", 0.6), ("</S>", 0.2)]}
+        if method == "next_char":
+            return [("存", 0.4), ("取", 0.2)]
+        return [{"candidates": [("存", 0.7), ("放", 0.1)]}]
+
+    titles = {k: k + ":{context}" for k in vp.POSITION_TITLES}
+    text = "他在银行存了一笔钱。"
+    words, spans = vp.word_spans(text)
+    pos = words.index("存")
+    have = {"elmo": True, "gpt": True, "bert": True}
+    panels, actual = vp.one_position(text, words, spans, pos, 5, ask, have, titles, gpt_cap=3)
+    assert [p[0].split(":")[0] for p in panels] == ["forward", "backward", "gpt", "bert"]
+    assert panels[0][1] == [("存", 0.3), ("取", 0.1)] and panels[1][1] == [("存", 0.6)]  # boundary symbols dropped
+    assert ("gpt", "next_char", ("在银行",)) in calls  # the left context, cut to its last 3 characters
+    assert ("bert", "fill_mask", ("他在银行[MASK]了一笔钱。",)) in calls
+    assert actual == ["存", "存", "存", "存"] and panels[3][0] == "bert:他在银行＿了一笔钱。"
+    panels, actual = vp.one_position(text, words, spans, 0, 5, ask, {"gpt": True, "bert": True}, titles)
+    assert [p[0] for p in panels][0] == "gpt_none:∅" and panels[0][1] == [] and len(panels) == 2  # nothing to the left
+    fig = vp.one_position_figure(panels, actual)
+    assert len(fig.data) == 2
+    assert vp.tail_tokens("abc 今天天气", 2) == "天气" and vp.tail_tokens("今天", 5) == "今天"
+    assert vp.tail_tokens("今天 hello", 2) == "天 hello"  # an ASCII run is one token

@@ -7,6 +7,10 @@ every token passed through `html.escape`. No streamlit import here.
 
 Shapes: `att` is (n_layers, n_heads, T, T), rows = the attending token ("from"),
 columns = the attended token ("to"); each row sums to 1 (post-softmax).
+
+A causal (left-to-right, GPT) model cannot attend to the right: its cells above the diagonal are masked,
+not learned zeros. With `causal=True` the heatmaps leave them out of the colour scale (NaN) and draw them
+as a separate grey, hatched "masked" layer.
 """
 from __future__ import annotations
 
@@ -65,12 +69,14 @@ def row_entropy(att: np.ndarray) -> np.ndarray:
     return h
 
 
-def head_summaries(att: np.ndarray, tokens: list[str]) -> list[dict]:
+def head_summaries(att: np.ndarray, tokens: list[str], causal: bool = False) -> list[dict]:
     """One row per (layer, head): mean row entropy (bits), share of attention on [CLS], [SEP], the previous,
     the next and the same token, and a short label of what the head mostly does.
 
     Shares are means over the non-special "from" tokens (Clark et al. 2019 average over all tokens; the
-    specials' own rows mostly attend to themselves and would blur the picture).
+    specials' own rows mostly attend to themselves and would blur the picture). With `causal`, row i can
+    only spread over its i + 1 visible tokens, so "max_entropy" is the mean of log2(i + 1) over the rows
+    (the "next" share is 0 by construction).
     """
     att = np.asarray(att, dtype=np.float64)
     n_layers, n_heads, T, _ = att.shape
@@ -79,6 +85,10 @@ def head_summaries(att: np.ndarray, tokens: list[str]) -> list[dict]:
     rows_idx = [i for i, t in enumerate(tokens) if t not in SPECIALS] or list(range(T))
     prev_pairs = [(i, i - 1) for i in rows_idx if i - 1 >= 0 and tokens[i - 1] not in SPECIALS]
     next_pairs = [(i, i + 1) for i in rows_idx if i + 1 < T and tokens[i + 1] not in SPECIALS]
+    if causal:
+        max_h = float(np.mean([np.log2(i + 1) for i in rows_idx]))
+    else:
+        max_h = float(np.log2(T)) if T > 1 else 0.0
     out = []
     for layer in range(n_layers):
         for head in range(n_heads):
@@ -88,7 +98,7 @@ def head_summaries(att: np.ndarray, tokens: list[str]) -> list[dict]:
                 "layer": layer + 1,
                 "head": head + 1,
                 "entropy": float(row_entropy(r).mean()),
-                "max_entropy": float(np.log2(T)) if T > 1 else 0.0,
+                "max_entropy": max_h,
                 "cls": float(r[:, cls_idx].sum(axis=1).mean()) if cls_idx else 0.0,
                 "sep": float(r[:, sep_idx].sum(axis=1).mean()) if sep_idx else 0.0,
                 # averaged over the same rows as the other shares (0 where the neighbour is a special token),
@@ -113,6 +123,12 @@ def head_kind(d: dict) -> str:
 
 
 METRICS = ("entropy", "sep", "cls", "prev", "next", "self")  # the head-summary metrics, in the page's order
+CAUSAL_METRICS = ("entropy", "cls", "prev", "self")  # a left-to-right model has no [SEP] and never looks at the next
+
+
+def metrics_for(causal: bool) -> tuple[str, ...]:
+    """The head-summary metrics worth showing: a causal model's "next" and "[SEP]" shares are 0 by construction."""
+    return CAUSAL_METRICS if causal else METRICS
 
 
 def summary_table(rows: list[dict], metric_names: dict[str, str], columns: tuple[str, str, str]) -> list[dict]:
@@ -147,8 +163,8 @@ def clamp_selection(sel: tuple[int, int], n_layers: int, n_heads: int) -> tuple[
 
 def clicked_head(event) -> tuple[int, int] | None:
     """(layer, head) of the model-view tile clicked in a plotly selection event (a dict), or None."""
-    pts = (event or {}).get("selection", {}).get("points", [])
-    return tuple(int(x) for x in pts[0]["customdata"][:2]) if pts and pts[0].get("customdata") else None
+    pts = [p for p in (event or {}).get("selection", {}).get("points", []) if p.get("customdata")]
+    return tuple(int(x) for x in pts[0]["customdata"][:2]) if pts else None
 
 
 def word_attention(att: np.ndarray, idx: list[int]) -> np.ndarray:
@@ -168,27 +184,77 @@ def drift_from_layer0(layers: np.ndarray, idx: list[int]) -> np.ndarray:
 
 
 # -- Plotly figures ----------------------------------------------------------------------
-def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height: int = 420) -> go.Figure:
+MASKED_FILL, MASKED_LINE = "#e3e3e3", "#9a9a9a"  # a causal model's masked cells: grey with dark hatching
+
+
+def causal_mask(T: int) -> np.ndarray:
+    """(T, T) bool: True above the diagonal, the cells a left-to-right model cannot attend to."""
+    return np.triu(np.ones((T, T), dtype=bool), k=1)
+
+
+def _staircase(n: int, x0: float = 0.0, y0: float = 0.0) -> tuple[list, list]:
+    """Outline of the cells above the diagonal of an n x n block whose cell (0, 0) is centred at (x0, y0)."""
+    if n < 2:
+        return [], []
+    pts = [(0.5, -0.5), (n - 0.5, -0.5), (n - 0.5, n - 1.5)]
+    for i in range(n - 2, -1, -1):
+        pts += [(i + 0.5, i + 0.5), (i + 0.5, i - 0.5)]
+    return [x0 + x for x, _ in pts], [y0 + y for _, y in pts]
+
+
+def masked_traces(mask: np.ndarray, blocks: list[tuple[float, float]], n: int, label: str | None) -> list[dict]:
+    """The "masked" layer of a causal heatmap: a grey heatmap on the masked cells (hover: `label`; None: no hover)
+    and a hatched outline over each n x n block whose cell (0, 0) sits at (x0, y0) in `blocks`. Both traces are
+    named "masked"."""
+    grey = np.where(mask, 1.0, np.nan)
+    xs, ys = [], []
+    for x0, y0 in blocks:
+        x, y = _staircase(n, x0, y0)
+        if x:
+            xs += x + [x[0], None]
+            ys += y + [y[0], None]
+    return [dict(type="heatmap", z=grey, colorscale=[[0, MASKED_FILL], [1, MASKED_FILL]], zmin=0, zmax=1,
+                 showscale=False, name="masked", **(dict(hovertemplate=f"{escape(label)}<extra></extra>") if label
+                                                     else dict(hoverinfo="skip"))),
+            dict(type="scatter", x=xs, y=ys, mode="lines", fill="toself", name="masked", showlegend=False,
+                 line=dict(color=MASKED_LINE, width=1), fillcolor="rgba(0,0,0,0)", hoverinfo="skip",
+                 fillpattern=dict(shape="/", fgcolor=MASKED_LINE, bgcolor="rgba(0,0,0,0)", size=6, solidity=0.15))]
+
+
+def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height: int = 420, causal: bool = False,
+                      masked_label: str = "masked") -> go.Figure:
     """One (T, T) attention matrix: rows attend (from), columns are attended (to). Built from one dict
-    (update_* calls re-validate the figure each time)."""
-    a = np.asarray(a)
+    (update_* calls re-validate the figure each time).
+
+    `causal`: the cells above the diagonal are masked (a left-to-right model cannot look right): they are left
+    out of the colour scale (NaN) and drawn grey and hatched, hover text `masked_label`."""
+    a = np.asarray(a, dtype=np.float64)
     labels = axis_labels(tokens)
     n = len(tokens)
+    mask = causal_mask(n) if causal else np.zeros((n, n), dtype=bool)
+    z = np.where(mask, np.nan, a)
+    zmax = float(np.nanmax(z)) if n and not np.all(np.isnan(z)) else 1.0
     ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[escape(t) for t in tokens], tickfont=dict(size=11))
+    data = [dict(type="heatmap", z=z, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0,
+                 zmax=max(zmax, 1e-6), customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
+                 hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>", hoverongaps=False,
+                 colorbar=dict(thickness=10))]
+    if causal:
+        data += masked_traces(mask, [(0.0, 0.0)], n, masked_label)
     return go.Figure(dict(
-        data=[dict(type="heatmap", z=a, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0,
-                   zmax=float(max(a.max(), 1e-6)), customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
-                   hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>",
-                   colorbar=dict(thickness=10))],
+        data=data,
         layout=dict(xaxis=dict(side="top", **ticks), yaxis=dict(title=dict(text="from ↓  to →"), autorange="reversed", **ticks),
-                    title=dict(text=escape(title), y=0.995, yanchor="top"), height=height + 30,
+                    title=dict(text=escape(title), y=0.995, yanchor="top"), height=height + 30, plot_bgcolor="white",
                     margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))))
 
 
 def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | None = None,
-               cell_px: int = 110) -> go.Figure:
+               cell_px: int = 110, causal: bool = False) -> go.Figure:
     """All layers x heads as one tiled heatmap (fast even for 12 x 12), plus an invisible marker at each
-    tile's centre so a click selects (layer, head) via Streamlit's plotly selection events."""
+    tile's centre so a click selects (layer, head) via Streamlit's plotly selection events (trace 1).
+
+    `causal`: every tile's cells above the diagonal are masked: NaN in the heatmap, drawn grey and hatched
+    by two extra traces named "masked" (see masked_traces)."""
     att = np.asarray(att, dtype=np.float32)
     n_layers, n_heads, T, _ = att.shape
     gap = max(1, T // 8)
@@ -197,8 +263,8 @@ def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | N
     for layer in range(n_layers):
         for h in range(n_heads):
             r0, c0 = layer * size, h * size
-            big[r0:r0 + T, c0:c0 + T] = att[layer, h]
-    zmax = float(np.nanmax(att)) if att.size else 1.0  # one scale for all tiles, so heads compare
+            big[r0:r0 + T, c0:c0 + T] = np.where(causal_mask(T), np.nan, att[layer, h]) if causal else att[layer, h]
+    zmax = float(np.nanmax(big)) if att.size else 1.0  # one scale for all tiles, so heads compare
     fig = go.Figure(go.Heatmap(z=big, colorscale="Blues", zmin=0, zmax=max(zmax, 1e-6), showscale=False, hoverinfo="skip"))
     cx, cy, cd = [], [], []
     for layer in range(n_layers):
@@ -210,6 +276,14 @@ def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | N
                              marker=dict(size=max(8, cell_px // 2), opacity=0.0, symbol="square"),
                              hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
                              showlegend=False))
+    if causal:
+        masked = np.zeros(big.shape, dtype=bool)
+        for layer in range(n_layers):
+            for h in range(n_heads):
+                masked[layer * size:layer * size + T, h * size:h * size + T] = causal_mask(T)
+        for tr in masked_traces(masked, [(h * size, layer * size) for layer in range(n_layers) for h in range(n_heads)],
+                                T, None):
+            fig.add_trace(tr)
     if selected is not None:
         layer, h = selected[0] - 1, selected[1] - 1
         if 0 <= layer < n_layers and 0 <= h < n_heads:

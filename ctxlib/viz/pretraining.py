@@ -175,3 +175,76 @@ def training_sample(n: int = 3000, seed: int = 0) -> list:
     ps = corpus.load("corpora", "train")
     idx = np.random.default_rng(seed).choice(len(ps), size=min(n, len(ps)), replace=False)
     return [ps[int(i)] for i in sorted(idx)]
+
+
+# -- one position, four ways ---------------------------------------------------------------------------
+POSITION_MODELS = ("elmo", "gpt", "bert")  # the models of "one position four ways", in the page's order
+MODEL_NAMES = {"elmo": "ELMo", "gpt": "GPT", "bert": "BERT"}
+POSITION_TITLES = ("forward", "backward", "gpt", "gpt_none", "bert", "bert_none")  # the panel titles the page passes
+POSITION_COLORS = {"forward": "#1f77b4", "backward": "#ff7f0e", "gpt": "#2ca02c", "bert": "#9467bd"}
+
+
+def word_spans(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """(words, character spans) of `text` by jieba: the positions to choose from when ELMo (whose words they
+    otherwise are) is missing."""
+    from ..tokens import segment
+
+    toks = segment(text)
+    return [w for w, _, _ in toks], [(a, b) for _, a, b in toks]
+
+
+def tail_tokens(text: str, cap: int) -> str:
+    """The end of `text` holding at most `cap` character tokens (what a left-to-right model with a window sees)."""
+    from ..tokens import char_tokens
+
+    toks = char_tokens(text)
+    return text if len(toks) <= cap else text[toks[-cap][1]:]
+
+
+def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos: int, k: int, ask, have: dict,
+                 titles: dict[str, str], gpt_cap: int = 10**6):
+    """The four guesses at word `pos` of `text`: ELMo's forward LM (left context only), its backward LM (right only),
+    GPT (left only, but deep: next_char of the text before the word, at most `gpt_cap` tokens of it) and BERT (both
+    sides: fill_mask with the word's characters masked; the first mask's candidates).
+
+    `ask(model, method, *args, **kw)` calls a loaded model's method; `have[model]` says whether it is loaded (a
+    missing model's panels are left out). `titles`: templates for POSITION_TITLES with {context}.
+    Returns (hbar_panels' panels, the real word or character of each panel): ELMo predicts words, GPT and BERT
+    characters (for a word of several characters, its first)."""
+    from .elmo import context_label, drop_specials
+
+    left, right = text[:spans[pos][0]], text[spans[pos][1]:]
+    masked, originals = mask_span(text, spans[pos])
+    char = originals[0] if originals else words[pos]
+    panels, actual = [], []
+    if have.get("elmo"):
+        lm = ask("elmo", "lm_topk", text, pos, k=k + 6)
+        panels += [(titles["forward"].format(context=context_label(words[:pos], "left")),
+                    drop_specials(lm["forward"], k), POSITION_COLORS["forward"]),
+                   (titles["backward"].format(context=context_label(words[pos + 1:], "right")),
+                    drop_specials(lm["backward"], k), POSITION_COLORS["backward"])]
+        actual += [words[pos], words[pos]]
+    if have.get("gpt"):
+        seen = tail_tokens(left, gpt_cap)
+        try:
+            if not seen.strip():
+                raise ValueError("nothing to the left")
+            items, title = ask("gpt", "next_char", seen, topk=k), titles["gpt"]
+        except ValueError:  # nothing (known) to its left: GPT has nothing to go on
+            items, title = [], titles["gpt_none"]
+        panels.append((title.format(context=context_label([seen], "left")), items, POSITION_COLORS["gpt"]))
+        actual.append(char)
+    if have.get("bert"):
+        both = f"{context_label([left], 'left', 6)}＿{context_label([right], 'right', 6)}"
+        try:
+            items, title = ask("bert", "fill_mask", masked, topk=k)[0]["candidates"], titles["bert"]
+        except (ValueError, IndexError):  # too long for BERT
+            items, title = [], titles["bert_none"]
+        panels.append((title.format(context=both), items, POSITION_COLORS["bert"]))
+        actual.append(char)
+    return panels, actual
+
+
+def one_position_figure(panels: list, actual: list) -> go.Figure:
+    """The four guesses side by side (one row), the real word or character in red."""
+    return hbar_panels(panels, actual=actual, per_row=max(1, len(panels)), font_size=12)
