@@ -15,7 +15,7 @@ widgets.page_header("ctxlab", "home.title", icon="🍎")
 st.markdown(msg("home.intro"))
 
 with st.expander(msg("home.lecture"), expanded=True):
-    for col, part in zip(st.columns(3), ("static_limits", "elmo", "bert")):
+    for col, part in zip(st.columns(4), ("static_limits", "elmo", "bert", "gpt")):
         col.markdown(prose(part))
 
 st.header(msg("home.demo.header"))
@@ -29,7 +29,7 @@ for note in problems:
     st.warning(widgets.escape_md(note))
 chart, notes = st.empty(), st.container()
 rows, status = [], {}
-for m in loaders.MODEL_ORDER:  # model by model, so word2vec's bar shows while ELMo and BERT still load
+for m in loaders.MODEL_ORDER:  # model by model, so word2vec's bar shows while the others still load
     with st.spinner(msg("home.demo.loading", model=m)):
         status[m] = loaders.try_load(m)[1]
         new, found = widgets.demo_cosines([m], word, s1, s2) if status[m] is None and not problems else ([], [])
@@ -44,12 +44,14 @@ if not loaded:
     st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
 if rows:
     st.caption(msg("home.demo.caption"))
+    if any(r[0] == "gpt" for r in rows):
+        st.caption(msg("home.demo.caption_gpt"))
 
 st.header(msg("home.models.header"))
 st.caption(msg("home.models.caption"))
 st.dataframe(widgets.model_rows(status), hide_index=True)
 for m, err in status.items():
-    if err is not None:
+    if err is not None and checkpoint.resolve(m).exists():  # a broken checkpoint; one not built yet: the table says so
         st.caption(widgets.escape_md(f"{m}: {err}"))
 with st.expander(msg("home.models.full_record")):
     for m in loaded:

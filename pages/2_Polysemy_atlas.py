@@ -15,7 +15,7 @@ _t0 = time.perf_counter()
 widgets.page_header("Polysemy atlas · ctxlab", "atlas.title")
 st.markdown(prose("atlas_intro"))
 
-model = widgets.model_radio("at")
+model = widgets.model_radio("at", default="bert")
 colours = ["pos", "source", "kmeans"]
 state.choice("at_colour", "colour", colours)
 state.choice("at_proj", "proj", list(METHOD_NAMES))
@@ -60,7 +60,7 @@ if words:
 others = [m for m in loaders.MODEL_ORDER if m != model and loaders.try_load(m)[1] is None]
 compare = st.checkbox(msg("atlas.selfsim.compare"), key="at_compare", disabled=not others)
 sims = {}
-for m in [model] + (others if compare else []):
+for m in [m for m in loaders.MODEL_ORDER if m == model or (compare and m in others)]:  # one order in every chart
     with st.spinner(msg("atlas.selfsim.encoding", model=m)):
         dm = d if m == model else loaders.atlas_vectors(m, word, int(cap), loaders.model_stamp(m))
     sims[m] = explore.self_similarity_curves(dm)

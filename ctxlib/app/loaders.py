@@ -13,7 +13,7 @@ from ctxlib import checkpoint, explore
 
 from .i18n import lang, msg
 
-MODEL_ORDER = ("word2vec", "elmo", "bert")  # the order pages list them in
+MODEL_ORDER = ("word2vec", "elmo", "bert", "gpt")  # the order pages list them in (a missing one is named with its build command)
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 
@@ -34,7 +34,7 @@ def try_load(name: str):
 
 
 def model_status() -> dict[str, str | None]:
-    """{model name: None if loadable else the message to show}, for the three standard models."""
+    """{model name: None if loadable else the message to show}, for every model in MODEL_ORDER."""
     return {name: try_load(name)[1] for name in MODEL_ORDER}
 
 

@@ -73,8 +73,9 @@ def models_sidebar(key: str, default: tuple[str, ...] | None = None) -> list[str
     return chosen
 
 
-def model_radio(key: str) -> str | None:
-    """Sidebar radio of the loadable models (?model=...); missing ones named with their build command."""
+def model_radio(key: str, default: str | None = None) -> str | None:
+    """Sidebar radio of the loadable models (?model=...; else `default` if loadable, else the last one); missing ones
+    named with their build command."""
     status = loaders.model_status()
     ok = _available(status)
     if not ok:
@@ -82,7 +83,7 @@ def model_radio(key: str) -> str | None:
     wkey = f"{key}_model"
     if wkey not in st.session_state or st.session_state[wkey] not in ok:
         qp = st.query_params.get("model")
-        st.session_state[wkey] = qp if qp in ok else ok[-1]
+        st.session_state[wkey] = qp if qp in ok else (default if default in ok else ok[-1])
     chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey)
     _missing_in_sidebar(status)
     return chosen
@@ -146,19 +147,20 @@ def _duration(seconds: float) -> str:
 
 
 def model_rows(status: dict[str, str | None]) -> list[dict]:
-    """One row per standard model: loaded or not, size, and its training record."""
+    """One row per model in `status`: loaded or not, size, and its training record."""
     rows = []
     col = {k: msg(f"home.models.col.{k}") for k in ("model", "status", "layers", "dim", "steps", "tokens", "device",
                                                   "wall", "validation")}
     for m, err in status.items():
         if err is not None:
-            rows.append({col["model"]: m, col["status"]: msg("home.models.missing") + checkpoint.rebuild_command(m)})
+            rows.append({col["model"]: m, col["status"]: msg("home.models.missing") + checkpoint.rebuild_command(m),
+                         **{c: "" for k, c in col.items() if k not in ("model", "status")}})  # blank, not "None"
             continue
         enc = loaders.load_encoder(m)
         rec = TrainingRecord.from_summary(enc.summary)
         rows.append({
             col["model"]: m, col["status"]: msg("home.models.loaded"),
-            col["layers"]: len(enc.layer_names), col["dim"]: enc.dim,
+            col["layers"]: _fmt(len(enc.layer_names)), col["dim"]: _fmt(enc.dim),
             col["steps"]: _fmt(rec.steps), col["tokens"]: _fmt(rec.tokens_seen), col["device"]: _fmt(rec.device),
             col["wall"]: _duration(rec.wall_s) if isinstance(rec.wall_s, (int, float)) else _fmt(rec.wall_s),
             col["validation"]: "; ".join(f"{k}={_fmt(v)}" for k, v in rec.measures().items()),

@@ -12,6 +12,15 @@ import plotly.graph_objects as go
 from .common import CJK_FONT, PALETTE, escape
 
 TYPE_COLOUR = "#111111"
+# one colour and marker per model, the same in every chart whichever models are shown (others: the palette)
+MODEL_COLOURS = {"word2vec": PALETTE[0], "elmo": PALETTE[1], "bert": PALETTE[2], "gpt": PALETTE[3]}
+MODEL_SYMBOLS = {"word2vec": "circle", "elmo": "square", "bert": "diamond", "gpt": "triangle-up"}
+
+
+def model_colour(model: str, i: int) -> str:
+    """`model`'s fixed colour, or (an unknown model, the i-th shown) one of the palette's other colours."""
+    rest = [c for c in PALETTE if c not in MODEL_COLOURS.values()]
+    return MODEL_COLOURS.get(model, rest[i % len(rest)])
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -41,9 +50,14 @@ def short_label(text: str, n: int = 10) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
-def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.08) -> go.Figure:
-    fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left", font=dict(size=15)),
-                      height=height, margin=dict(l=10, r=10, t=45, b=10), font=dict(family=CJK_FONT),
+def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.08, wrap: int | None = None) -> go.Figure:
+    """Title, size, fonts and legend; `wrap`: a title longer than this many characters breaks at its " · "s
+    (plots side by side in narrow columns, where Plotly would cut it off; room for two lines in each, so they align)."""
+    text = escape(title)
+    if wrap and len(title) > wrap and " · " in title:
+        text = "<br>".join(escape(part) for part in title.split(" · "))
+    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", font=dict(size=15)), height=height,
+                      margin=dict(l=10, r=10, t=63 if wrap else 45, b=10), font=dict(family=CJK_FONT),
                       hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=legend_y))
     return fig
 
@@ -93,7 +107,7 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
                              text=[type_hover or escape(type_name)], hovertemplate="%{text}<extra></extra>"))
     fig.update_xaxes(showticklabels=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, zeroline=False, scaleanchor="x", scaleratio=1)
-    return _base_layout(fig, title, height)
+    return _base_layout(fig, title, height, wrap=24)  # four models: four narrow columns
 
 
 def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
@@ -127,7 +141,9 @@ def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chan
     fig = go.Figure()
     for i, (model, (names, accs)) in enumerate(results.items()):
         fig.add_trace(go.Scatter(x=list(range(len(accs))), y=list(accs), mode="lines+markers", name=escape(model),
-                                 text=[escape(n) for n in names], marker=dict(size=max(6, 13 - 3 * i), color=PALETTE[i % len(PALETTE)]),
+                                 text=[escape(n) for n in names], line=dict(color=model_colour(model, i)),
+                                 marker=dict(size=max(8, 14 - 2 * i), color=model_colour(model, i),
+                                             symbol=MODEL_SYMBOLS.get(model, "circle")),
                                  hovertemplate=escape(model) + " · %{text}<br>%{y:.2f}<extra></extra>"))
     if chance is not None:
         fig.add_hline(y=chance, line=dict(dash="dot", color="grey"), annotation_text=f"majority {chance:.2f}",
@@ -139,22 +155,24 @@ def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chan
 
 def self_similarity_chart(results: dict[str, tuple[list[str], list[float], list[float]]], title: str = "",
                           self_name: str = "self-similarity", base_name: str = "baseline (random tokens)",
-                          x_title: str = "layer", height: int = 340) -> go.Figure:
-    """{model: (layer names, self-similarity per layer, anisotropy baseline per layer)}: solid vs dotted lines."""
+                          x_title: str = "layer", height: int = 380) -> go.Figure:
+    """{model: (layer names, self-similarity per layer, anisotropy baseline per layer)}: per model one colour and marker,
+    self-similarity solid and the baseline dotted. The legend names each model once (a click hides both of its lines)
+    and keys the two line styles, so it stays short with three or four models."""
     fig = go.Figure()
     for i, (model, (names, selfsim, base)) in enumerate(results.items()):
-        col = PALETTE[i % len(PALETTE)]
-        x = list(range(len(names)))
-        txt = [escape(n) for n in names]
-        fig.add_trace(go.Scatter(x=x, y=list(selfsim), mode="lines+markers", name=f"{escape(model)}: {self_name}",
-                                 line=dict(color=col), text=txt,
-                                 hovertemplate="%{text}<br>%{y:.3f}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=x, y=list(base), mode="lines+markers", name=f"{escape(model)}: {base_name}",
-                                 line=dict(color=col, dash="dot"), marker=dict(symbol="x"), text=txt,
-                                 hovertemplate="%{text}<br>%{y:.3f}<extra></extra>"))
+        col, sym, m = model_colour(model, i), MODEL_SYMBOLS.get(model, "circle"), escape(model)
+        x, txt = list(range(len(names))), [escape(n) for n in names]
+        for what, y, dash, show in ((self_name, selfsim, "solid", True), (base_name, base, "dot", False)):
+            fig.add_trace(go.Scatter(x=x, y=list(y), mode="lines+markers", name=m, legendgroup=m, showlegend=show,
+                                     line=dict(color=col, dash=dash), marker=dict(symbol=sym, size=8, color=col),
+                                     text=txt, hovertemplate=f"{m} · %{{text}}<br>{escape(what)} %{{y:.3f}}<extra></extra>"))
+    for what, dash in ((self_name, "solid"), (base_name, "dot")):  # the key to the line styles
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=escape(what), legendgroup="_style_" + dash,
+                                 line=dict(color="grey", dash=dash), hoverinfo="skip"))
     fig.update_yaxes(title="cos", range=[-0.05, 1.05])
     fig.update_xaxes(title=x_title, dtick=1)
-    return _base_layout(fig, title, height, legend_y=-0.3)
+    return _base_layout(fig, title, height, legend_y=-0.25)
 
 
 def atlas_map(coords, hover: list[str], colour_by: list[str], title: str = "",
@@ -198,7 +216,7 @@ def cosine_bars(rows: list[tuple[str, str, float]], title: str = "", y_title: st
     for i, m in enumerate(models):
         sub = [(ln, c) for mm, ln, c in rows if mm == m]
         fig.add_trace(go.Bar(x=[f"{escape(m)}<br>{escape(ln)}" for ln, _ in sub], y=[c for _, c in sub],
-                             name=escape(m), marker_color=PALETTE[i % len(PALETTE)],
+                             name=escape(m), marker_color=model_colour(m, i),
                              text=[f"{c:.4f}" if c > 0.995 else f"{c:.3f}" for _, c in sub], textposition="outside",
                              hovertemplate="%{x}<br>cos = %{y:.4f}<extra></extra>"))
     lo = min([c for _, _, c in rows] + [0.0])
