@@ -99,7 +99,10 @@ def test_atlas_compare_models(fakes):
     at.checkbox(key="at_compare").check().run()
     assert not at.exception
     spec = json.loads(at.get("plotly_chart")[1].proto.spec)
-    assert {tr["name"].split(":")[0] for tr in spec["data"]} == {"word2vec", "elmo", "bert"}
+    legend = [tr["name"] for tr in spec["data"] if tr.get("showlegend", True)]
+    assert legend == ["word2vec", "elmo", "bert", "gpt", "self-similarity", "random-token baseline"]  # MODEL_ORDER
+    gpt = [tr for tr in spec["data"] if tr.get("legendgroup") == "gpt"]
+    assert len(gpt) == 2 and [tr["line"].get("dash") for tr in gpt] == ["solid", "dot"]
 
 
 def test_atlas_colouring_and_self_similarity(fakes):
@@ -122,3 +125,56 @@ def test_atlas_colouring_and_self_similarity(fakes):
     assert names == d.layer_names and len(self_sim) == len(base) == 3
     assert np.isclose(self_sim[0], 1.0)  # layer 0 is context-free: every occurrence has the same vector
     assert all(abs(v) <= 1 + 1e-9 for v in self_sim + base)
+
+
+def test_atlas_with_gpt_selected(fakes):
+    import json
+
+    at = _run(lang="en", word="活动", model="gpt", colour="kmeans", k="2")
+    assert at.radio(key="at_model").value == "gpt" and not at.error
+    assert at.radio(key="at_model").options == ["word2vec", "elmo", "bert", "gpt"]
+    assert at.select_slider(key="at_layer").value == 4  # the top of its five layers
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert "活动 · gpt · layer 4" in specs[0]["layout"]["title"]["text"]
+    assert [tr["name"] for tr in specs[1]["data"] if tr.get("showlegend", True)] == ["gpt", "self-similarity",
+                                                                                     "random-token baseline"]
+    at.select_slider(key="at_layer").set_value(0).run()
+    assert not at.exception and at.query_params["model"] in ("gpt", ["gpt"])
+    at.checkbox(key="at_compare").check().run()
+    spec = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert {tr["legendgroup"] for tr in spec["data"]} >= {"gpt", "word2vec", "elmo", "bert"}
+
+
+def test_atlas_without_gpt(monkeypatch):
+    """No GPT checkpoint: a link asking for GPT opens BERT; GPT is named in the sidebar with its build command."""
+    import json
+
+    monkeypatch.setattr(corpus, "occurrences", fake_occurrences)
+    app_fakes.install(monkeypatch, names=("word2vec", "elmo", "bert"))
+    for lang in ("en", "zh"):
+        at = _run(lang=lang, word="活动", model="gpt")
+        assert at.radio(key="at_model").value == "bert" and "gpt" not in at.radio(key="at_model").options
+        assert "python -m ctxlib train gpt" in " ".join(c.value for c in at.sidebar.caption)
+        assert not at.error and len(at.get("plotly_chart")) == 2
+    at.checkbox(key="at_compare").check().run()
+    spec = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert {tr["legendgroup"] for tr in spec["data"] if not tr["legendgroup"].startswith("_")} == {"word2vec", "elmo", "bert"}
+
+
+def test_atlas_defaults_to_bert_with_gpt_present(fakes):
+    assert _run(lang="en").radio(key="at_model").value == "bert"
+
+
+@pytest.mark.parametrize("word,expect", [
+    ("", "info"), ("龘靐", "warning"), ("活" * 5000, None), ("<script>alert(1)</script>", None), ("活动", None),
+])
+def test_atlas_bad_input_with_gpt(fakes, word, expect):
+    at = _run(lang="en", model="gpt")
+    at.text_input(key="at_word_w").set_value(word).run()
+    assert not at.exception and not at.error
+    if expect:
+        assert getattr(at, expect)
+    for chart in at.get("plotly_chart"):
+        assert "<script>" not in chart.proto.spec
+    at = _run(lang="en", model="gpt", word=word)  # the same word from a link (the box keeps 12 characters)
+    assert not at.exception and len(at.text_input(key="at_word_w").value) <= 12

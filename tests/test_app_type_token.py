@@ -2,6 +2,8 @@
 import json
 from pathlib import Path
 
+import numpy as np
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -43,11 +45,12 @@ def fakes(monkeypatch):
     return app_fakes.install(monkeypatch)
 
 
-def test_default_example_renders_three_models(fakes):
+def test_default_example_renders_four_models(fakes):
     at = _run(lang="en")
     assert [t.value for t in at.title] == [TITLE]
+    assert at.multiselect(key="tt_models").value == ["word2vec", "elmo", "bert", "gpt"]
     charts = at.get("plotly_chart")
-    assert len(charts) == 3 * 2 + 1  # a map and a heatmap per model, and the sense-accuracy chart
+    assert len(charts) == 4 * 2 + 1  # a map and a heatmap per model, and the sense-accuracy chart
     spec = json.loads(charts[0].proto.spec)
     hover = [h for tr in spec["data"] if tr.get("text") for h in tr["text"]]
     assert any("【苹果】" in h for h in hover)
@@ -106,7 +109,7 @@ def test_missing_models_are_greyed_with_command(monkeypatch):
     app_fakes.install(monkeypatch, names=("word2vec",))
     at = _run(lang="en")
     side = " ".join(c.value for c in at.sidebar.caption)
-    assert "python -m ctxlib train elmo" in side and "python -m ctxlib train bert" in side
+    assert all(f"python -m ctxlib train {m}" in side for m in ("elmo", "bert", "gpt"))
     assert len(at.get("plotly_chart")) == 3  # word2vec's map, heatmap and (flat) accuracy chart
     
     
@@ -165,3 +168,62 @@ def test_type_token_numbers():
     assert np.isclose(explore.mean_type_cosine(d, 0), 1.0)
     rows = explore.accuracy_rows({"elmo": (["a", "b"], [0.5, 2 / 3])})
     assert rows == [{"model": "elmo", "layer": "a", "accuracy": 0.5}, {"model": "elmo", "layer": "b", "accuracy": 0.667}]
+
+
+def test_gpt_selected(fakes):
+    """GPT alone: its map and heatmap, the per-layer accuracy, the pooled characters, the CSV."""
+    at = _run(lang="en", models="gpt", layers="gpt:2")
+    assert not at.error and at.multiselect(key="tt_models").value == ["gpt"]
+    assert at.selectbox(key="tt_layer_gpt").value == 2 and at.query_params["layers"] in ("gpt:2", ["gpt:2"])
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(specs) == 3 and specs[0]["layout"]["title"]["text"] == "gpt · layer 2"
+    acc = specs[2]
+    assert [tr["name"] for tr in acc["data"]] == ["gpt"] and len(_xs(acc["data"][0])) == 5
+    tables = [d.value for d in at.dataframe]
+    seg = [tb for tb in tables if "gpt: pooled characters" in tb.columns][0]
+    assert set(seg["gpt: pooled characters"]) == {"苹 + 果"}
+    assert any(tb.columns.tolist() == ["model", "layer", "accuracy"] and set(tb["model"]) == {"gpt"} for tb in tables)
+    assert len(at.get("download_button")) == 1  # the CSV (its rows: test_gpt_csv_and_left_context)
+
+
+def test_gpt_csv_and_left_context(fakes):
+    """The CSV holds GPT's rows; GPT's token sits on its type vector exactly where the word opens the sentence."""
+    from ctxlib import explore
+
+    texts = ("苹果真好吃", "我买了苹果")
+    d = explore.word_profile(fakes["gpt"], list(texts), "苹果")
+    assert d.layer_names == ["embeddings", "layer 1", "layer 2", "layer 3", "layer 4"] and not d.word_level
+    assert np.allclose(d.vecs[0], d.type_vec) and not np.allclose(d.vecs[1, 1:], d.type_vec[1:])
+    rows = explore.vectors_csv({"gpt": d, "elmo": explore.word_profile(fakes["elmo"], list(texts), "苹果")},
+                               texts, ["a", "b"], "苹果").decode("utf-8-sig").splitlines()
+    assert sum(r.startswith("gpt,") for r in rows) == 5 * 2 and sum(r.startswith("elmo,") for r in rows) == 3 * 2
+
+
+def test_gpt_missing_the_other_three_work(monkeypatch):
+    app_fakes.install(monkeypatch, names=("word2vec", "elmo", "bert"))
+    for lang in ("en", "zh"):
+        at = _run(lang=lang, models="gpt,elmo")  # a shared link naming GPT, opened where it is not built
+        assert at.multiselect(key="tt_models").value == ["elmo"] and at.multiselect(key="tt_models").options == [
+            "word2vec", "elmo", "bert"]
+        assert "python -m ctxlib train gpt" in " ".join(c.value for c in at.sidebar.caption)
+        assert not at.error and len(at.get("plotly_chart")) == 3
+    at = _run(lang="en")
+    assert at.multiselect(key="tt_models").value == ["word2vec", "elmo", "bert"] and len(at.get("plotly_chart")) == 7
+
+
+@pytest.mark.parametrize("word,text,kind,needle", [
+    ("苹果", "", "error", "at least one sentence"),
+    ("", "苹果真好吃", "error", "target word"),
+    ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
+    ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
+    ("苹果", "苹果<script>alert(1)</script>好吃 | a\n我的苹果<b>手机</b> | b", None, None),
+])
+def test_bad_input_with_gpt_selected(fakes, word, text, kind, needle):
+    at = _run(lang="en", models="gpt")
+    at.text_input(key="tt_word").set_value(word)
+    at.text_area(key="tt_text").set_value(text).run()
+    assert not at.exception
+    if needle:
+        assert needle.replace(".", "") in _texts(at, kind).replace("\\", "").replace(".", ""), _texts(at, kind)
+    for chart in at.get("plotly_chart"):
+        assert "<script>" not in chart.proto.spec and "<b>手机" not in chart.proto.spec

@@ -57,9 +57,41 @@ def test_line_charts_and_bars():
     fig = plots.layer_accuracy_chart({"elmo": (["l0", "l1", "l2"], [0.5, 0.8, 0.9]), "bert": (["e", "1"], [0.6, 1.0])}, chance=0.5)
     assert [tr.name for tr in fig.data] == ["elmo", "bert"] and list(fig.data[0].y) == [0.5, 0.8, 0.9]
     fig = plots.self_similarity_chart({"bert": (["e", "1"], [0.9, 0.5], [0.3, 0.2])})
-    assert len(fig.data) == 2 and fig.data[1].line.dash == "dot"
+    assert len(fig.data) == 2 + 2 and fig.data[1].line.dash == "dot"  # two lines and the two line-style keys
     fig = plots.cosine_bars([("word2vec", "type", 1.0), ("elmo", "l1", 0.7), ("elmo", "l2", 0.6)])
     assert [tr.name for tr in fig.data] == ["word2vec", "elmo"] and list(fig.data[1].y) == [0.7, 0.6]
+
+
+def test_self_similarity_chart_with_four_models_reads_well():
+    """One legend entry per model (both its lines in one group) plus a key to the two line styles; fixed colours."""
+    curves = {"word2vec": (["type vector"], [1.0], [0.2]), "elmo": (["x", "1", "2"], [1, .7, .5], [.3, .3, .4]),
+              "bert": (["e", "1", "2"], [.9, .6, .4], [.3, .2, .2]), "gpt": (["e", "1", "2", "3"], [.9, .8, .7, .6], [.5] * 4)}
+    fig = plots.self_similarity_chart(curves, self_name="self-similarity", base_name="baseline")
+    legend = [tr.name for tr in fig.data if tr.showlegend is not False]
+    assert legend == ["word2vec", "elmo", "bert", "gpt", "self-similarity", "baseline"]
+    gpt = [tr for tr in fig.data if tr.legendgroup == "gpt"]
+    assert [tr.line.dash for tr in gpt] == ["solid", "dot"] and list(gpt[0].y) == [.9, .8, .7, .6]
+    assert {tr.line.color for tr in gpt} == {plots.MODEL_COLOURS["gpt"]}
+    assert "baseline" in gpt[1].hovertemplate and "gpt" in gpt[1].hovertemplate
+    # a model keeps its colour whichever models are shown, and in every chart
+    alone = plots.self_similarity_chart({"gpt": curves["gpt"]})
+    assert alone.data[0].line.color == plots.MODEL_COLOURS["gpt"]
+    acc = plots.layer_accuracy_chart({"gpt": (["e", "1"], [0.5, 0.9]), "elmo": (["x", "1"], [0.6, 0.7])})
+    assert [tr.marker.color for tr in acc.data] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["elmo"]]
+    bars = plots.cosine_bars([("gpt", "layer 1", 1.0), ("bert", "layer 1", 0.5)])
+    assert [tr.marker.color for tr in bars.data] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["bert"]]
+    assert plots.model_colour("other", 0) not in plots.MODEL_COLOURS.values()
+    spec = plots.self_similarity_chart({"<b>x</b>": (["<i>"], [1.0], [0.5])}).to_json()
+    assert "<b>x</b>" not in spec and "<i>" not in spec  # model and layer names are escaped
+
+
+def test_type_token_map_title_wraps_in_narrow_columns():
+    xy = np.array([[0, 0], [1, 1]], float)
+    fig = plots.type_token_map(xy, ["a"], title="word2vec · type vector (word2vec)")
+    assert fig.layout.title.text == "word2vec<br>type vector (word2vec)"
+    short = plots.type_token_map(xy, ["a"], title="gpt · <b>2</b>")
+    assert short.layout.title.text == "gpt · &lt;b&gt;2&lt;/b&gt;" and short.layout.margin.t == fig.layout.margin.t
+    assert "<i>" not in plots.type_token_map(xy, ["a"], title="a very long title of a model · <i>x</i>").layout.title.text
 
 
 def test_atlas_map_with_cluster_words():
