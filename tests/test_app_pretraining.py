@@ -96,7 +96,7 @@ def test_one_position_four_ways(monkeypatch, bert):
     at = _run(lm="他在银行存了一笔钱。")
     titles, bars = _four_way(at)
     assert [t.split(" ")[0] for t in titles] == ["ELMo", "ELMo", "GPT", "BERT"]
-    assert "left only" in titles[0] and "right only" in titles[1] and "deep" in titles[2] and "both sides" in titles[3]
+    assert "left only" in titles[0] and "right only" in titles[1] and "deep" in titles[2] and "both" in titles[3]
     assert "他在银行" in titles[2]  # GPT read the text before the position
     assert all(len(b["y"]) == 5 for b in bars)
     assert not [i for i in at.info if "not available" in i.value] and not at.error

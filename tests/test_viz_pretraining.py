@@ -78,7 +78,7 @@ def test_one_position_four_ways_and_missing_models():
     assert panels[0][1] == [("存", 0.3), ("取", 0.1)] and panels[1][1] == [("存", 0.6)]  # boundary symbols dropped
     assert ("gpt", "next_char", ("在银行",)) in calls  # the left context, cut to its last 3 characters
     assert ("bert", "fill_mask", ("他在银行[MASK]了一笔钱。",)) in calls
-    assert actual == ["存", "存", "存", "存"] and panels[3][0] == "bert:他在银行＿了一笔钱。"
+    assert actual == ["存", "存", "存", "存"] and panels[3][0] == "bert:他在银行＿了一笔钱…"
     panels, actual = vp.one_position(text, words, spans, 0, 5, ask, {"gpt": True, "bert": True}, titles)
     assert [p[0] for p in panels][0] == "gpt_none:∅" and panels[0][1] == [] and len(panels) == 2  # nothing to the left
     fig = vp.one_position_figure(panels, actual)

@@ -68,14 +68,12 @@ def text_so_far(prompt: str, steps: list[dict], i: int, n: int = WRAP) -> str:
 
 
 def _bars(step: dict, outside: str) -> dict:
-    """One step's bar trace: the model's top 5 as ranks #1..#5 (the chosen one red), plus the chosen character
-    when sampling picked one outside the top 5 (labelled `outside`)."""
+    """One step's bar trace: the model's top 5 at y = 0..4 (the chosen one red), plus the chosen character at y = 5
+    when sampling picked one outside the top 5 (the axis names that row `outside`)."""
     items = list(step["candidates"])
-    ranks = [f"#{r + 1}" for r in range(len(items))]
     if step["char"] not in [c for c, _ in items]:
         items.append((step["char"], step["prob"]))
-        ranks.append(outside)
-    return dict(type="bar", orientation="h", x=[float(p) for _, p in items], y=ranks,
+    return dict(type="bar", orientation="h", x=[float(p) for _, p in items], y=list(range(len(items))),
                 text=[f"{escape(c)}  {float(p):.1%}" for c, p in items], textposition="outside",
                 marker=dict(color=[CHOSEN if c == step["char"] else OTHER for c, _ in items]),
                 hovertemplate="%{text}<extra></extra>", cliponaxis=False)
@@ -92,10 +90,11 @@ def writing_figure(prompt: str, steps: list[dict], labels: dict[str, str]) -> go
     frames = [dict(name=str(i + 1), data=[_bars(s, labels["outside"])],
                    layout=dict(title=dict(text=text_so_far(prompt, steps, i)))) for i, s in enumerate(steps)]
     lines = len(_wrap(prompt + "".join(s["char"] for s in steps)))
+    top = max(float(p) for s in steps for _, p in s["candidates"] + [(s["char"], s["prob"])])
     now = dict(frame=dict(duration=0, redraw=True), mode="immediate", transition=dict(duration=0))
-    slider = dict(active=0, currentvalue=dict(prefix=labels["step"] + " "), pad=dict(t=30),
+    slider = dict(active=0, currentvalue=dict(prefix=labels["step"] + " "), x=0.2, len=0.8, y=0, yanchor="top", pad=dict(t=60),
                   steps=[dict(method="animate", label=f["name"], args=[[f["name"]], now]) for f in frames])
-    play = dict(type="buttons", direction="left", x=0, y=-0.12, xanchor="left", yanchor="top", showactive=False,
+    play = dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top", pad=dict(t=95), showactive=False,
                 buttons=[dict(label=labels["play"], method="animate",
                               args=[None, dict(frame=dict(duration=400, redraw=True), fromcurrent=True,
                                                transition=dict(duration=0))]),
@@ -104,11 +103,12 @@ def writing_figure(prompt: str, steps: list[dict], labels: dict[str, str]) -> go
         data=frames[0]["data"], frames=frames,
         layout=dict(title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98,
                                yanchor="top", font=dict(size=20)),
-                    xaxis=dict(range=[0, 1.25], tickformat=".0%", title=dict(text=labels["probability"])),
-                    yaxis=dict(autorange="reversed", categoryorder="array", categoryarray=[f"#{r}" for r in range(1, 6)]
-                               + [labels["outside"]]),
-                    updatemenus=[play], sliders=[slider], height=330 + 28 * lines, showlegend=False,
-                    margin=dict(l=60, r=20, t=50 + 28 * lines, b=10), font=dict(family=CJK_FONT))))
+                    xaxis=dict(range=[0, min(1.2, 0.05 + 1.35 * top)], tickformat=".0%", tickvals=[0, .2, .4, .6, .8, 1],
+                               title=dict(text=labels["probability"])),
+                    yaxis=dict(range=[5.5, -0.5], tickmode="array", tickvals=list(range(6)),
+                               ticktext=[f"#{r}" for r in range(1, 6)] + [labels["outside"]]),
+                    updatemenus=[play], sliders=[slider], height=420 + 28 * lines, showlegend=False,
+                    margin=dict(l=60, r=20, t=50 + 28 * lines, b=130), font=dict(family=CJK_FONT))))
 
 
 def steps_figure(steps: list[dict], title: str = "") -> go.Figure:
@@ -126,11 +126,12 @@ def steps_figure(steps: list[dict], title: str = "") -> go.Figure:
         if j is not None:
             shapes.append(dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=CHOSEN, width=3)))
     return go.Figure(dict(
-        data=[dict(type="heatmap", z=z, x=[f"#{r}" for r in range(1, 6)], y=list(range(n)), text=text,
+        data=[dict(type="heatmap", z=z, x=list(range(5)), y=list(range(n)), text=text,
                    texttemplate="%{text}", textfont=dict(size=15), colorscale="Greens", zmin=0, zmax=1,
                    hovertemplate="%{text}: %{z:.1%}<extra></extra>", colorbar=dict(thickness=10, tickformat=".0%"))],
         layout=dict(title=dict(text=escape(title)), shapes=shapes, height=90 + 26 * n,
-                    xaxis=dict(side="top"), yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(n)),
+                    xaxis=dict(side="top", tickmode="array", tickvals=list(range(5)), ticktext=[f"#{r}" for r in range(1, 6)]),
+                    yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(n)),
                                                        ticktext=rows),
                     margin=dict(l=70, r=10, t=70, b=10), font=dict(family=CJK_FONT))))
 

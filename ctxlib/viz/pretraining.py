@@ -219,9 +219,9 @@ def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos:
     panels, actual = [], []
     if have.get("elmo"):
         lm = ask("elmo", "lm_topk", text, pos, k=k + 6)
-        panels += [(titles["forward"].format(context=context_label(words[:pos], "left")),
+        panels += [(titles["forward"].format(context=context_label(words[:pos], "left", 8)),
                     drop_specials(lm["forward"], k), POSITION_COLORS["forward"]),
-                   (titles["backward"].format(context=context_label(words[pos + 1:], "right")),
+                   (titles["backward"].format(context=context_label(words[pos + 1:], "right", 8)),
                     drop_specials(lm["backward"], k), POSITION_COLORS["backward"])]
         actual += [words[pos], words[pos]]
     if have.get("gpt"):
@@ -232,10 +232,10 @@ def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos:
             items, title = ask("gpt", "next_char", seen, topk=k), titles["gpt"]
         except ValueError:  # nothing (known) to its left: GPT has nothing to go on
             items, title = [], titles["gpt_none"]
-        panels.append((title.format(context=context_label([seen], "left")), items, POSITION_COLORS["gpt"]))
+        panels.append((title.format(context=context_label([seen], "left", 8)), items, POSITION_COLORS["gpt"]))
         actual.append(char)
     if have.get("bert"):
-        both = f"{context_label([left], 'left', 6)}＿{context_label([right], 'right', 6)}"
+        both = f"{context_label([left], 'left', 4)}＿{context_label([right], 'right', 4)}"
         try:
             items, title = ask("bert", "fill_mask", masked, topk=k)[0]["candidates"], titles["bert"]
         except (ValueError, IndexError):  # too long for BERT
@@ -246,5 +246,10 @@ def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos:
 
 
 def one_position_figure(panels: list, actual: list) -> go.Figure:
-    """The four guesses side by side (one row), the real word or character in red."""
-    return hbar_panels(panels, actual=actual, per_row=max(1, len(panels)), font_size=12)
+    """The four guesses side by side (one row), the real word or character in red; each x axis wide enough for
+    the percentages written beside the bars."""
+    fig = hbar_panels(panels, actual=actual, per_row=max(1, len(panels)), font_size=12)
+    for k, (_, items, _) in enumerate(panels):
+        top = max([float(p) for _, p in items] + [0.01])
+        fig.layout[f"xaxis{'' if k == 0 else k + 1}"].update(range=[0, top * 1.7], nticks=3)
+    return fig
