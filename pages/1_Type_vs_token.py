@@ -63,7 +63,7 @@ for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
     xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}", explore.type_token_points(d, j), method)
     fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}"
     col.plotly_chart(loaders.cached_figure("map|" + fkey, lambda: explorer.type_token_map(
-        xy, hover, labels if any(labels) else None, title=f"{m} · {d.layer_names[j]}",
+        xy, hover, labels if any(labels) else None, title=f"{m} · {widgets.layer_label(d.layer_names[j])}",
         type_name=msg("type_token.maps.type_name"), token_name=msg("type_token.maps.token_name"),
         type_hover=escape(msg("type_token.maps.type_hover", word=word)))), config=PLOTLY_CONFIG, key=f"map_{m}")
     col.caption(msg("type_token.maps.mean_cosine", cos=explore.mean_type_cosine(d, j)))
@@ -87,12 +87,12 @@ with tab_acc:
     if (acc := explore.sense_accuracy(data, labels)) is None:
         st.info(msg("type_token.accuracy.need_labels"))
     else:
-        res, chance = acc
+        res, chance = {m: (widgets.layer_labels(ns), a) for m, (ns, a) in acc[0].items()}, acc[1]
         st.caption(msg("type_token.accuracy.caption"))
         st.plotly_chart(loaders.cached_figure(f"acc|{res}|{chance}", lambda: explorer.layer_accuracy_chart(
             res, chance, title=msg("type_token.accuracy.chart_title"), x_title=msg("type_token.accuracy.x_title"),
-            y_title=msg("type_token.accuracy.y_title"))), config=PLOTLY_CONFIG, key="acc")
-        st.dataframe(explore.accuracy_rows(res), hide_index=True)
+            y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
+        st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
 with tab_csv:
     st.download_button(msg("type_token.export.download"), loaders.vectors_csv(data, texts, labels, word),
                        file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")

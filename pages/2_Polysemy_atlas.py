@@ -46,12 +46,12 @@ st.caption(msg("atlas.map.sample", total=d.total, n=n, cap=cap))
 names = d.layer_names
 state.integer("at_layer", "layer", len(names) - 1, 0, len(names) - 1)
 layer = st.select_slider(msg("atlas.map.layer"), list(range(len(names))), key="at_layer",
-                         format_func=lambda j: f"{j}: {names[j]}") if len(names) > 1 else 0
+                         format_func=[f"{j}: {n}" for j, n in enumerate(widgets.layer_labels(names))].__getitem__) if len(names) > 1 else 0
 xy = loaders.projected(f"atlas|{loaders.model_stamp(model)}|{word}|{cap}|{layer}", d.vecs[:, layer], method)
-cats, words = explore.atlas_colouring(d, colour, layer, k, word, msg("atlas.map.no_tag"), SOURCE_NAMES)
+cats, words = explore.atlas_colouring(d, colour, layer, k, word, msg("atlas.map.no_tag"), {s: msg(f"labels.source.{s}") for s in SOURCE_NAMES})
 hover = [explorer.mark_word(s, a, b) + f"<br>{escape(c)} · {escape(src)}" for s, (a, b), c, src in
          zip(d.texts, d.spans, cats, d.sources)]
-st.plotly_chart(explorer.atlas_map(xy, hover, cats, title=f"{word} · {model} · {names[layer]} · {METHOD_NAMES[method]}",
+st.plotly_chart(explorer.atlas_map(xy, hover, cats, title=f"{word} · {model} · {widgets.layer_label(names[layer])} · {METHOD_NAMES[method]}",
                                    cluster_words=words), config=PLOTLY_CONFIG, key="atlas")
 if words:
     cols = [msg(f"atlas.map.{c}_col") for c in ("cluster", "size", "words")]
@@ -63,7 +63,7 @@ sims = {}
 for m in [m for m in loaders.MODEL_ORDER if m == model or (compare and m in others)]:  # one order in every chart
     with st.spinner(msg("atlas.selfsim.encoding", model=m)):
         dm = d if m == model else loaders.atlas_vectors(m, word, int(cap), loaders.model_stamp(m))
-    sims[m] = explore.self_similarity_curves(dm)
+    sims[m] = (widgets.layer_labels(dm.layer_names), *explore.self_similarity_curves(dm)[1:])
 st.caption(msg("atlas.selfsim.caption"))
 st.plotly_chart(explorer.self_similarity_chart(
     sims, title=msg("atlas.selfsim.chart_title", word=word), self_name=msg("atlas.selfsim.self_name"),

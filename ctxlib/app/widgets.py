@@ -5,6 +5,7 @@ Widgets keep their values in the URL (see `state`), so a link reopens the same v
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import streamlit as st
@@ -18,12 +19,37 @@ from .i18n import language_switch, msg
 
 PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing")
 
+TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
+
 
 def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:
-    """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the title."""
-    st.set_page_config(page_title=page_title, page_icon=icon, layout="wide")
+    """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the title.
+
+    `page_title` titles the browser tab when the page runs on its own; under app.py's navigation the tab shows the
+    page's name in the session's language."""
+    st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
     st.title(msg(title_id))
+
+
+_LAYER_IDS = {"embeddings": "embeddings", "char-CNN token layer": "char_cnn", "type vector": "type_vector",
+              "type vector (word2vec)": "type_vector_w2v"}
+_NUMBERED_LAYER = re.compile(r"(biLSTM layer|layer) (\d+)")
+
+
+def layer_label(name: str) -> str:
+    """A library layer name ("embeddings", "layer 3", "biLSTM layer 2", "char-CNN token layer", "type vector (word2vec)")
+    in the session's language; any other name is returned as it is."""
+    if name in _LAYER_IDS:
+        return msg(f"labels.layer.{_LAYER_IDS[name]}")
+    if m := _NUMBERED_LAYER.fullmatch(name):
+        return msg("labels.layer.bilstm" if m[1] == "biLSTM layer" else "labels.layer.n", n=int(m[2]))
+    return name
+
+
+def layer_labels(names) -> list[str]:
+    """layer_label of each name."""
+    return [layer_label(n) for n in names]
 
 
 def escape_md(text: str) -> str:
@@ -100,7 +126,7 @@ def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]
         if wkey not in st.session_state or st.session_state[wkey] >= len(names):
             st.session_state[wkey] = min(qp.get(m, len(names) - 1), len(names) - 1)
         out[m] = col.selectbox(msg("common.layer_of", model=m), list(range(len(names))), key=wkey,
-                               format_func=lambda j, names=names: f"{j}: {names[j]}")
+                               format_func=[f"{j}: {n}" for j, n in enumerate(layer_labels(names))].__getitem__)
     st.query_params["layers"] = ",".join(f"{m}:{j}" for m, j in out.items() if m in multi)
     return out
 

@@ -136,8 +136,9 @@ def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, titl
 
 def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chance: float | None = None,
                          title: str = "", x_title: str = "layer", y_title: str = "accuracy",
-                         height: int = 340) -> go.Figure:
-    """Leave-one-out sense accuracy per layer: {model: (layer names, accuracies)}; one line per model."""
+                         height: int = 340, chance_fmt: str = "majority {p:.2f}") -> go.Figure:
+    """Leave-one-out sense accuracy per layer: {model: (layer names, accuracies)}; one line per model; the majority
+    line labelled `chance_fmt` (with p)."""
     fig = go.Figure()
     for i, (model, (names, accs)) in enumerate(results.items()):
         fig.add_trace(go.Scatter(x=list(range(len(accs))), y=list(accs), mode="lines+markers", name=escape(model),
@@ -146,7 +147,7 @@ def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chan
                                              symbol=MODEL_SYMBOLS.get(model, "circle")),
                                  hovertemplate=escape(model) + " · %{text}<br>%{y:.2f}<extra></extra>"))
     if chance is not None:
-        fig.add_hline(y=chance, line=dict(dash="dot", color="grey"), annotation_text=f"majority {chance:.2f}",
+        fig.add_hline(y=chance, line=dict(dash="dot", color="grey"), annotation_text=escape(chance_fmt.format(p=chance)),
                       annotation_position="bottom right")
     fig.update_yaxes(range=[0, 1.05], title=y_title)
     fig.update_xaxes(title=x_title, dtick=1)
