@@ -71,6 +71,25 @@ def test_packed_lm_loss_matches_the_padded_forward():
     assert n == 9 and abs(float(loss) - float(ref)) < 1e-5
 
 
+def test_dense_and_packed_lm_loss_agree_on_well_filled_batches():
+    """Batches with little padding skip the packing (DENSE_SHARE) and use SDPA's causal kernel: the same loss as
+    the packed path and as the explicit masked attention."""
+    from ctxlib.models import bert as bert_model
+
+    m = _model()
+    ids = torch.tensor([[2, 7, 8, 9, 10, 11, 12, 13], [2, 12, 13, 14, 15, 16, 17, 0]])  # 15 of 16 real
+    labels = torch.tensor([[7, 8, 9, 10, 11, 12, 13, 14], [12, 13, 14, 15, 16, 17, 18, -100]])
+    assert float((ids != 0).float().mean()) >= bert_model.DENSE_SHARE
+    with torch.no_grad():
+        dense, n = m.loss({"ids": ids, "labels": labels})
+        packed_h, _ = m.forward_packed(ids)
+        packed = torch.nn.functional.cross_entropy(m.mlm_logits(packed_h), labels.reshape(-1)[ids.reshape(-1) != 0])
+        layers, _ = m(ids, need_weights=True)  # the explicit path: a (B, 1, T, T) mask, no fused kernel
+        ref = torch.nn.functional.cross_entropy(m.mlm_logits(layers[-1].reshape(-1, 32)), labels.reshape(-1),
+                                                ignore_index=-100)
+    assert n == 15 and abs(float(dense) - float(packed)) < 1e-5 and abs(float(dense) - float(ref)) < 1e-5
+
+
 def test_changing_a_later_character_leaves_earlier_positions_unchanged(enc):
     a, b = enc.encode(["苹果手机很好用", "苹果手机很难用"])
     assert a.tokens[0] == "[CLS]" and a.tokens[1:] == list("苹果手机很好用") and "[SEP]" not in a.tokens

@@ -41,6 +41,7 @@ from ..tokens import char_tokens, norm_token
 from ..vocab import Vocab
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+DENSE_SHARE = 0.85  # causal training batches with at least this share of real tokens skip the packing
 
 
 # ----------------------------------------------------------------------------- config
@@ -234,7 +235,8 @@ class BertModel(nn.Module):
         B, T = ids.shape
         if T > self.cfg.max_len:
             raise ValueError(f"sequence of {T} tokens is longer than max_len {self.cfg.max_len}")
-        keep = self.keep_mask(ids)
+        fast_causal = self.cfg.causal and not need_weights and _right_padded(ids)
+        keep = None if fast_causal else self.keep_mask(ids)  # None: SDPA's is_causal kernel (see SelfAttention)
         x = self.tok_emb(ids)  # (B, T, D)
         if self.seg_emb is not None:
             x = x + self.seg_emb(torch.zeros_like(ids) if segment_ids is None else segment_ids)
@@ -294,6 +296,11 @@ class BertModel(nn.Module):
         """Causal LM: batch["ids"] (B, T) = [CLS] + characters, batch["labels"] (B, T) the next character at each
         position (-100 at [PAD]). Mean cross-entropy in nats per predicted character; (loss, non-pad tokens)."""
         ids = batch["ids"]
-        h, _ = self.forward_packed(ids)  # (N, D): the real positions, in order
-        labels = batch["labels"].reshape(-1)[ids.reshape(-1) != 0]  # (N,)
+        real = ids.reshape(-1) != 0
+        if real.float().mean() >= DENSE_SHARE:  # little padding: the (B, T) grid costs less than packing it
+            (h,), _ = self.forward(ids)
+            h = h.reshape(-1, h.size(-1))[real]  # (N, D): the real positions, in order
+        else:
+            h, _ = self.forward_packed(ids)  # (N, D)
+        labels = batch["labels"].reshape(-1)[real]  # (N,)
         return F.cross_entropy(self.mlm_logits(h).float(), labels), int(h.size(0))
