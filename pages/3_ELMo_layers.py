@@ -57,10 +57,12 @@ st.plotly_chart(ve.architecture_figure(tokens, layers, pos, arch), width="stretc
 
 st.subheader(msg("elmo.head.vectors", word=widgets.escape_md(tokens[pos])))
 names = ve.vector_names(layers.shape[0] - 1, arch)
-st.plotly_chart(ve.layer_vectors_figure(ve.word_vectors(layers, pos), names, tokens[pos]), width="stretch")
+st.plotly_chart(ve.layer_vectors_figure(ve.word_vectors(layers, pos), names, tokens[pos], titles=(msg(
+    "labels.axis.vectors_title"), msg("labels.axis.cosines_title"))), width="stretch")
 if st.toggle(msg("elmo.vectors.nearest"), key="elmo_nn"):
     with st.spinner(msg("elmo.vectors.encoding")):
-        rows = ve.nearest_rows(loaders.load_encoder("elmo"), layers, data["names"], pos, exclude=(tokens[pos],))
+        rows = ve.nearest_rows(loaders.load_encoder("elmo"), layers, widgets.layer_labels(data["names"]), pos,
+                               exclude=(tokens[pos],))
     st.table({msg("elmo.vectors.layer"): list(rows), msg("elmo.vectors.nearest_col"): list(rows.values())})
 
 st.subheader(msg("elmo.head.lm"))
@@ -75,9 +77,10 @@ short = [msg("elmo.weights.token"), "biLSTM 1", "biLSTM 2"]
 for task in missing:
     st.info(msg("elmo.weights.no_eval", task=TASKS[task], task_id=task))
 if evals:
-    st.plotly_chart(ve.mix_weights_figure(evals, short, TASKS), width="stretch")
+    st.plotly_chart(ve.mix_weights_figure(evals, short, TASKS, msg("labels.axis.uniform")), width="stretch")
     for col, (task, ev) in zip(st.columns(len(evals)), evals.items()):
-        col.plotly_chart(ve.probe_scores_figure(ev, short, {"mix": msg("elmo.weights.mix"), "title": TASKS[task]}),
+        col.plotly_chart(ve.probe_scores_figure(ev, short, {"mix": msg("elmo.weights.mix"), "title": TASKS[task],
+                                                    ev.metric: msg(f"labels.metric.{ev.metric}")}),
                          width="stretch", key=f"probe_{task}")
     st.caption(msg("elmo.weights.caption"))
 
@@ -98,7 +101,8 @@ if st.button(msg("elmo.live.train"), key="elmo_live_go", type="primary"):
     bar.empty()
 if "elmo_live" in st.session_state:
     task0, lam0, res = st.session_state["elmo_live"]
-    st.plotly_chart(ve.mix_history_figure(res.get("history"), short, f"{TASKS.get(task0, task0)}, λ = {lam0}"), width="stretch")
+    st.plotly_chart(ve.mix_history_figure(res.get("history"), short, f"{TASKS.get(task0, task0)}, λ = {lam0}",
+                                        msg("labels.axis.step")), width="stretch")
     st.write(msg("elmo.live.final", **ve.live_summary(res)))
 
 st.subheader(msg("elmo.head.usage"))

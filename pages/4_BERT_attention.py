@@ -52,6 +52,7 @@ tokens_all = d["tokens"]
 att, tokens, seg, keep = va.visible(d["att"], tokens_all, d["seg"], hide)  # att: (L, H, T, T)
 n_layers, n_heads = att.shape[:2]
 masked, cant_look = msg("attention.gpt.masked"), msg("attention.gpt.masked_caption")
+ax = va.AxisLabels(*(msg(f"labels.attention.{k}") for k in va.AxisLabels._fields))  # ticks, axis titles, head kinds
 
 tab_model, tab_head, tab_sum, tab_word = st.tabs([msg(f"attention.tabs.{k}") for k in ("model", "head", "sum", "word")])
 with tab_model:
@@ -59,7 +60,7 @@ with tab_model:
     if "att_sel" not in st.session_state:  # shareable: ?sel=layer,head
         st.session_state["att_sel"] = va.parse_selection(st.query_params.get("sel", ""), (n_layers, 1))
     sel = va.clamp_selection(st.session_state["att_sel"], n_layers, n_heads)
-    ev = st.plotly_chart(va.model_view(att, tokens, sel, causal=gpt), on_select="rerun", selection_mode="points",
+    ev = st.plotly_chart(va.model_view(att, tokens, sel, causal=gpt, labels=ax), on_select="rerun", selection_mode="points",
                          key="att_model_view", width="stretch")
     click = va.clicked_head(ev)
     if click and click != st.session_state.get("att_click"):  # a new click (not the stale selection of an old one)
@@ -71,7 +72,7 @@ with tab_model:
     st.session_state["att_sel"] = (int(layer_sel), int(head_sel))
     st.query_params["sel"] = f"{int(layer_sel)},{int(head_sel)}"
     st.plotly_chart(va.attention_heatmap(att[layer_sel - 1, head_sel - 1], tokens, msg(
-        "attention.model.title", layer=layer_sel, head=head_sel), causal=gpt, masked_label=masked),
+        "attention.model.title", layer=layer_sel, head=head_sel), causal=gpt, masked_label=masked, labels=ax),
                     width="stretch", key="att_big")
 
 with tab_head:
@@ -85,7 +86,7 @@ with tab_head:
     c_lines.iframe(va.head_view_html(att[layer - 1], tokens, [h - 1 for h in heads], threshold=thr, segment_ids=seg,
                                      labels=labels), height=va.head_view_height(len(tokens)))  # all escaped, all inline
     c_heat.plotly_chart(va.attention_heatmap(va.mean_heads(att[layer - 1], heads), tokens, msg(
-        "attention.head.mean_title", layer=layer), causal=gpt, masked_label=masked), width="stretch", key="att_hv_heat")
+        "attention.head.mean_title", layer=layer), causal=gpt, masked_label=masked, labels=ax), width="stretch", key="att_hv_heat")
     if gpt:
         c_heat.caption(cant_look)
 
@@ -94,9 +95,9 @@ with tab_sum:
     metric_names = {k: msg(f"attention.summary.metrics.{k}") for k in va.metrics_for(gpt)}
     metric = st.radio(msg("attention.summary.metric"), list(metric_names), format_func=metric_names.get,
                       horizontal=True, key="att_metric")
-    st.plotly_chart(va.head_summary_figure(rows, n_layers, n_heads, metric, metric_names[metric]), width="stretch")
+    st.plotly_chart(va.head_summary_figure(rows, n_layers, n_heads, metric, metric_names[metric], ax), width="stretch")
     columns = tuple(msg(f"attention.summary.{k}") for k in ("layer", "head", "kind"))
-    st.dataframe(va.summary_table(rows, metric_names, columns), hide_index=True)
+    st.dataframe(va.summary_table(rows, metric_names, columns, ax), hide_index=True)
     for note in (["attention.gpt.no_next"] if gpt else []) + (["attention.summary.hidden"] if hide else []):
         st.caption(msg(note))
 
@@ -110,9 +111,9 @@ with tab_word:
         wa = va.word_attention(d["att"], idx)  # (L, T) over all tokens
         w1, w2 = st.columns([3, 2])
         w1.plotly_chart(va.word_attention_figure(va.keep_columns(wa, keep) if hide else wa, tokens, word,
-                                                 msg("attention.word.attention_title", word=word)), width="stretch")
-        cos = va.drift_from_layer0(d["layers"], idx)
-        w2.plotly_chart(va.drift_figure(cos, d["names"], word, msg("attention.word.drift_title")), width="stretch")
+                                                 msg("attention.word.attention_title", word=word), ax), width="stretch")
+        cos, names = va.drift_from_layer0(d["layers"], idx), widgets.layer_labels(d["names"])
+        w2.plotly_chart(va.drift_figure(cos, names, word, msg("attention.word.drift_title"), ax), width="stretch")
         st.caption(msg("attention.word.made_of", word=widgets.escape_md(word),
                        chars=" ".join(widgets.escape_md(tokens_all[i]) for i in idx)))
 widgets.record_time("bert_attention", _t0)

@@ -122,6 +122,31 @@ def head_kind(d: dict) -> str:
     return "mixed"
 
 
+class AxisLabels(NamedTuple):
+    """The attention charts' tick and axis text and the head kinds of head_kind (already translated by the page);
+    `layer_n` and `head_n` are formatted with n = the layer's or head's number (from 1)."""
+    layer_n: str = "layer {n}"
+    head_n: str = "head {n}"
+    from_to: str = "from ↓  to →"
+    layer: str = "layer"
+    kind_prev: str = "previous char"
+    kind_next: str = "next char"
+    kind_self: str = "self"
+    kind_sep: str = "[SEP]"
+    kind_cls: str = "[CLS]"
+    kind_broad: str = "broad"
+    kind_mixed: str = "mixed"
+
+
+_KIND_FIELDS = {"previous char": "kind_prev", "next char": "kind_next", "self": "kind_self", "[SEP]": "kind_sep",
+                "[CLS]": "kind_cls", "broad": "kind_broad", "mixed": "kind_mixed"}
+
+
+def kind_label(kind: str, labels: AxisLabels = AxisLabels()) -> str:
+    """The text of a head kind (head_kind's value) in `labels`."""
+    return getattr(labels, _KIND_FIELDS[kind]) if kind in _KIND_FIELDS else kind
+
+
 METRICS = ("entropy", "sep", "cls", "prev", "next", "self")  # the head-summary metrics, in the page's order
 CAUSAL_METRICS = ("entropy", "cls", "prev", "self")  # a left-to-right model has no [SEP] and never looks at the next
 
@@ -131,10 +156,11 @@ def metrics_for(causal: bool) -> tuple[str, ...]:
     return CAUSAL_METRICS if causal else METRICS
 
 
-def summary_table(rows: list[dict], metric_names: dict[str, str], columns: tuple[str, str, str]) -> list[dict]:
+def summary_table(rows: list[dict], metric_names: dict[str, str], columns: tuple[str, str, str],
+                  labels: AxisLabels = AxisLabels()) -> list[dict]:
     """Head summaries as table rows: (layer, head, kind) under the `columns` headers, then each metric of
-    `metric_names` (key -> header) rounded to 3 decimals."""
-    return [{columns[0]: r["layer"], columns[1]: r["head"], columns[2]: r["kind"],
+    `metric_names` (key -> header) rounded to 3 decimals; the kinds named by `labels`."""
+    return [{columns[0]: r["layer"], columns[1]: r["head"], columns[2]: kind_label(r["kind"], labels),
              **{name: round(r[k], 3) for k, name in metric_names.items()}} for r in rows]
 
 
@@ -222,34 +248,34 @@ def masked_traces(mask: np.ndarray, blocks: list[tuple[float, float]], n: int, l
 
 
 def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height: int = 420, causal: bool = False,
-                      masked_label: str = "masked") -> go.Figure:
-    """One (T, T) attention matrix: rows attend (from), columns are attended (to). Built from one dict
-    (update_* calls re-validate the figure each time).
+                      masked_label: str = "masked", labels: AxisLabels = AxisLabels()) -> go.Figure:
+    """One (T, T) attention matrix: rows attend (from), columns are attended (to); y axis titled `labels.from_to`.
+    Built from one dict (update_* calls re-validate the figure each time).
 
     `causal`: the cells above the diagonal are masked (a left-to-right model cannot look right): they are left
     out of the colour scale (NaN) and drawn grey and hatched, hover text `masked_label`."""
     a = np.asarray(a, dtype=np.float64)
-    labels = axis_labels(tokens)
+    tok = axis_labels(tokens)
     n = len(tokens)
     mask = causal_mask(n) if causal else np.zeros((n, n), dtype=bool)
     z = np.where(mask, np.nan, a)
     zmax = float(np.nanmax(z)) if n and not np.all(np.isnan(z)) else 1.0
     ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[escape(t) for t in tokens], tickfont=dict(size=11))
     data = [dict(type="heatmap", z=z, x=list(range(n)), y=list(range(n)), colorscale="Blues", zmin=0,
-                 zmax=max(zmax, 1e-6), customdata=[[[labels[i], labels[j]] for j in range(n)] for i in range(n)],
+                 zmax=max(zmax, 1e-6), customdata=[[[tok[i], tok[j]] for j in range(n)] for i in range(n)],
                  hovertemplate="%{customdata[0]} → %{customdata[1]}<br>%{z:.3f}<extra></extra>", hoverongaps=False,
                  colorbar=dict(thickness=10))]
     if causal:
         data += masked_traces(mask, [(0.0, 0.0)], n, masked_label)
     return go.Figure(dict(
         data=data,
-        layout=dict(xaxis=dict(side="top", **ticks), yaxis=dict(title=dict(text="from ↓  to →"), autorange="reversed", **ticks),
+        layout=dict(xaxis=dict(side="top", **ticks), yaxis=dict(title=dict(text=escape(labels.from_to)), autorange="reversed", **ticks),
                     title=dict(text=escape(title), y=0.995, yanchor="top"), height=height + 30, plot_bgcolor="white",
                     margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))))
 
 
 def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | None = None,
-               cell_px: int = 110, causal: bool = False) -> go.Figure:
+               cell_px: int = 110, causal: bool = False, labels: AxisLabels = AxisLabels()) -> go.Figure:
     """All layers x heads as one tiled heatmap (fast even for 12 x 12), plus an invisible marker at each
     tile's centre so a click selects (layer, head) via Streamlit's plotly selection events (trace 1).
 
@@ -274,7 +300,8 @@ def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | N
             cd.append([layer + 1, h + 1])
     fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", customdata=cd,
                              marker=dict(size=max(8, cell_px // 2), opacity=0.0, symbol="square"),
-                             hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
+                             hovertemplate=escape(labels.layer_n).format(n="%{customdata[0]}") + ", "
+                             + escape(labels.head_n).format(n="%{customdata[1]}") + "<extra></extra>",
                              showlegend=False))
     if causal:
         masked = np.zeros(big.shape, dtype=bool)
@@ -291,22 +318,23 @@ def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | N
                           y0=layer * size - 0.5 - gap / 3, y1=layer * size + T - 0.5 + gap / 3,
                           line=dict(color="#d62728", width=3))
     fig.update_xaxes(tickmode="array", tickvals=[h * size + (T - 1) / 2 for h in range(n_heads)],
-                     ticktext=[f"head {h + 1}" for h in range(n_heads)], side="top", showgrid=False, zeroline=False)
+                     ticktext=[escape(labels.head_n.format(n=h + 1)) for h in range(n_heads)], side="top", showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=[layer * size + (T - 1) / 2 for layer in range(n_layers)],
-                     ticktext=[f"layer {layer + 1}" for layer in range(n_layers)], autorange="reversed",
+                     ticktext=[escape(labels.layer_n.format(n=layer + 1)) for layer in range(n_layers)], autorange="reversed",
                      showgrid=False, zeroline=False, scaleanchor="x")
     fig.update_layout(height=min(1400, 60 + cell_px * n_layers), margin=dict(l=60, r=10, t=40, b=10),
                       plot_bgcolor="white", dragmode=False, font=dict(family=CJK_FONT))
     return fig
 
 
-def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: str, title: str = "") -> go.Figure:
-    """A layers x heads heatmap of one head-summary metric (entropy, cls, sep, prev, next, self)."""
+def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: str, title: str = "",
+                        labels: AxisLabels = AxisLabels()) -> go.Figure:
+    """A layers x heads heatmap of one head-summary metric (entropy, cls, sep, prev, next, self); hover: the kind."""
     z = np.zeros((n_layers, n_heads), dtype=np.float32)
     kinds = [["" for _ in range(n_heads)] for _ in range(n_layers)]
     for r in rows:
         z[r["layer"] - 1, r["head"] - 1] = r[metric]
-        kinds[r["layer"] - 1][r["head"] - 1] = r["kind"]
+        kinds[r["layer"] - 1][r["head"] - 1] = kind_label(r["kind"], labels)
     zmax = max((r["max_entropy"] for r in rows), default=1.0) if metric == "entropy" else 1.0
     fig = go.Figure(go.Heatmap(
         z=z, x=[f"h{h + 1}" for h in range(n_heads)], y=[f"L{layer + 1}" for layer in range(n_layers)],
@@ -318,13 +346,14 @@ def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: s
     return fig
 
 
-def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: str = "") -> go.Figure:
+def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: str = "",
+                          labels: AxisLabels = AxisLabels()) -> go.Figure:
     """Layers x context tokens: where the word looks in each layer (mean over heads and its characters)."""
     n_layers, T = wa.shape
-    labels = axis_labels(tokens)
+    tok = axis_labels(tokens)
     fig = go.Figure(go.Heatmap(
-        z=wa, x=list(range(T)), y=[f"layer {layer + 1}" for layer in range(n_layers)], colorscale="Oranges",
-        zmin=0, customdata=[labels[:T] for _ in range(n_layers)],
+        z=wa, x=list(range(T)), y=[escape(labels.layer_n.format(n=layer + 1)) for layer in range(n_layers)], colorscale="Oranges",
+        zmin=0, customdata=[tok[:T] for _ in range(n_layers)],
         hovertemplate=f"{escape(word)} → %{{customdata}}<br>%{{y}}: %{{z:.3f}}<extra></extra>",
         colorbar=dict(thickness=10)))
     fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[escape(t) for t in tokens], side="top")
@@ -334,7 +363,8 @@ def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: s
     return fig
 
 
-def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str = "") -> go.Figure:
+def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str = "",
+                 labels: AxisLabels = AxisLabels()) -> go.Figure:
     """Cosine of the word's vector at each layer with its layer-0 (context-free) vector."""
     x = list(range(len(cos)))
     w = escape(word)
@@ -342,7 +372,8 @@ def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str 
         data=[dict(type="scatter", x=x, y=[float(c) for c in cos], mode="lines+markers+text", text=[f"{c:.2f}" for c in cos],
                    textposition="top center", customdata=[escape(n) for n in layer_names],
                    hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728"))],
-        layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[escape(n) for n in layer_names], title=dict(text="layer")),
+        layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[escape(n) for n in layer_names],
+                                   title=dict(text=escape(labels.layer))),
                     yaxis=dict(title=dict(text=f"cos({w}_layer, {w}_0)"), range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
                     title=dict(text=escape(title)), height=330, margin=dict(l=60, r=10, t=40, b=10),
                     font=dict(family=CJK_FONT))))

@@ -173,15 +173,18 @@ def _feeds(i: int, key: str, w: int) -> bool:
 
 
 # -- the 2L+1 vectors of one word --------------------------------------------------------------
-def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims: int = 128) -> go.Figure:
-    """Left: the 2L+1 vectors as heatmap rows (first `max_dims` dimensions); right: their cosines."""
+def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims: int = 128,
+                         titles: tuple[str, str] = ("{word}: 2L+1 = {n} vectors (dims 1–{dims})",
+                                                    "cosine between them")) -> go.Figure:
+    """Left: the 2L+1 vectors as heatmap rows (first `max_dims` dimensions); right: their cosines. `titles`: the
+    panels' titles, the first a template with {word}, {n} (vectors) and {dims} (dimensions shown)."""
     vecs = np.asarray(vecs, dtype=np.float32)
     shown = vecs[:, :max_dims]
     cos = cosine_matrix(vecs)
     names_s = [escape(n) for n in names]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.16,
-                        subplot_titles=[f"{escape(word)}: 2L+1 = {len(names)} vectors (dims 1–{shown.shape[1]})",
-                                        "cosine between them"])
+                        subplot_titles=[escape(titles[0]).format(word=escape(word), n=len(names), dims=shown.shape[1]),
+                                        escape(titles[1])])
     lim = float(np.abs(shown).max()) or 1.0
     fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
                              hovertemplate="%{y}<br>dim %{x}: %{z:.3f}<extra></extra>"), 1, 1)
@@ -231,8 +234,9 @@ def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, f
 
 
 # -- mixing weights from the eval files --------------------------------------------------------
-def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], task_names: dict[str, str]) -> go.Figure:
-    """Grouped bars of softmax(s_j) per task, with gamma and the expected layer in the legend."""
+def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], task_names: dict[str, str],
+                       uniform: str = "uniform") -> go.Figure:
+    """Grouped bars of softmax(s_j) per task, with gamma and the expected layer in the legend; the 1/n line: `uniform`."""
     fig = go.Figure()
     for task, ev in evals.items():
         wts = [float(x) for x in ev.mix_weights or []]
@@ -244,7 +248,7 @@ def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], ta
         fig.add_trace(go.Bar(x=[escape(s) for s in layer_labels[:len(wts)]], y=wts, name=escape(name),
                              marker_color=TASK_COLORS.get(task), text=[f"{x:.2f}" for x in wts], textposition="outside"))
     fig.add_hline(y=1 / max(len(layer_labels), 1), line_dash="dot", line_color="#888",
-                  annotation_text="uniform", annotation_position="top left")
+                  annotation_text=escape(uniform), annotation_position="top left")
     fig.update_layout(barmode="group", height=360, yaxis_title="softmax(s)_j", yaxis_range=[0, 1.05],
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.15),
                       font=dict(family=CJK_FONT))
@@ -253,7 +257,7 @@ def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], ta
 
 def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[str, str]) -> go.Figure:
     """Linear-probe scores for one task: the same probe on word2vec vectors (grey), on each single ELMo layer,
-    and on the ScalarMix of all layers."""
+    and on the ScalarMix of all layers. `labels`: "mix", "title", and the y axis's title under the metric's name."""
     per = [float(x) for x in ev.per_layer_score or []]
     xs, ys, colors = [], [], []
     w2v = ev.word2vec_probe_score
@@ -273,7 +277,7 @@ def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[st
     vals = ys
     lo = max(0.0, min(vals) - 0.1) if vals else 0.0
     hi = min(1.05, max(vals) + 0.08) if vals else 1.0
-    fig.update_layout(height=300, yaxis_title=escape(ev.metric), yaxis_range=[lo, hi],
+    fig.update_layout(height=300, yaxis_title=escape(labels.get(ev.metric, ev.metric)), yaxis_range=[lo, hi],
                       margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT),
                       title=escape(labels.get("title", "")))
     return fig
@@ -323,7 +327,7 @@ def history_weights(history) -> tuple[list[int], np.ndarray, list[float]]:
     return steps, np.asarray(ws, dtype=np.float32).reshape(len(ws), -1), gs
 
 
-def mix_history_figure(history, layer_labels: list[str], title: str = "") -> go.Figure:
+def mix_history_figure(history, layer_labels: list[str], title: str = "", x_title: str = "step") -> go.Figure:
     """softmax(s_j) over the live training steps, one line per layer."""
     steps, ws, _ = history_weights(history)
     fig = go.Figure()
@@ -333,7 +337,7 @@ def mix_history_figure(history, layer_labels: list[str], title: str = "") -> go.
         fig.add_trace(go.Scatter(x=steps, y=ws[:, j], mode="lines", name=escape(lab), line=dict(color=colors[j % 5], width=3)))
     if ws.size:
         fig.add_hline(y=1 / ws.shape[1], line_dash="dot", line_color="#888")
-    fig.update_layout(height=300, xaxis_title="step", yaxis_title="softmax(s)_j", yaxis_range=[0, 1],
+    fig.update_layout(height=300, xaxis_title=escape(x_title), yaxis_title="softmax(s)_j", yaxis_range=[0, 1],
                       margin=dict(l=10, r=10, t=30, b=10), title=escape(title), legend=dict(orientation="h", y=-0.25),
                       font=dict(family=CJK_FONT))
     return fig
