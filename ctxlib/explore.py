@@ -99,6 +99,16 @@ def mean_type_cosine(d: WordProfile, layer: int) -> float:
     return float(np.mean([cosine(v, d.type_vec[layer]) for v in d.vecs[:, layer]]))
 
 
+def same_depth(layer: int, n_from: int, n_to: int) -> int:
+    """The layer of a model with `n_to` layers at the relative depth of `layer` in one with `n_from` (the bottom stays
+    the bottom, the top stays the top; halves round up). From a one-layer model: the top layer."""
+    if n_to <= 1:
+        return 0
+    if n_from <= 1:
+        return n_to - 1
+    return int(np.floor(min(max(layer, 0), n_from - 1) * (n_to - 1) / (n_from - 1) + 0.5))
+
+
 def accuracy_rows(res: dict) -> list[dict]:
     """The table under the sense-accuracy chart: one row per model and layer (`res` from `sense_accuracy`)."""
     return [{"model": m, "layer": n, "accuracy": round(a, 3)} for m, (ns, accs) in res.items() for n, a in zip(ns, accs)]

@@ -16,11 +16,11 @@ st.markdown(prose("type_token_intro"))
 
 # -- inputs (shareable through the URL: ?set=活动 or ?word=..&s=..) ------------------------------
 sets = list(examples.EXAMPLE_SETS)  # DEFAULT_SET first
-name = state.choice("tt_set", "set", sets)
-state.init("tt_word", "word", examples.EXAMPLE_SETS[name]["word"])
+titles = {k: msg(f"type_token.sets.{k}") for k in sets}
+name = state.choice("tt_set", "set", sets, what=msg("type_token.url.set"), names=titles)  # bad links: a notice
+state.init("tt_word", "word", examples.EXAMPLE_SETS[name]["word"], max_chars=examples.MAX_WORD_CHARS)
 state.init("tt_text", "s", examples.example_text(name))
 left, right = st.columns([1, 2])
-titles = {k: msg(f"type_token.sets.{k}") for k in sets}
 left.selectbox(msg("type_token.inputs.set"), sets, key="tt_set", format_func=titles.__getitem__,
                on_change=lambda: st.session_state.update(tt_word=examples.EXAMPLE_SETS[st.session_state["tt_set"]]["word"],
                                                          tt_text=examples.example_text(st.session_state["tt_set"])))
@@ -28,7 +28,8 @@ left.text_input(msg("type_token.inputs.word"), key="tt_word", max_chars=examples
 right.text_area(msg("type_token.inputs.sentences"), key="tt_text", height=200)
 models = widgets.models_sidebar("tt")
 method = st.sidebar.radio(msg("type_token.sidebar.projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get,
-                          index=list(METHOD_NAMES).index(state.init("tt_proj", "proj", "pca")), key="tt_proj_w")
+                          index=list(METHOD_NAMES).index(state.choice("tt_proj", "proj", list(METHOD_NAMES), what=msg(
+                              "common.url.what_projection"), names=METHOD_NAMES)), key="tt_proj_w")
 st.sidebar.caption(msg("type_token.sidebar.png"))
 widgets.share_hint()
 
@@ -75,7 +76,8 @@ sentence_col, tabs = msg("type_token.tabs.sentence_col"), ("accuracy", "nearest"
 tab_acc, tab_near, tab_seg, tab_csv = st.tabs([msg(f"type_token.tabs.{k}") for k in tabs])
 with tab_near:
     st.caption(msg("type_token.nearest.caption"))
-    if st.toggle(msg("type_token.nearest.toggle"), value=state.init("tt_near", "near", "0") == "1", key="tt_near_w",
+    near = state.choice("tt_near", "near", ["0", "1"], what=msg("common.url.what_flag")) == "1"
+    if st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w",
                  on_change=state.flag, args=("tt_near_w", "near")):
         with st.spinner(msg("type_token.nearest.encoding")):
             st.dataframe({sentence_col: texts, **{m: loaders.nearest_table(m, word, texts, layers[m], stamps[m])

@@ -17,16 +17,17 @@ st.markdown(prose("atlas_intro"))
 
 model = widgets.model_radio("at", default="bert")
 colours = ["pos", "source", "kmeans"]
-state.choice("at_colour", "colour", colours)
-state.choice("at_proj", "proj", list(METHOD_NAMES))
+colour_names = {c: msg(f"atlas.inputs.colour_{c}") for c in colours}
+state.choice("at_colour", "colour", colours, what=msg("atlas.url.colour"), names=colour_names)  # bad links: a notice
+state.choice("at_proj", "proj", list(METHOD_NAMES), what=msg("common.url.what_projection"), names=METHOD_NAMES)
 c1, c2, c3, c4 = st.columns([1, 1, 1, 1])
-word = c1.text_input(msg("atlas.inputs.word"), value=state.init("at_word", "word", "发展"), key="at_word_w",
-                     max_chars=12).strip()
+word = c1.text_input(msg("atlas.inputs.word"), value=state.init("at_word", "word", "发展", max_chars=12),
+                     key="at_word_w", max_chars=12).strip()
 caps = [50, 100, 200, 300, 500, 1000]
 state.integer("at_cap", "cap", 300, caps[0], caps[-1], caps)
 cap = c2.select_slider(msg("atlas.inputs.cap"), caps, key="at_cap")
 colour = c3.radio(msg("atlas.inputs.colour"), colours, horizontal=True, key="at_colour",
-                  format_func={c: msg(f"atlas.inputs.colour_{c}") for c in colours}.__getitem__)
+                  format_func=colour_names.__getitem__)
 state.integer("at_k", "k", 3, 2, 8)
 k = c4.slider("k", 2, 8, key="at_k", disabled=colour != "kmeans")
 method = st.sidebar.radio(msg("atlas.sidebar.projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="at_proj")
@@ -44,7 +45,8 @@ if n < 3:
     st.stop()
 st.caption(msg("atlas.map.sample", total=d.total, n=n, cap=cap))
 names = d.layer_names
-state.integer("at_layer", "layer", len(names) - 1, 0, len(names) - 1)
+if len(names) > 1:  # another model's layer moves to the same relative depth (the top stays the top)
+    state.layer("at_layer", "layer", len(names))
 layer = st.select_slider(msg("atlas.map.layer"), list(range(len(names))), key="at_layer",
                          format_func=[f"{j}: {n}" for j, n in enumerate(widgets.layer_labels(names))].__getitem__) if len(names) > 1 else 0
 xy = loaders.projected(f"atlas|{loaders.model_stamp(model)}|{word}|{cap}|{layer}", d.vecs[:, layer], method)

@@ -178,3 +178,35 @@ def test_atlas_bad_input_with_gpt(fakes, word, expect):
         assert "<script>" not in chart.proto.spec
     at = _run(lang="en", model="gpt", word=word)  # the same word from a link (the box keeps 12 characters)
     assert not at.exception and len(at.text_input(key="at_word_w").value) <= 12
+
+
+def test_atlas_model_switch_keeps_the_relative_depth(fakes):
+    """ELMo's top layer -> BERT's top layer, not BERT's layer 2; the bottom stays the bottom; word2vec in between
+    keeps the layer."""
+    import json
+
+    def shown(at):
+        return at.select_slider(key="at_layer").value, json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+
+    at = _run(lang="en", word="活动", model="elmo")  # fakes: elmo 3 layers, bert 4, gpt 5
+    assert shown(at)[0] == 2
+    at.radio(key="at_model").set_value("bert").run()
+    assert shown(at)[0] == 3 and "· bert · layer 3 ·" in shown(at)[1] and at.query_params["layer"] in ("3", ["3"])
+    at.select_slider(key="at_layer").set_value(0).run()
+    at.radio(key="at_model").set_value("gpt").run()
+    assert shown(at)[0] == 0
+    at.select_slider(key="at_layer").set_value(2).run()
+    at.radio(key="at_model").set_value("elmo").run()
+    assert shown(at)[0] == 1  # the middle stays the middle
+    at.radio(key="at_model").set_value("word2vec").run()
+    at.radio(key="at_model").set_value("bert").run()
+    assert not at.exception and shown(at)[0] == 2  # 1 of 0..2 -> 1.5 of 0..3, rounded up
+
+
+def test_same_depth():
+    from ctxlib.explore import same_depth
+
+    assert [same_depth(j, 3, 5) for j in range(3)] == [0, 2, 4]
+    assert [same_depth(j, 5, 3) for j in range(5)] == [0, 1, 1, 2, 2]
+    assert [same_depth(j, 3, 4) for j in range(3)] == [0, 2, 3]
+    assert same_depth(3, 4, 1) == 0 and same_depth(0, 1, 4) == 3 and same_depth(9, 3, 5) == 4

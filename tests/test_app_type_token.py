@@ -227,3 +227,49 @@ def test_bad_input_with_gpt_selected(fakes, word, text, kind, needle):
         assert needle.replace(".", "") in _texts(at, kind).replace("\\", "").replace(".", ""), _texts(at, kind)
     for chart in at.get("plotly_chart"):
         assert "<script>" not in chart.proto.spec and "<b>手机" not in chart.proto.spec
+
+
+def _shown_layer(at, m):
+    """The option the browser shows in `m`'s layer select: the value the script sets (set_value), else, for a select
+    drawn afresh (the run before did not draw it), its first option: the browser has no value of its own for it."""
+    p = at.selectbox(key=f"tt_layer_{m}").proto
+    return p.raw_value if p.set_value else p.options[p.default]
+
+
+def test_layer_pickers_match_the_plots_after_an_input_error(fakes):
+    """Issue #13, item 1: an input error hides the pickers for a run; when they come back they must show the layer the
+    maps use (it was '0: embeddings' in the select while the maps showed the top layer)."""
+    at = _run(lang="en", models="elmo,bert")
+    at.text_area(key="tt_text").set_value("香蕉很甜\n梨很脆").run()  # the word is missing: an error, no pickers
+    assert at.error and not at.get("plotly_chart")
+    at.text_input(key="tt_word").set_value("香蕉").run()
+    assert not at.exception and not at.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")[:4:2]]
+    assert titles == ["elmo · layer 2", "bert · layer 3"]
+    assert [_shown_layer(at, m) for m in ("elmo", "bert")] == ["2: layer 2", "3: layer 3"]
+    at.selectbox(key="tt_layer_elmo").set_value(1).run()  # the teacher's choice survives the next error, too
+    at.text_input(key="tt_word").set_value("苹果").run()
+    at.text_input(key="tt_word").set_value("香蕉").run()
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] == "elmo · layer 1"
+    assert _shown_layer(at, "elmo") == "1: layer 1" and at.query_params["layers"] in ("elmo:1,bert:3", ["elmo:1,bert:3"])
+
+
+def test_layer_of_a_model_whose_data_failed_is_kept(fakes, monkeypatch):
+    """A model whose data fails for a run keeps its layer in ?layers= and in its select when it comes back."""
+    from ctxlib.app import loaders
+
+    at = _run(lang="en", models="elmo,bert", layers="elmo:1,bert:2")
+    real = loaders.word_tokens
+
+    def broken(m, *a, **kw):
+        if m == "bert":
+            raise RuntimeError("out of memory")
+        return real(m, *a, **kw)
+
+    monkeypatch.setattr(loaders, "word_tokens", broken)
+    at.text_input(key="tt_word").set_value("手机").run()
+    assert at.error and at.query_params["layers"] in ("elmo:1,bert:2", ["elmo:1,bert:2"])
+    monkeypatch.setattr(loaders, "word_tokens", real)
+    at.text_input(key="tt_word").set_value("苹果").run()
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")[:4:2]]
+    assert titles == ["elmo · layer 1", "bert · layer 2"] and _shown_layer(at, "bert") == "2: layer 2"

@@ -107,27 +107,40 @@ def model_radio(key: str, default: str | None = None) -> str | None:
     if not ok:
         return None
     wkey = f"{key}_model"
-    if wkey not in st.session_state or st.session_state[wkey] not in ok:
+    if (first := wkey not in st.session_state) or st.session_state[wkey] not in ok:
         qp = st.query_params.get("model")
         st.session_state[wkey] = qp if qp in ok else (default if default in ok else ok[-1])
+        if first and qp is not None and qp not in ok:  # a link's unknown or unbuilt model
+            state.notice("common.url.bad_choice", "model", qp, what=msg("common.url.what_model"),
+                         default=st.session_state[wkey])
     chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey)
     _missing_in_sidebar(status)
     return chosen
 
 
 def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]:
-    """One layer select per model with more than one layer (default: the top layer); kept in ?layers=elmo:2,bert:4."""
+    """One layer select per model with more than one layer (default: the top layer); kept in ?layers=elmo:2,bert:4.
+
+    The select's value is written to session state on every run, so a select re-created after a run that did not draw
+    it (an input error stopped the page, a model's data was missing) shows the layer the plots use, not its first
+    option; ?layers= keeps the layers of models not drawn this run."""
     qp = state.layer_choices()
     multi = {m: ns for m, ns in layer_names.items() if len(ns) > 1}
     out = {m: 0 for m in layer_names}
     cols = st.columns(max(1, len(multi))) if multi else []
     for col, (m, names) in zip(cols, multi.items()):
-        wkey = f"{key}_layer_{m}"
-        if wkey not in st.session_state or st.session_state[wkey] >= len(names):
-            st.session_state[wkey] = min(qp.get(m, len(names) - 1), len(names) - 1)
+        wkey, top = f"{key}_layer_{m}", len(names) - 1
+        j = st.session_state.get(wkey)
+        if not isinstance(j, int) or not 0 <= j <= top:  # first run, or a stale value (another checkpoint)
+            j = qp.get(m, top)
+            if not 0 <= j <= top:
+                state.notice("common.url.bad_layer", "layers", j, model=m, hi=top, default=top)
+                j = top
+        st.session_state[wkey] = j
         out[m] = col.selectbox(msg("common.layer_of", model=m), list(range(len(names))), key=wkey,
                                format_func=[f"{j}: {n}" for j, n in enumerate(layer_labels(names))].__getitem__)
-    st.query_params["layers"] = ",".join(f"{m}:{j}" for m, j in out.items() if m in multi)
+    keep = {**{m: j for m, j in qp.items() if m not in multi}, **{m: out[m] for m in multi}}
+    st.query_params["layers"] = ",".join(f"{m}:{keep[m]}" for m in loaders.MODEL_ORDER if m in keep)
     return out
 
 
