@@ -122,6 +122,7 @@ def test_attention_in_chinese_with_gpt(fakes):
     assert kinds and kinds <= {"前一个字", "后一个字", "自身", "[SEP]", "[CLS]", "分散", "混合"}, kinds
     drift = chart_specs(at)[-1]["layout"]["xaxis"]
     assert drift["ticktext"][0] == "嵌入层" and drift["title"]["text"] == "层"
+    assert chart_specs(at)[-1]["layout"]["yaxis"]["title"]["text"] == "cos(各层的 苹果, 第 0 层的 苹果)"
 
 
 def test_elmo_in_chinese():

@@ -129,6 +129,7 @@ class AxisLabels(NamedTuple):
     head_n: str = "head {n}"
     from_to: str = "from ↓  to →"
     layer: str = "layer"
+    drift_y: str = "cos({w}_layer, {w}_0)"  # the drift chart's y axis; w = the word
     kind_prev: str = "previous char"
     kind_next: str = "next char"
     kind_self: str = "self"
@@ -374,7 +375,7 @@ def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str 
                    hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728"))],
         layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[escape(n) for n in layer_names],
                                    title=dict(text=escape(labels.layer))),
-                    yaxis=dict(title=dict(text=f"cos({w}_layer, {w}_0)"), range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
+                    yaxis=dict(title=dict(text=escape(labels.drift_y).format(w=w)), range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
                     title=dict(text=escape(title)), height=330, margin=dict(l=60, r=10, t=40, b=10),
                     font=dict(family=CJK_FONT))))
 
