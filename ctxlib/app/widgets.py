@@ -18,7 +18,6 @@ from . import loaders, state
 from .i18n import language_switch, msg
 
 PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing")
-
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 
 
