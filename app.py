@@ -25,10 +25,10 @@ def home() -> None:
             col.markdown(prose(part))
 
     st.header(msg("home.demo.header"))
-    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", "苹果"), key="home_word_w", max_chars=12)
+    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", "苹果", max_chars=12), key="home_word_w", max_chars=12)
     a_col, b_col = st.columns(2)
-    s1 = a_col.text_input(msg("home.demo.sentence_a"), value=state.init("home_a", "a", "苹果真好吃"), key="home_a_w", max_chars=300)
-    s2 = b_col.text_input(msg("home.demo.sentence_b"), value=state.init("home_b", "b", "苹果手机很好用"), key="home_b_w", max_chars=300)
+    s1 = a_col.text_input(msg("home.demo.sentence_a"), value=state.init("home_a", "a", "苹果真好吃", max_chars=300), key="home_a_w", max_chars=300)
+    s2 = b_col.text_input(msg("home.demo.sentence_b"), value=state.init("home_b", "b", "苹果手机很好用", max_chars=300), key="home_b_w", max_chars=300)
     st.query_params.update({"word": word, "a": s1, "b": s2})
     _, problems = widgets.demo_cosines([], word, s1, s2)  # input problems only
     for note in problems:

@@ -22,6 +22,7 @@ STRINGS_DIR = Path(__file__).resolve().parent / "strings"
 LANGS = {"zh": "中文", "en": "English"}  # code -> the language's own name, in the switch's order
 FALLBACK = "en"
 _STATE_KEY = "ctxlab_lang"
+_BAD_LANG_KEY = "ctxlab_bad_lang"  # a ?lang= that is no language of the app
 
 
 @functools.cache
@@ -63,6 +64,8 @@ def _default_lang() -> str:
     qp = st.query_params.get("lang")
     if qp in LANGS:
         return qp
+    if qp is not None:  # told on the page by language_switch, once the page has its header
+        st.session_state[_BAD_LANG_KEY] = qp
     try:
         loc = st.context.locale  # browser locale, e.g. "zh-CN"
     except Exception:
@@ -98,3 +101,8 @@ def language_switch() -> None:
         st.session_state[_STATE_KEY] = new
         st.rerun()
     st.query_params["lang"] = lang()
+    bad = st.session_state.pop(_BAD_LANG_KEY, None)
+    if bad is not None:
+        from . import state  # state reads the catalogue through this module
+
+        state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
