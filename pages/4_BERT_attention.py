@@ -7,6 +7,7 @@ from ctxlib import checkpoint
 from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.viz import attention as va
+from ctxlib.viz import head_view as hv
 
 _t0 = time.perf_counter()
 have = {m: loaders.try_load(m)[0] is not None for m in ("bert", "gpt")}
@@ -81,10 +82,10 @@ with tab_head:
     heads = h2.multiselect(msg("attention.head.heads"), list(range(1, n_heads + 1)),
                            default=list(range(1, n_heads + 1)), key="att_hv_heads")
     thr = h3.slider(msg("attention.head.threshold"), 0.0, 0.3, 0.05, 0.01, key="att_hv_thr")
-    labels = va.HeadViewLabels(*(msg(f"attention.head.{k}") for k in va.HeadViewLabels._fields))
+    labels = hv.HeadViewLabels(*(msg(f"attention.head.{k}") for k in hv.HeadViewLabels._fields))
     c_lines, c_heat = st.columns([1, 1])
-    c_lines.iframe(va.head_view_html(att[layer - 1], tokens, [h - 1 for h in heads], threshold=thr, segment_ids=seg,
-                                     labels=labels), height=va.head_view_height(len(tokens)))  # all escaped, all inline
+    c_lines.iframe(hv.head_view_html(att[layer - 1], tokens, [h - 1 for h in heads], threshold=thr, segment_ids=seg,
+                                     labels=labels), height=hv.head_view_height(len(tokens)))  # all escaped, all inline
     c_heat.plotly_chart(va.attention_heatmap(va.mean_heads(att[layer - 1], heads), tokens, msg(
         "attention.head.mean_title", layer=layer), causal=gpt, masked_label=masked, labels=ax), width="stretch", key="att_hv_heat")
     if gpt:

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from ctxlib.viz import attention as va
+from ctxlib.viz import head_view as hv
 
 TOKENS = ["[CLS]", "苹", "果", "很", "甜", "[SEP]"]
 
@@ -108,16 +109,16 @@ def test_word_token_indices_skip_specials_and_find_first():
 def test_head_view_escapes_tokens_and_loads_nothing_external():
     toks = ["[CLS]", "<script>alert(1)</script>", "&", "\"x\"", "[SEP]"]
     att = _att(L=1, H=2, T=5)[0]
-    page = va.head_view_html(att, toks, [0, 1], threshold=0.0)
+    page = hv.head_view_html(att, toks, [0, 1], threshold=0.0)
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.count("<script>") == 1  # only our own inline script
     for bad in ("http://", "https://", "src=", "cdn", "@import"):
         assert bad not in page.lower()
     assert page.count('class="ln"') == 2 * 5 * 5  # threshold 0: every pair for both heads
-    assert va.head_view_html(att, toks, [0], threshold=0.99).count('class="ln"') <= 5
+    assert hv.head_view_html(att, toks, [0], threshold=0.99).count('class="ln"') <= 5
     assert "■ head 1" in page and ">from</text>" in page  # English by default
-    zh = va.head_view_html(att, toks, [1], labels=va.HeadViewLabels("头 {n}", "<提示>", "发出", "被注意"))
+    zh = hv.head_view_html(att, toks, [1], labels=hv.HeadViewLabels("头 {n}", "<提示>", "发出", "被注意"))
     assert "■ 头 2" in zh and "&lt;提示&gt;" in zh and ">发出</text>" in zh and ">被注意</text>" in zh
 
 

@@ -43,6 +43,11 @@ def _flatten(prefix: str, table: dict, out: dict[str, str]) -> None:
             out[f"{prefix}.{k}"] = str(v)
 
 
+def escape_md(text: str) -> str:
+    """User text made literal for st.markdown/st.caption/st.error (Markdown and HTML specials escaped)."""
+    return "".join("\\" + ch if ch in "\\`*_{}[]()#+-.!|<>$~" else ch for ch in str(text))
+
+
 def lookup(msg_id: str, code: str, /, **values) -> str:
     """The text of `msg_id` in language `code` (English, then the id itself, when missing), placeholders filled."""
     text = catalogue(code).get(msg_id)
@@ -64,7 +69,7 @@ def _default_lang() -> str:
     qp = st.query_params.get("lang")
     if qp in LANGS:
         return qp
-    if qp is not None:  # told on the page by language_switch, once the page has its header
+    if qp is not None:  # told on the page by widgets.page_header, once the page has its header
         st.session_state[_BAD_LANG_KEY] = qp
     try:
         loc = st.context.locale  # browser locale, e.g. "zh-CN"
@@ -101,8 +106,9 @@ def language_switch() -> None:
         st.session_state[_STATE_KEY] = new
         st.rerun()
     st.query_params["lang"] = lang()
-    bad = st.session_state.pop(_BAD_LANG_KEY, None)
-    if bad is not None:
-        from . import state  # state reads the catalogue through this module
 
-        state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
+
+def bad_lang_param() -> str | None:
+    """The link's ?lang= value when it named no language of the app (once per session; widgets.page_header
+    tells the user)."""
+    return st.session_state.pop(_BAD_LANG_KEY, None)

@@ -11,7 +11,7 @@ import re
 
 import streamlit as st
 
-from .i18n import msg
+from .i18n import escape_md, msg
 
 SHOWN = 30  # characters of a bad value quoted in a notice
 _INT = re.compile(r"-?[0-9]{1,9}")  # ASCII digits only: str.isdigit() accepts '²', which int() rejects
@@ -19,8 +19,6 @@ _INT = re.compile(r"-?[0-9]{1,9}")  # ASCII digits only: str.isdigit() accepts '
 
 def notice(msg_id: str, param: str, value="", **values) -> None:
     """A caption: the link's `param` could not be used (`value` quoted, shortened and shown as plain text)."""
-    from .widgets import escape_md  # widgets imports this module
-
     v = str(value)
     st.caption(escape_md(msg(msg_id, param=param, value=v if len(v) <= SHOWN else v[:SHOWN] + "…", **values)))
 

@@ -15,7 +15,7 @@ from ctxlib import checkpoint
 from ctxlib.records import TrainingRecord
 
 from . import loaders, state
-from .i18n import language_switch, msg
+from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 
 PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing")
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
@@ -28,6 +28,8 @@ def page_header(page_title: str, title_id: str, icon: str | None = None) -> None
     page's name in the session's language."""
     st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
+    if (bad := bad_lang_param()) is not None:
+        state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
     st.title(msg(title_id))
 
 
@@ -49,11 +51,6 @@ def layer_label(name: str) -> str:
 def layer_labels(names) -> list[str]:
     """layer_label of each name."""
     return [layer_label(n) for n in names]
-
-
-def escape_md(text: str) -> str:
-    """Escape markdown/HTML specials in user text for st.markdown/st.error."""
-    return "".join("\\" + ch if ch in "\\`*_{}[]()#+-.!|<>$~" else ch for ch in str(text))
 
 
 def show_error(message: str) -> None:
