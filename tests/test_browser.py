@@ -1,6 +1,8 @@
 """Real-browser smoke test: `streamlit run app.py`, then headless Chromium visits the home page and every page in pages/.
 
-Skips (with the reason) when Playwright or a Chromium binary is missing; `.ci/run` installs chromium.
+Skips (with the reason) when Playwright or a Chromium binary is missing, except when CTXLAB_REQUIRE_BROWSER=1
+(`.ci/run` sets it and installs chromium): then a browser that cannot run fails the test. A page that says a
+shipped model could not be loaded fails it too, warning or error.
 """
 import os
 import shutil
@@ -13,9 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from ctxlib import checkpoint
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
+
+
+def _skip_or_fail(reason: str):
+    if os.environ.get("CTXLAB_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"CTXLAB_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
 
 
 def _chromium() -> str | None:
@@ -70,10 +80,13 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -r requirements.txt)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _skip_or_fail("playwright is not installed (pip install -r requirements.txt)")
     exe = _chromium()
     if exe is None:
-        pytest.skip("no Chromium binary (apt-get install chromium, or set CTXLAB_CHROMIUM); .ci/run installs it")
+        _skip_or_fail("no Chromium binary (apt-get install chromium, or set CTXLAB_CHROMIUM); .ci/run installs it")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
         yield b
@@ -97,6 +110,12 @@ def test_every_page_renders_without_error(server, browser):
         page.wait_for_timeout(300)
         errors = [e.inner_text()[:300] for e in page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')]
         assert not errors, f"/{path}: {errors}"
+        body = page.inner_text("body")
+        for m in checkpoint.SHIPPED:  # a shipped model that did not load shows as a warning or caption, not an error
+            said = [t for t in (f"{m} model is not available", f"{m} not available", f"missing: {checkpoint.rebuild_command(m)}")
+                    if t.lower() in body.lower()]
+            assert not said, f"/{path}: the shipped model {m} did not load: {said}"
+        assert "no model is available" not in body.lower(), f"/{path}: no model loaded"
         titles[path] = page.inner_text("h1").strip()
         assert titles[path], f"/{path}: empty title"
     assert len(set(titles.values())) == len(titles), titles  # each page has its own title
