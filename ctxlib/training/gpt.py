@@ -24,6 +24,7 @@ from .. import checkpoint
 from ..models.bert import BertConfig, BertModel, CharTokenizer
 from ..models.gpt import GptEncoder
 from ..vocab import Vocab
+from . import bert as bert_training
 from .presets import Preset
 from .resume import ResumableBatches
 
@@ -50,14 +51,9 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def _set_seed(seed: int):
-    torch.manual_seed(seed)
-    np.random.seed(seed)
-
-
 def build_model(tok: CharTokenizer, model_kw: dict, seed: int = 0) -> BertModel:
-    _set_seed(seed)
-    return BertModel(BertConfig(vocab_size=len(tok), **{**model_kw, "causal": True}))
+    """BERT's `build_model` (same seeding) with the left-to-right flag."""
+    return bert_training.build_model(tok, {**model_kw, "causal": True}, seed)
 
 
 # ----------------------------------------------------------------------------- data
