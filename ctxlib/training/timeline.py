@@ -104,9 +104,17 @@ class Timeline:
         was = model.training  # read before make_encoder: an Encoder puts its model in eval mode
         enc = self.make_encoder()
         model.eval()
+        # the encoders read on the CPU: a model training on CUDA visits it for the measurements (the same
+        # parameter objects move, so the optimizer keeps them), then the validation loss runs where it trains
+        dev = next(model.parameters()).device
         try:
             with torch.no_grad():
-                snap, arrays = self._measure(enc)
+                if dev.type != "cpu":
+                    model.to("cpu")
+                try:
+                    snap, arrays = self._measure(enc)
+                finally:
+                    model.to(dev)
                 snap["valid_loss"] = round(float(self.valid_loss()), 4)
         finally:
             model.train(was)
