@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # annotations only: this module loads without torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT_DIR = Path(os.environ.get("CTXLIB_CHECKPOINTS", REPO_ROOT / "checkpoints"))
 KINDS = ("word2vec", "elmo", "bert", "gpt")  # every model kind ctxlib can train and load
-SHIPPED = ("word2vec", "elmo", "bert")  # the kinds checkpoints/ ships (`info` lists those missing)
+SHIPPED = ("word2vec", "elmo", "bert", "gpt")  # the kinds checkpoints/ ships (`info` lists those missing)
 
 
 class CheckpointError(RuntimeError):
