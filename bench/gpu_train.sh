@@ -8,6 +8,8 @@
 #                                      # and the packages of requirements.txt (it says which are missing)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# the device machine lacks jieba and snownlp: bench/gpu_prepare.sh puts them (and the corpus cache) in .gpu/
+if [ -d .gpu/site ]; then export PYTHONPATH="$PWD/.gpu/site" CTXLIB_CACHE="$PWD/.gpu/cache"; fi
 OUT="${OUT:-out/gpu}"
 mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
