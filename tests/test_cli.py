@@ -79,7 +79,7 @@ def test_info_json(w2v_tiny, monkeypatch, capsys):
     [m] = info["models"]
     assert m["name"] == "word2vec" and m["kind"] == "word2vec" and m["config"]["dim"] == 32
     assert m["summary"]["tokens_seen"] > 0 and m["summary"]["wall_s"] >= 0
-    assert info["missing"] == {"elmo": "python -m ctxlib train elmo", "bert": "python -m ctxlib train bert"}
+    assert info["missing"] == {k: f"python -m ctxlib train {k}" for k in ("elmo", "bert", "gpt")}
     assert main(["info"]) == 0
     assert "python -m ctxlib train bert" in capsys.readouterr().out
 
