@@ -95,3 +95,14 @@ def run_eval(model_name, task: str = "nsp", out=None, seed: int = 0, n: int = 30
               "command": f"python -m ctxlib eval {model_name} --task nsp --seed {seed}"}
     checkpoint.atomic_write_json(Path(out) if out else Path(enc.path) / "eval_nsp.json", result)
     return result
+
+
+def read_table(folder) -> dict | None:
+    """The eval_nsp.json of a checkpoint folder, or None when it is missing or unreadable."""
+    import json
+
+    try:
+        d = json.loads((Path(folder) / "eval_nsp.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) and isinstance(d.get("rows"), dict) and all(o in d["rows"] for o in ORDERS) else None
