@@ -96,3 +96,14 @@ def test_eval_command_writes_the_file_and_refuses_other_models(tiny_bert, tmp_pa
     assert "--task nsp" in on_disk["command"]
     with pytest.raises(evaluation.TaskChoiceError, match="next-sentence head"):
         evaluation.run_eval("word2vec", "nsp")
+
+
+def test_read_table_missing_or_corrupt(tmp_path):
+    assert nsp.read_table(tmp_path) is None
+    (tmp_path / "eval_nsp.json").write_text("{nope", encoding="utf-8")
+    assert nsp.read_table(tmp_path) is None
+    (tmp_path / "eval_nsp.json").write_text(json.dumps({"rows": {"true": {}}}), encoding="utf-8")
+    assert nsp.read_table(tmp_path) is None  # rows missing
+    rows = {o: {"mean_p": 0.5, "share_is_next": 0.5, "share_below_true": 0.5} for o in nsp.ORDERS}
+    (tmp_path / "eval_nsp.json").write_text(json.dumps({"rows": rows}), encoding="utf-8")
+    assert nsp.read_table(tmp_path)["rows"] == rows

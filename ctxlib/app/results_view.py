@@ -82,10 +82,15 @@ def nsp_rows(table: dict) -> list[dict]:
         r = table["rows"][o]
         out.append({col("pair"): msg(f"nsp.row.{o}"), col("mean_p"): f"{r['mean_p']:.2f}",
                     col("is_next"): f"{r['share_is_next']:.0%}",
-                    col("below_true"): f"{r['share_below_true']:.0%}" if o != "true" else msg("results.no_figure"),
-                    col("reading"): msg(f"nsp.reading.{o}", is_next=f"{r['share_is_next']:.0%}",
-                                        below=f"{r['share_below_true']:.0%}")})
+                    col("below_true"): f"{r['share_below_true']:.0%}" if o != "true" else msg("results.no_figure")})
     return out
+
+
+def nsp_readings(table: dict) -> str:
+    """One sentence per row of the table, as a Markdown list."""
+    rows = table["rows"]
+    return "\n".join(f"- **{msg(f'nsp.row.{o}')}**: " + msg(f"nsp.reading.{o}", is_next=f"{rows[o]['share_is_next']:.0%}",
+                                                             below=f"{rows[o]['share_below_true']:.0%}") for o in ORDERS)
 
 
 LIVE_SAME = 0.1  # a swap that moves P(IsNext) less than this "barely moved" it
@@ -107,6 +112,7 @@ def nsp_table_section(folder, command: str) -> None:
         st.info(msg("nsp.missing", command=command))
         return
     st.dataframe(nsp_rows(table), hide_index=True)
+    st.markdown(nsp_readings(table))
     share = table.get("order_share")
     if share is not None:
         st.markdown(msg("nsp.topic" if share >= ORDER_SHARE else "nsp.order", share=f"{share:.0%}"))
@@ -115,6 +121,6 @@ def nsp_table_section(folder, command: str) -> None:
                    command=command))
     if table.get("examples"):
         with st.expander(msg("nsp.examples")):
-            st.dataframe([{"A": e["a"], "B": e["b"], msg("nsp.col.random_b"): e["r"],
-                           "P(A,B)": f"{e['p_true']:.2f}", "P(B,A)": f"{e['p_swapped']:.2f}",
-                           "P(A,R)": f"{e['p_random']:.2f}"} for e in table["examples"]], hide_index=True)
+            st.dataframe([{"P(A, B)": f"{e['p_true']:.2f}", "P(B, A)": f"{e['p_swapped']:.2f}",
+                           f"P(A, {msg('nsp.col.random_b')})": f"{e['p_random']:.2f}", "A": e["a"], "B": e["b"],
+                           msg("nsp.col.random_b"): e["r"]} for e in table["examples"]], hide_index=True)
