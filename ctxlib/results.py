@@ -234,7 +234,8 @@ def _bert_vs_elmo(r: _Reader) -> ClaimResult:
         s = cfg.get("summary") or {}
         c.figures.update(layers=_num(cfg, "config", "layers"), hidden=_num(cfg, "config", "hidden"),
                          steps=_num(s, "steps"), tokens_m=round(_num(s, "tokens_seen") / 1e6, 1) if _num(s, "tokens_seen") else None,
-                         minutes=round(_num(s, "wall_s") / 60) if _num(s, "wall_s") else None, device=s.get("device"))
+                         minutes=round(_num(s, "wall_s") / 60) if _num(s, "wall_s") else None,
+                         device=str(s["device"]).upper() if s.get("device") else None)
     if bert:
         c.figures.update(n_train=_num(bert, "n_train"), bert=b)
     return c
