@@ -24,8 +24,8 @@ for i, c in enumerate(claims, 1):
         st.markdown(rv.text(c, "claim"))
         st.markdown(f"**:{rv.COLOURS[c.verdict]}[{msg(f'results.verdict.{c.verdict}')}]**" + (f" · {rv.held(c)}" if c.comparisons else ""))
         if c.comparisons:
-            st.markdown(f"**{msg('results.measured')}:** {rv.text(c, 'figure')}")
-            st.markdown(f"**{msg('results.why')}:** {rv.why(c)}")
+            st.markdown(f"**{msg('results.measured')}** {rv.text(c, 'figure')}")
+            st.markdown(f"**{msg('results.why')}** {rv.why(c)}")
         for file, command in c.missing:
             st.warning(msg("results.missing", file=file, command=command))
         if c.files:

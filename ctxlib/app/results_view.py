@@ -89,8 +89,9 @@ def nsp_rows(table: dict) -> list[dict]:
 def nsp_readings(table: dict) -> str:
     """One sentence per row of the table, as a Markdown list."""
     rows = table["rows"]
-    return "\n".join(f"- **{msg(f'nsp.row.{o}')}**: " + msg(f"nsp.reading.{o}", is_next=f"{rows[o]['share_is_next']:.0%}",
-                                                             below=f"{rows[o]['share_below_true']:.0%}") for o in ORDERS)
+    return "\n".join(msg("nsp.bullet", row=msg(f"nsp.row.{o}"),
+                          reading=msg(f"nsp.reading.{o}", is_next=f"{rows[o]['share_is_next']:.0%}",
+                                      below=f"{rows[o]['share_below_true']:.0%}")) for o in ORDERS)
 
 
 LIVE_SAME = 0.1  # a swap that moves P(IsNext) less than this "barely moved" it
