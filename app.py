@@ -23,6 +23,7 @@ def home() -> None:
     with st.expander(msg("home.lecture"), expanded=True):
         for col, part in zip(st.columns(4), ("static_limits", "elmo", "bert", "gpt")):
             col.markdown(prose(part))
+        st.page_link("pages/7_Results.py", label=msg("home.results_link"), icon="📏")
 
     st.header(msg("home.demo.header"))
     word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", "苹果", max_chars=12), key="home_word_w", max_chars=12)

@@ -286,9 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="train task heads on frozen features and write eval_<task>.json")
     s.add_argument("model")
-    s.add_argument("--task", required=True, choices=["pos", "ner", "sentiment", "senses", "cloze"],
+    s.add_argument("--task", required=True, choices=["pos", "ner", "sentiment", "senses", "cloze", "nsp"],
                    help="pos/ner/sentiment: task heads; senses: sense accuracy and pair ranking per layer on three "
-                        "held-out sets; cloze: fill-mask top-1/top-5 on the frozen cloze set (BERT)")
+                        "held-out sets; cloze: fill-mask top-1/top-5 on the frozen cloze set (BERT); nsp: BERT's P(IsNext) "
+                        "on held-out sentence pairs in true order, swapped, and with a random second sentence")
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default=None, help="output JSON (default: in the checkpoint folder)")

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from ctxlib import checkpoint
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import loaders, results_view, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
 from ctxlib.viz import pretraining as vp
@@ -80,8 +80,11 @@ if not a.strip() or not b.strip():
     st.warning(msg("pretraining.nsp.empty"))
 else:
     k1, k2 = st.columns(2)
-    k1.metric("P(IsNext | A, B)", f"{ask('bert', 'next_sentence', stamp, a, b):.2f}")
-    k2.metric(msg("pretraining.nsp.control"), f"{ask('bert', 'next_sentence', stamp, b, a):.2f}")
+    p_ab, p_ba = ask("bert", "next_sentence", stamp, a, b), ask("bert", "next_sentence", stamp, b, a)
+    k1.metric("P(IsNext | A, B)", f"{p_ab:.2f}")
+    k2.metric(msg("pretraining.nsp.control"), f"{p_ba:.2f}")
+    st.caption(results_view.nsp_live_note(p_ab, p_ba))
+results_view.nsp_table_section(enc.path, "python -m ctxlib eval bert --task nsp")  # measured: topic, not order
 
 st.subheader(msg("pretraining.lm.header"))
 lm_text = st.text_input(msg("pretraining.lm.sentence"), key="pt_lm", max_chars=500)

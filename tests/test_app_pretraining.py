@@ -125,3 +125,35 @@ def test_one_position_gpt_with_nothing_to_its_left(monkeypatch, bert):
     titles, bars = _four_way(at)
     assert titles[0] == "GPT →: nothing it knows to its left" and not bars[0]["y"]
     assert len(bars[1]["y"]) == 5
+
+
+# -- NSP: topic or order, measured ----------------------------------------------------------------------------
+def test_nsp_table_equals_the_eval_file_and_the_live_control_is_read(bert):
+    import json
+
+    path = checkpoint.CHECKPOINT_DIR / "bert" / "eval_nsp.json"
+    if not path.is_file():
+        pytest.skip("checkpoints/bert/eval_nsp.json missing: python -m ctxlib eval bert --task nsp")
+    table = json.loads(path.read_text(encoding="utf-8"))
+    at = _run(a="我饿了。", b="我们去吃饭吧。")
+    nsp = next(d.value for d in at.dataframe if "mean P(IsNext)" in d.value.columns)
+    assert list(nsp["mean P(IsNext)"]) == [f"{table['rows'][o]['mean_p']:.2f}" for o in ("true", "swapped", "random")]
+    assert list(nsp["called IsNext (P > 0.5)"]) == [f"{table['rows'][o]['share_is_next']:.0%}"
+                                                   for o in ("true", "swapped", "random")]
+    text = " ".join(m.value for m in at.markdown)
+    assert f"{table['order_share']:.0%} of the gap" in text
+    assert ("topic, not order" in text) == (table["order_share"] >= 0.75)
+    d = abs(bert.next_sentence("我饿了。", "我们去吃饭吧。") - bert.next_sentence("我们去吃饭吧。", "我饿了。"))
+    live = [c.value for c in at.caption if c.value.startswith("Swapping A and B")]
+    assert live and f"{d:.2f}" in live[0] and (("by only" in live[0]) == (d < 0.1))
+
+
+def test_nsp_table_missing_names_its_command(monkeypatch, tmp_path, bert):
+    import shutil
+
+    shutil.copytree(checkpoint.CHECKPOINT_DIR / "bert", tmp_path / "bert",
+                    ignore=shutil.ignore_patterns("eval_nsp.json", "timeline.*"))
+    use_checkpoint_dir(monkeypatch, tmp_path)
+    at = _run()
+    assert any("python -m ctxlib eval bert --task nsp" in i.value for i in at.info)
+    assert not at.error

@@ -38,7 +38,7 @@ def test_every_id_the_code_names_exists():
     assert named  # the scan sees the pages
 
 
-@pytest.mark.parametrize("name", ["Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining"])
+@pytest.mark.parametrize("name", ["Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "Results"])
 def test_page_labels_exist(name):
     assert f"pages.{name}.label" in i18n.catalogue("en")
 

@@ -1,5 +1,6 @@
 """Evaluation: task heads on frozen features (`tasks`, the heads themselves in `heads`), BERT's sentiment
-fine-tuning (`finetune`) and the frozen held-out sense and cloze sets (`heldout`).
+fine-tuning (`finetune`), the frozen held-out sense and cloze sets (`heldout`) and BERT's next-sentence head on
+held-out pairs, true, swapped and random (`nsp`).
 
 `run_eval(model_name, task, **kw)` is the one entry point (`python -m ctxlib eval`): it picks the evaluation by the
 task and, for sentiment, by the model's kind, runs it and returns the result it wrote to eval_<task>.json.
@@ -24,8 +25,12 @@ def _pick(model_name, task: str) -> Callable[..., dict]:
         if task == "cloze" and kind != "bert":
             raise TaskChoiceError(f"the cloze test needs a masked LM; '{model_name}' is a {kind} model")
         from .heldout import run_eval
+    elif task == "nsp":
+        if kind != "bert":
+            raise TaskChoiceError(f"the NSP test needs BERT's next-sentence head; '{model_name}' is a {kind} model")
+        from .nsp import run_eval
     elif kind == "bert" and task != "sentiment":
-        raise TaskChoiceError("BERT's task evaluation is --task sentiment (and senses, cloze)")
+        raise TaskChoiceError("BERT's task evaluation is --task sentiment (and senses, cloze, nsp)")
     elif kind == "bert":
         from .finetune import run_eval
     else:
@@ -34,7 +39,7 @@ def _pick(model_name, task: str) -> Callable[..., dict]:
 
 
 def run_eval(model_name, task: str, **kw) -> dict:
-    """senses, cloze: `heldout.run_eval`; sentiment on BERT: `finetune.run_eval` (fine-tuning); pos, ner, sentiment
+    """senses, cloze: `heldout.run_eval`; nsp (BERT): `nsp.run_eval`; sentiment on BERT: `finetune.run_eval` (fine-tuning); pos, ner, sentiment
     on word2vec or ELMo: `tasks.run_eval` (task heads on frozen features). `kw` (device, seed, out, ...) go to it.
     Raises TaskChoiceError before running anything when the checkpoint or the task does not fit."""
     return _pick(model_name, task)(model_name, task, **kw)

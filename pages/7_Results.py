@@ -1,0 +1,36 @@
+"""Results: the lecture's claims (the papers' findings) against this app's own models, read from the eval files in
+checkpoints/ each time the page opens (ctxlib.results computes the verdicts)."""
+import time
+
+import streamlit as st
+
+from ctxlib import results
+from ctxlib.app import results_view as rv
+from ctxlib.app import widgets
+from ctxlib.app.i18n import msg
+
+_t0 = time.perf_counter()
+widgets.page_header("Results", "results.title")
+st.markdown(msg("results.intro"))
+st.info(msg("results.rule"))
+claims = results.claims()  # a dozen small JSON files: read afresh, so a new eval shows at once
+
+st.subheader(msg("results.summary"))
+st.dataframe(rv.overview_rows(claims), hide_index=True)
+
+for i, c in enumerate(claims, 1):
+    with st.container(border=True):
+        st.markdown(f"#### {i}. {msg(f'results.short.{c.key}')}")
+        st.markdown(rv.text(c, "claim"))
+        st.markdown(f"**:{rv.COLOURS[c.verdict]}[{msg(f'results.verdict.{c.verdict}')}]**" + (f" · {rv.held(c)}" if c.comparisons else ""))
+        if c.comparisons:
+            st.markdown(f"**{msg('results.measured')}** {rv.text(c, 'figure')}")
+            st.markdown(f"**{msg('results.why')}** {rv.why(c)}")
+        for file, command in c.missing:
+            st.warning(msg("results.missing", file=file, command=command))
+        if c.files:
+            st.caption(msg("results.files", files=", ".join(f"`{f}`" for f in c.files)))
+        if c.comparisons:
+            with st.expander(msg("results.comparisons")):
+                st.dataframe(rv.comparison_rows(c), hide_index=True)
+widgets.record_time("results", _t0)
