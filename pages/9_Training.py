@@ -25,7 +25,7 @@ if not have:
     st.stop()
 
 state.choice("tr_model", "model", have, what=msg("training.url.model"))
-c1, c2, c3, c4 = st.columns([2, 2, 2, 1])
+c1, c2, c3 = st.columns([2, 2, 2])
 name = c1.radio(msg("training.model"), have, key="tr_model", horizontal=True)
 stamp = replay.stamp(name)
 try:
@@ -38,7 +38,6 @@ word = c2.selectbox(msg("training.word"), rp.words, key="tr_word")
 layer_names = widgets.layer_labels(rp.layer_names)
 state.layer("tr_layer", "layer", len(layer_names))
 layer = c3.selectbox(msg("training.layer"), list(range(len(layer_names))), format_func=layer_names.__getitem__, key="tr_layer")
-same = c4.toggle(msg("training.same_size"), value=True, key="tr_same", help=msg("training.same_size_help"))
 st.query_params.update({"model": name, "word": word, "layer": str(layer)})
 steps = rp.steps
 rv.ensure_index(steps)
@@ -52,9 +51,10 @@ def _play() -> None:
 
 
 playing = st.session_state.get("tr_playing", False)
-b1, b2 = st.columns([1, 5])
+b1, b2, b3 = st.columns([1, 2, 4])
 b1.button(msg("training.pause" if playing else "training.play"), on_click=_play, key="tr_play")
-b2.caption(rv.file_sizes(rp))
+same = b2.toggle(msg("training.same_size"), value=True, key="tr_same", help=msg("training.same_size_help"))
+b3.caption(rv.file_sizes(rp))
 
 
 @st.fragment(run_every=PLAY_S if playing else None)

@@ -92,3 +92,15 @@ def test_chinese(timelines):
     at.query_params["lang"] = "zh"
     at.run()
     assert not at.exception and [t.value for t in at.title] == ["训练：看模型怎样学会"] and at.metric[0].label == "步数"
+
+
+def test_gpt_timeline_with_next_characters(tmp_path, monkeypatch):
+    write_timeline(tmp_path / "gpt", kind="gpt", fill_mask=False, lm=True)  # as recorded from now on
+    use_checkpoint_dir(monkeypatch, tmp_path)
+    at = _run(model="gpt", step="1")
+    row = at.dataframe[0].value.iloc[0]
+    assert list(row.index) == ["text so far", "written for", "next character: top 5 at this step"]
+    assert list(row) == ["早餐我喝了一杯热牛…", "奶", "奶 20% · 水 10%"]
+    hits = next(s for s in chart_specs(at) if "intended" in s["layout"]["title"]["text"])
+    assert [t["name"] for t in hits["data"]] == ["GPT: next character"] and hits["data"][0]["y"] == [1, 1, 1, 1]
+    assert len(chart_specs(at)) == 6  # its attention is there too: map and head shares

@@ -172,4 +172,4 @@ def test_figures_mark_the_step_on_a_log_axis(tmp_path):
     fig = vt.map_figure(pr.coords[2], pr.coords[1], rp.labels("苹果"), ["<b>x</b>"] * 4, pr.bounds, "<script>")
     assert [t.name for t in fig.data[1:]] == ["品牌", "水果"] and "<script>" not in fig.layout.title.text
     assert tuple(fig.layout.xaxis.range) == pytest.approx(pr.bounds[:2])
-    assert vt.answer_text([("奶", 0.41), ("水", 0.09)]) == "奶 41% · 水 9%"
+    assert vt.answer_text([("奶", 0.41), ("水", 0.09), ("茶", 0.004), ("的", 0.0001)]) == "奶 41% · 水 9% · 茶 0.4% · 的 <0.1%"

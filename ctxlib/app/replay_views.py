@@ -107,7 +107,8 @@ def answers_view(rp: replay.Replay, key: str, k: int) -> None:
         rows = []
         for r in lm:
             row = {msg("training.col.prompt" if gpt else "training.col.sentence"): (r["prompt"] + "…") if gpt else r["text"],
-                   msg("training.col.answer"): r["word"], msg("training.col.forward"): vt.answer_text(r["forward"])}
+                   msg("training.col.answer" if gpt else "training.col.word"): r["word"],
+                   msg("training.col.next" if gpt else "training.col.forward"): vt.answer_text(r["forward"])}
             if r["backward"] is not None:
                 row[msg("training.col.backward")] = vt.answer_text(r["backward"])
             rows.append(row)
@@ -115,7 +116,8 @@ def answers_view(rp: replay.Replay, key: str, k: int) -> None:
     right, _ = st.columns(2)
     if hits is not None:
         counts, total = hits
-        names = {h: msg(f"training.answers.hits_{h}") for h in counts}
+        names = {h: msg("training.answers.hits_next" if h == "forward" and rp.kind == "gpt" else f"training.answers.hits_{h}")
+                 for h in counts}
         labels = _labels(title=msg("training.answers.hits_title", n=total), count=msg("training.answers.hits_axis"))
         with right:
             _chart(f"hits|{key}|{k}", lambda: vt.hits_figure(rp.steps, counts, total, rp.steps[k], names, labels), "tr_hits")

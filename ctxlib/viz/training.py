@@ -147,5 +147,8 @@ def shares_figure(steps, shares: dict[str, np.ndarray], step: int, names: dict[s
 
 
 def answer_text(top: list[tuple[str, float]], k: int = 5) -> str:
-    """'奶 41% · 水 9% · ...' (plain text for a table cell)."""
-    return " · ".join(f"{w} {p:.0%}" for w, p in top[:k])
+    """'奶 41% · 水 9% · 茶 0.4% · ...' (plain text for a table cell)."""
+    def pct(p: float) -> str:
+        return f"{p:.0%}" if p >= 0.01 else (f"{p:.1%}" if p >= 0.001 else "<0.1%")
+
+    return " · ".join(f"{w} {pct(p)}" for w, p in top[:k])
