@@ -138,8 +138,9 @@ def projection(rp: Replay, word: str, layer: int, same_size: bool = True) -> Pro
     Each vector is first scaled to unit length (the map shows directions, what cosine and the sense accuracy measure),
     and each snapshot's points are centred on their own mean: the vectors of all tokens drift together during
     training (the common direction of anisotropic spaces), and without centring that drift would take the first
-    axis. With `same_size`, each snapshot's centred points are also scaled to spread 1: how far apart a word's tokens
-    are changes a hundredfold during training (`spread`), and on one scale most steps would be a dot."""
+    axis. With `same_size`, each snapshot's centred points are also scaled to spread 1 before the fit, and its points
+    on the map to the same size after it: how far apart a word's tokens are changes a hundredfold during training
+    (`spread`), and on one scale most steps would be a dot. The axes stay the same for all steps either way."""
     rows = set_rows(rp, word)
     V = vectors(rp, word, layer)
     scale = rp.arrays["vectors_scale"][:, rows, layer].astype(np.float64)  # (S, n)
@@ -171,6 +172,9 @@ def project_steps(V: np.ndarray, same_size: bool = True, noise: np.ndarray | Non
             coords[:, j] = X @ Vt[j] * sign
             explained[j] = float(sv[j] ** 2 / total)
     coords = coords.reshape(S, n, 2)
+    if same_size:  # and the same size on the map: a step whose differences lie mostly off the two axes is no dot
+        r = np.sqrt((coords ** 2).sum(-1).mean(1))  # (S,)
+        coords = np.where(r[:, None, None] > 1e-9, coords / np.maximum(r, 1e-12)[:, None, None], 0.0)
     pad = 0.05 * max(float(np.ptp(coords[..., 0])), float(np.ptp(coords[..., 1])), 1e-6)
     bounds = (float(coords[..., 0].min()) - pad, float(coords[..., 0].max()) + pad,
               float(coords[..., 1].min()) - pad, float(coords[..., 1].max()) + pad)

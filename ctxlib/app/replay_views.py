@@ -87,7 +87,7 @@ def map_view(rp: replay.Replay, key: str, k: int, word: str, layer: int, layer_n
             rp.steps, replay.sense_accuracy(rp), layer_names, rp.steps[k], labels, replay.chance(rp), acc_word), "tr_acc")
         st.caption(msg("training.acc.caption", word=word, acc=f"{acc_word[k]:.2f}",
                        mean=f"{replay.sense_accuracy(rp)[k, layer]:.2f}"))
-    notice("map")
+    notice("map_gpt" if rp.kind == "gpt" else "map")
 
 
 def answers_view(rp: replay.Replay, key: str, k: int) -> None:
