@@ -45,8 +45,8 @@ rv.ensure_index(steps)
 
 def _play() -> None:
     st.session_state["tr_playing"] = not st.session_state.get("tr_playing", False)
-    if st.session_state["tr_playing"] and st.session_state["tr_i"] >= len(steps) - 1:
-        st.session_state["tr_i"] = 0  # play from the start again
+    if st.session_state["tr_playing"] and st.session_state["tr_k"] >= len(steps) - 1:
+        rv.set_index(0)  # play from the start again
     st.session_state["tr_tick"] = time.time()
 
 
@@ -62,12 +62,11 @@ def views() -> None:
     t0 = time.perf_counter()
     if st.session_state.get("tr_playing") and time.time() - st.session_state.get("tr_tick", 0) >= 0.8 * PLAY_S:
         st.session_state["tr_tick"] = time.time()
-        st.session_state["tr_i"] = min(st.session_state["tr_i"] + 1, len(steps) - 1)
-        if st.session_state["tr_i"] == len(steps) - 1:  # the end: stop (a full rerun drops run_every)
+        rv.set_index(min(st.session_state["tr_k"] + 1, len(steps) - 1))
+        if st.session_state["tr_k"] == len(steps) - 1:  # the end: stop (a full rerun drops run_every)
             st.session_state["tr_playing"] = False
             st.rerun()
-    k = st.select_slider(msg("training.step"), list(range(len(steps))), format_func=lambda i: f"{steps[i]:,}", key="tr_i",
-                         help=msg("training.step_help"))
+    k = rv.step_slider(steps, msg("training.step"), msg("training.step_help"))
     st.query_params["step"] = str(steps[k])
     key = f"{name}|{stamp}"
     st.subheader(msg("training.loss.header"))

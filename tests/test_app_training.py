@@ -34,7 +34,7 @@ def test_replay_of_a_small_timeline(timelines):
     captions = " ".join(c.value for c in at.caption)
     assert "word2vec: its training records no timeline" in captions
     assert "elmo: no training timeline was recorded" in captions and "python -m ctxlib train elmo" in captions
-    assert at.select_slider(key="tr_i").value == 2 and at.metric[0].value == "10" and at.metric[1].value == "1,000"
+    assert at.select_slider[0].value == 2 and at.metric[0].value == "10" and at.metric[1].value == "1,000"
     specs = chart_specs(at)
     assert len(specs) == 6  # loss, map, accuracy, answers over steps, attention map, head shares
     assert _step_marks(at) == [10, 10, 10, 10]
@@ -49,7 +49,7 @@ def test_replay_of_a_small_timeline(timelines):
     assert len(at.info) == 4 and all(i.value.startswith(("Notice", "At this step")) for i in at.info)
     assert at.query_params["step"] in ("10", ["10"])
 
-    at.select_slider(key="tr_i").set_value(0).run()  # back to the untrained model: the same axes, other points
+    at.select_slider[0].set_value(0).run()  # back to the untrained model: the same axes, other points
     assert not at.exception and at.metric[0].value == "0" and at.metric[2].value == "—"
     assert _step_marks(at) == [0.5] * 4 and chart_specs(at)[1]["layout"]["xaxis"]["range"] == pytest.approx(list(pr.bounds[:2]))
     at.selectbox(key="tr_att_head").set_value(1).run()
@@ -58,16 +58,16 @@ def test_replay_of_a_small_timeline(timelines):
 
 def test_play_restarts_at_the_end_and_pauses(timelines):
     at = _run(model="bert")
-    assert at.select_slider(key="tr_i").value == len(STEPS) - 1
+    assert at.select_slider[0].value == len(STEPS) - 1
     at.button(key="tr_play").click().run()
-    assert not at.exception and at.select_slider(key="tr_i").value == 0 and at.button(key="tr_play").label == "❚❚ Pause"
+    assert not at.exception and at.select_slider[0].value == 0 and at.button(key="tr_play").label == "❚❚ Pause"
     at.button(key="tr_play").click().run()
     assert at.button(key="tr_play").label == "▶ Play"
 
 
 def test_gpt_timeline_without_answers_or_attention(timelines):
     at = _run(model="gpt", step="nonsense")
-    assert at.select_slider(key="tr_i").value == len(STEPS) - 1  # a bad ?step=: the last recorded step
+    assert at.select_slider[0].value == len(STEPS) - 1  # a bad ?step=: the last recorded step
     infos = [i.value for i in at.info]
     assert any("recorded no next-character answers" in v and "python -m ctxlib train gpt" in v for v in infos)
     assert any("recorded no attention" in v for v in infos)

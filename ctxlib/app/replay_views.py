@@ -166,11 +166,30 @@ def file_sizes(rp: replay.Replay) -> str:
                last=f"{rp.steps[-1]:,}", planned=f"{int(rp.data.get('planned_steps') or rp.steps[-1]):,}")
 
 
-def ensure_index(steps: list[int], key: str = "tr_i") -> int:
-    """The slider's index: from ?step= (the nearest recorded step) on the first run, clamped when the model (and its
-    number of recorded steps) changes."""
-    i = st.session_state.get(key)
+def ensure_index(steps: list[int]) -> int:
+    """The replay's step index `tr_k`: from ?step= (the nearest recorded step) on the first run, clamped when the
+    model (and its number of recorded steps) changes."""
+    i = st.session_state.get("tr_k")
     if not isinstance(i, int):
         i = replay.nearest_index(steps, st.query_params.get("step", steps[-1]))
-    st.session_state[key] = min(max(i, 0), len(steps) - 1)
-    return st.session_state[key]
+    st.session_state["tr_k"] = min(max(i, 0), len(steps) - 1)
+    st.session_state.setdefault("tr_gen", 0)
+    return st.session_state["tr_k"]
+
+
+def set_index(k: int) -> None:
+    """Move the replay to step index k (play, restart): a new slider widget (key tr_i<gen>) shows it. Setting the old
+    widget's state instead loses a race: a play tick sent by the browser before it had drawn the last step would carry
+    the slider's previous value back and undo the move."""
+    st.session_state["tr_k"] = k
+    st.session_state["tr_gen"] = st.session_state.get("tr_gen", 0) + 1
+
+
+def step_slider(steps: list[int], label: str, help: str) -> int:
+    """The slider over the recorded steps; the user's move becomes the replay's step index."""
+    k = st.session_state["tr_k"]
+    v = st.select_slider(label, list(range(len(steps))), value=k, format_func=lambda i: f"{steps[i]:,}",
+                         key=f"tr_i{st.session_state['tr_gen']}", help=help)
+    if v != k:
+        st.session_state["tr_k"] = k = v
+    return k
