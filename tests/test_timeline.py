@@ -74,3 +74,48 @@ def test_unreadable_timeline_says_which_files(tmp_path):
     (tmp_path / "timeline.npz").write_bytes(b"")
     with pytest.raises(ValueError, match="schema"):
         timeline.load(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt(tmp_path_factory):
+    from ctxlib import corpus
+    from ctxlib.training import gpt
+
+    ps = corpus.load("all", "train")
+    pars = [ps[i] for i in sorted(np.random.default_rng(0).permutation(len(ps))[:300])]
+    return ctxlib.load(gpt.train(preset="tiny", device="cpu", out=tmp_path_factory.mktemp("tl") / "g", paragraphs=pars))
+
+
+def test_gpt_records_next_characters_and_attention(tiny_gpt, tmp_path):
+    """GPT has neither fill_mask nor lm_topk: the timeline records its next character after the text before each
+    blank (as a forward-only 'lm') and the attention of the fixed sentences, as it does for BERT."""
+    enc = tiny_gpt
+    tl = timeline.Timeline("gpt", 10, enc.model, lambda: enc, lambda: 2.0)
+    tl.maybe_record(0, 0, 0.0, None)
+    tl.maybe_record(10, 500, 1.0, 3.0, force=True)
+    tl.save(tmp_path)
+    data, arrays = timeline.load(tmp_path)
+    items = data["lm_sentences"]
+    assert len(items) == len(timeline.FILL_MASK_SENTENCES) == len(timeline.FILL_MASK_ANSWERS)
+    first = items[0]
+    assert first["word"] == "奶" and first["text"][:first["start"]] == "早餐我喝了一杯热牛"
+    snap = data["snapshots"][-1]
+    assert snap["fill_mask"] is None and len(snap["lm"]) == len(items)
+    assert set(snap["lm"][0]) == {"forward"} and len(snap["lm"][0]["forward"]) == 5
+    got = [(c, round(p, 4)) for c, p in enc.next_char("早餐我喝了一杯热牛", topk=5)]
+    assert [tuple(x) for x in snap["lm"][0]["forward"]] == got
+    assert data["attention_sentences"] == timeline.ATTENTION_SENTENCES
+    assert data["attention_tokens"][0][0] == "[CLS]" and "[SEP]" not in data["attention_tokens"][0]
+    a = arrays["attention_0"]
+    assert a.shape[:3] == (2, enc.model.cfg.layers, enc.model.cfg.heads)
+    assert np.allclose(np.triu(a[-1, 0, 0].astype(np.float32), 1), 0)  # causal: nothing above the diagonal
+
+
+def test_an_array_some_snapshots_lack_is_not_saved_misaligned(tiny_gpt, tmp_path):
+    enc = tiny_gpt
+    tl = timeline.Timeline("gpt", 10, enc.model, lambda: enc, lambda: 2.0)
+    tl.maybe_record(0, 0, 0.0, None)
+    tl.arrays["attention_0"].pop()  # as a resumed run whose first snapshots were recorded without attention
+    tl.save(tmp_path)
+    _, arrays = timeline.load(tmp_path)
+    assert "attention_0" not in arrays and "attention_1" in arrays and len(arrays["vectors_q"]) == 1

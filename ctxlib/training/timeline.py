@@ -7,17 +7,19 @@ Files (in the checkpoint folder; at most ~4 MiB together):
     {"schema": 1, "kind": "bert" | "elmo", "layer_names": [...], "planned_steps": int,
      "sets": {word: {"sentences": [...], "labels": [...]}},   # the app's example sets, in order
      "fill_mask_sentences": [text with one [MASK], ...],        # BERT: top-5 answers per snapshot
-     "lm_sentences": [{"text", "index", "word"}],               # ELMo: next/previous-word answers at `index`
+     "lm_sentences": [{"text", "index", "word", "start"}],      # ELMo: next/previous-word answers at token `index`;
+                                                                # GPT: the next character after text[:start]
      "attention_sentences": [text, text], "attention_tokens": [[tokens], [tokens]],
      "snapshots": [{"step", "tokens", "wall_s", "train_loss", "valid_loss",
                     "sense_accuracy": {word: [per layer]}, "sense_accuracy_mean": [per layer],
                     "pair_ranking_mean": [per layer],
                     "fill_mask": [[[token, p] x5] per sentence] | null,
-                    "lm": [{"forward": [[word, p] x5], "backward": [...]}] | null}]}
+                    "lm": [{"forward": [[word, p] x5], "backward": [...]}] | null}]}   # GPT: "forward" only
 
 `timeline.npz` (no pickles): `vectors_q` int8 (S, N, L, D) and `vectors_scale` float32 (S, N, L): the
 target word's vector of every example sentence (all sets concatenated in `sets` order) at every layer,
-stored as q * scale per vector; `attention_0`, `attention_1` float16 (S, L, H, T, T) for BERT.
+stored as q * scale per vector; `attention_0`, `attention_1` float16 (S, L, H, T, T) for BERT and GPT (GPT
+files written before the GPT branch of `_measure` hold neither attention nor next-character answers).
 Snapshot k of the JSON is row k of every array. Step 0 is the untrained model.
 """
 from __future__ import annotations
@@ -47,6 +49,7 @@ FILL_MASK_SENTENCES = [  # written for the timeline (not an evaluation set): eve
     "我妈妈是一名中学老[MASK]。", "房间很干[MASK]，床也很舒服。", "他们坐飞[MASK]去上海出差。",
     "她的中文说得非常流[MASK]。", "他在银行存了一大笔[MASK]。",
 ]
+FILL_MASK_ANSWERS = "奶好口京到机年动户分水午术完雨师净机利钱"  # the character each blank above was written for
 ATTENTION_SENTENCES = ["苹果手机很好用，就是价格有点贵。", "他在银行存了一笔钱。"]
 
 
@@ -141,29 +144,33 @@ class Timeline:
         if hasattr(enc, "fill_mask"):
             snap["fill_mask"] = [[[t, round(p, 4)] for t, p in enc.fill_mask(t, topk=5)[0]["candidates"]]
                                  for t in FILL_MASK_SENTENCES]
-            encs = enc.encode(ATTENTION_SENTENCES)
-            for i, e in enumerate(encs):
-                arrays[f"attention_{i}"] = e.attentions.astype(np.float16)
-            self.meta["attention_tokens"] = [e.tokens for e in encs]
         if hasattr(enc, "lm_topk"):
             lm = []
             for item in self.lm_items(enc):
                 r = enc.lm_topk(item["text"], item["index"], k=5)
                 lm.append({d: [[w, round(p, 4)] for w, p in r[d]] for d in ("forward", "backward")})
             snap["lm"] = lm
+        elif hasattr(enc, "next_char"):  # GPT: the next character after the text before each blank
+            snap["lm"] = [{"forward": [[c, round(p, 4)] for c, p in enc.next_char(item["text"][:item["start"]], topk=5)]}
+                          for item in self.lm_items(enc)]
+        if self.kind in ("bert", "gpt"):  # the Transformers: attention of the fixed sentences
+            encs = enc.encode(ATTENTION_SENTENCES)
+            for i, e in enumerate(encs):
+                arrays[f"attention_{i}"] = e.attentions.astype(np.float16)
+            self.meta["attention_tokens"] = [e.tokens for e in encs]
         return snap, arrays
 
     def lm_items(self, enc) -> list[dict]:
-        """The fill-mask sentences with the blank filled, and the word holding it (ELMo predicts words)."""
+        """The fill-mask sentences with the blank filled, and the token holding it: a word for ELMo (it predicts
+        words), the character for GPT; `start` is the token's first character (GPT reads the text before it)."""
         if "lm_sentences" not in self.meta:
-            answers = "奶好口京到机年动户分水午术完雨师净机利钱"
             items = []
-            for text, a in zip(FILL_MASK_SENTENCES, answers):
+            for text, a in zip(FILL_MASK_SENTENCES, FILL_MASK_ANSWERS):
                 i = text.index("[MASK]")
                 full = text.replace("[MASK]", a)
                 toks = enc._tokenize(full, None)
                 k = next(j for j, (_, s, e) in enumerate(toks) if s <= i < e)
-                items.append({"text": full, "index": k, "word": toks[k][0]})
+                items.append({"text": full, "index": k, "word": toks[k][0], "start": toks[k][1]})
             self.meta["lm_sentences"] = items
         return self.meta["lm_sentences"]
 
@@ -172,13 +179,18 @@ class Timeline:
         return {"schema": SCHEMA, "kind": self.kind, "layer_names": self.layer_names, "planned_steps": self.planned,
                 "sets": self.sets, "fill_mask_sentences": FILL_MASK_SENTENCES if self.kind == "bert" else [],
                 "lm_sentences": self.meta.get("lm_sentences", []), "attention_sentences":
-                    ATTENTION_SENTENCES if self.kind == "bert" else [],
+                    ATTENTION_SENTENCES if self.meta.get("attention_tokens") else [],
                 "attention_tokens": self.meta.get("attention_tokens", []), "snapshots": self.snapshots}
 
     def save(self, directory) -> None:
         d = Path(directory)
         buf = io.BytesIO()
-        np.savez_compressed(buf, **{k: _stack(v) for k, v in self.arrays.items()})
+        # snapshot k is row k of every array: an array that some snapshots lack (a GPT run begun before its
+        # attention was recorded, then resumed) is left out rather than misaligned
+        keep = {k: v for k, v in self.arrays.items() if len(v) == len(self.snapshots)}
+        for k in self.arrays.keys() - keep.keys():
+            log.warning("timeline: %s has %d rows for %d snapshots; not saved", k, len(self.arrays[k]), len(self.snapshots))
+        np.savez_compressed(buf, **{k: _stack(v) for k, v in keep.items()})
         checkpoint.atomic_write_bytes(d / "timeline.npz", buf.getvalue())
         checkpoint.atomic_write_json(d / "timeline.json", self.to_json())
 
