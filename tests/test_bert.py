@@ -142,8 +142,22 @@ def test_fill_mask_distribution(enc):
     for o in out:
         probs = [p for _, p in o["candidates"]]
         assert len(probs) == 5 and probs == sorted(probs, reverse=True)
-        assert all(0 <= p <= 1 for p in probs) and sum(probs) <= 1 + 1e-6
         assert not any(t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") for t, _ in o["candidates"])
+    # independently: the model's MLM logits at each [MASK], softmax over the vocabulary without the specials
+    tk = enc.tokenizer
+    ids = [tk.cls_id] + [tk.token_id(c) for c in "今天"] + [tk.mask_id] + [tk.token_id(c) for c in "气很"] + [tk.mask_id] \
+        + [tk.token_id("。"), tk.sep_id]
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        (h,), _ = enc.model(x, torch.zeros_like(x))
+        logits = enc.model.mlm_logits(h[0, [3, 6]]).float()
+    words = [t for t in tk.itos if t not in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
+    keep = torch.tensor([tk.itos.index(t) for t in words])
+    for o, row in zip(out, logits):
+        p = row[keep].softmax(-1)
+        v, j = p.topk(5)
+        assert [t for t, _ in o["candidates"]] == [words[int(i)] for i in j]
+        np.testing.assert_allclose([q for _, q in o["candidates"]], v.numpy(), atol=2e-6)
     with pytest.raises(ValueError):
         enc.fill_mask("no mask here")
 
@@ -154,8 +168,32 @@ def test_pair_and_next_sentence(enc):
     assert e.tokens.count("[SEP]") == 2 and e.tokens[0] == "[CLS]"
     assert len(seg) == len(e.tokens) and seg[:9] == [0] * 9 and set(seg[9:]) == {1}
     assert e.attentions.shape[-1] == len(e.tokens)
-    p = enc.next_sentence("今天天气很好。", "我们去公园吧。")
-    assert 0.0 <= p <= 1.0
+
+
+def test_next_sentence_is_the_probability_of_isnext(enc):
+    """next_sentence = softmax of the NSP head at [CLS], at the class the training data labels IsNext."""
+    import copy
+
+    # the IsNext class index, as the pre-training data code labels it
+    ex = {"ids": np.array([2, 5, 3, 6, 3]), "segment_ids": np.array([0, 0, 0, 1, 1]), "masked": []}
+    is_next = int(collate([{**ex, "is_next": True}])["nsp"][0])
+    assert int(collate([{**ex, "is_next": False}])["nsp"][0]) == 1 - is_next
+    # the tiny model's NSP head, biased towards IsNext so that P(IsNext) and P(NotNext) are far apart
+    model = copy.deepcopy(enc.model)
+    with torch.no_grad():
+        model.nsp_head.bias[is_next] += 2.0
+    biased = BertEncoder("bert-tiny-biased", {}, {}, None, model, enc.tokenizer)
+    tk = enc.tokenizer
+    for a, b in [("今天天气很好。", "我们去公园吧。"), ("我们去公园吧。", "今天天气很好。")]:
+        ids = [tk.cls_id] + [tk.token_id(c) for c in a] + [tk.sep_id] + [tk.token_id(c) for c in b] + [tk.sep_id]
+        seg = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        with torch.no_grad():
+            (h,), _ = model(torch.tensor([ids]), torch.tensor([seg]))
+            pooled = torch.tanh(h[0, 0] @ model.pooler.weight.T + model.pooler.bias)
+            logits = pooled @ model.nsp_head.weight.T + model.nsp_head.bias
+        want = float(torch.softmax(logits, -1)[is_next])
+        p = biased.next_sentence(a, b)
+        assert p == pytest.approx(want, abs=1e-5) and p > 0.7, (p, want)
 
 
 def test_run_eval_schema(trained, tmp_path):

@@ -122,3 +122,47 @@ def test_whole_word_share_mixes_the_two_maskings(setup):
     assert 0.5 + 0.5 * base - 0.08 < share < 0.5 + 0.5 * base + 0.08
     with pytest.raises(ValueError):
         make_example(rng, tok, docs, whole_word=1.5, max_len=64)
+
+
+def test_random_replacement_draws_non_special_tokens_uniformly():
+    """The 10% "random" replacements: a token drawn from the whole non-special vocabulary (so the original only by
+    chance, 1 in 10 here), never [PAD]/[UNK]/[CLS]/[SEP]/[MASK]."""
+    from types import SimpleNamespace
+
+    from ctxlib.training.bert_data import mask_tokens
+
+    tok = CharTokenizer.build([SimpleNamespace(text="甲乙丙丁戊己庚辛壬癸")], min_count=1)
+    n_words = len(tok) - tok.n_special
+    assert n_words == 10
+    body = np.array([tok.token_id(c) for c in "甲乙丙丁戊己庚辛壬癸" * 4])
+    base = np.concatenate([[tok.cls_id], body, [tok.sep_id]])
+    groups = np.concatenate([[-1], np.arange(len(body)), [-1]])
+    rng = np.random.default_rng(5)
+    drawn, same = [], 0
+    for _ in range(2500):
+        ids = base.copy()
+        for m in mask_tokens(rng, ids, groups, tok):
+            assert m["original_id"] == base[m["index"]] and m["replacement"] == tok.itos[ids[m["index"]]]
+            if m["kind"] == "random":
+                drawn.append(int(ids[m["index"]]))
+                same += int(ids[m["index"]] == base[m["index"]])
+    drawn = np.array(drawn)
+    assert len(drawn) > 1000
+    assert drawn.min() >= tok.n_special  # never a special token
+    assert same / len(drawn) < 0.15  # the original token only by chance (1/10), not kept
+    share = np.bincount(drawn - tok.n_special, minlength=n_words) / len(drawn)
+    assert np.abs(share - 1 / n_words).max() < 0.03  # uniform over the 10 words (sd of a share ~0.006 here)
+
+
+def test_collate_labels_are_the_original_ids(setup):
+    pars, tok, docs = setup
+    rng = np.random.default_rng(7)
+    ex = [make_example(rng, tok, docs, max_len=64) for _ in range(16)]
+    b = collate(ex)
+    T = b["ids"].shape[1]
+    want_pos = [i * T + m["index"] for i, e in enumerate(ex) for m in e["masked"]]
+    want_lab = [int(e["original_ids"][m["index"]]) for e in ex for m in e["masked"]]
+    assert b["mlm_pos"].tolist() == want_pos and b["mlm_labels"].tolist() == want_lab
+    corrupted = b["ids"].reshape(-1)[b["mlm_pos"]]
+    assert int((corrupted != b["mlm_labels"]).sum()) > 0.7 * len(want_lab)  # most inputs are [MASK]: labels differ
+    assert b["nsp"].tolist() == [int(e["is_next"]) for e in ex]

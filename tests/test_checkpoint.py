@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -92,3 +93,64 @@ def test_resolve_and_available(tmp_path, monkeypatch):
     assert checkpoint.resolve("word2vec") == tmp_path / "word2vec"
     assert checkpoint.resolve(tmp_path / "x") == tmp_path / "x"
     assert json.loads((tmp_path / "word2vec" / "config.json").read_text(encoding="utf-8"))["kind"] == "word2vec"
+
+
+class _Planted:
+    """An object whose unpickling runs code (here: makes a folder); a weights-only load must never run it."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.mkdir, (self.marker,))
+
+
+def test_load_refuses_pickled_objects_in_model_pt(tmp_path):
+    _save(tmp_path / "m", kind="bert")
+    marker = tmp_path / "code-ran"
+    torch.save({"w": torch.zeros(2), "x": _Planted(marker)}, tmp_path / "m" / "model.pt")
+    with pytest.raises(CheckpointError, match=r"model\.pt is corrupt or not a state dict.*python -m ctxlib train bert"):
+        checkpoint.load(tmp_path / "m")
+    assert not marker.exists()  # the pickled call was never made
+
+
+def test_save_writes_config_last(tmp_path, monkeypatch):
+    written = []
+    real = checkpoint.atomic_write_bytes
+
+    def record(path, data):
+        written.append(Path(path).name)
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint, "atomic_write_bytes", record)
+    _save(tmp_path / "m")
+    assert written[-1] == "config.json" and written.index("model.pt") < written.index("config.json")
+    assert sorted(written) == ["config.json", "model.pt", "vocab.json"]
+
+    # a crash while writing the weights of a new checkpoint leaves no config.json: the folder is not a checkpoint
+    def fail_on_weights(path, data):
+        if Path(path).name == "model.pt":
+            raise OSError("disk full")
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint, "atomic_write_bytes", fail_on_weights)
+    with pytest.raises(OSError):
+        _save(tmp_path / "new")
+    assert not (tmp_path / "new" / "config.json").exists()
+
+
+def test_saved_files_are_readable_by_others(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)  # a normal umask; mkstemp alone would give 0600
+    try:
+        _save(tmp_path / "m")
+        checkpoint.atomic_write_json(tmp_path / "export.json", {"a": 1})
+    finally:
+        os.umask(old)
+    for p in [*(tmp_path / "m").iterdir(), tmp_path / "export.json"]:
+        mode = stat.S_IMODE(p.stat().st_mode)
+        assert mode & 0o044 == 0o044, (p.name, oct(mode))

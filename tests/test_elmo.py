@@ -125,6 +125,30 @@ def test_lm_topk(enc):
         enc.lm_topk("我们", 5)
 
 
+def _same_topk(x, y):
+    return [w for w, _ in x] == [w for w, _ in y] and np.allclose([p for _, p in x], [p for _, p in y], atol=1e-6)
+
+
+def test_lm_topk_each_direction_reads_only_its_side(enc):
+    """The forward LM predicts token i from tokens < i only: changing token i and everything after it leaves its
+    top-k unchanged; the backward LM predicts it from tokens > i only."""
+    left, right = "我们今天", "北京开会"
+    n_left = len(enc.lm_topk(left, 0, k=1)["tokens"])
+    texts = [left + "去" + right, left + "吃了苹果和香蕉", "他们昨天没有去" + right, "谁" + right]
+    toks = [enc.lm_topk(t, 0, k=1)["tokens"] for t in texts]
+    assert toks[0][:n_left] == toks[1][:n_left] and toks[0][n_left] != toks[1][n_left]  # same prefix, new word i
+    n_right = len(enc.lm_topk(right, 0, k=1)["tokens"])
+    assert toks[0][-n_right:] == toks[2][-n_right:] == toks[3][-n_right:]  # same suffix
+    fwd = [enc.lm_topk(t, n_left, k=8)["forward"] for t in texts[:2]]
+    assert _same_topk(*fwd)
+    bwd = [enc.lm_topk(t, len(tk) - n_right - 1, k=8)["backward"] for t, tk in zip(texts[2:], toks[2:])]
+    assert toks[2][-n_right - 1] != toks[3][-n_right - 1]
+    assert _same_topk(*bwd)
+    # and each does read its side: another left context changes the forward prediction at the same word
+    assert not _same_topk(enc.lm_topk(texts[0], n_left, k=8)["forward"],
+                          enc.lm_topk(texts[2], len(toks[2]) - n_right - 1, k=8)["forward"])
+
+
 def test_untrained_differs(enc):
     u = enc.untrained(seed=0)
     a = enc.encode(["我们今天去北京"])[0].layers

@@ -36,9 +36,23 @@ def test_trainer_reduces_loss(amp):
     assert s["steps"] == 200 and s["tokens_seen"] == 200 * 32 and s["device"] == "cpu"
 
 
-def test_time_limit_stops_early():
-    s = Trainer(Toy(), _batches(), TrainConfig(steps=10**6, lr=0.01, time_limit=0.2, progress=False), device="cpu").run()
-    assert s["stopped_early"] and s["steps"] < 10**6
+def test_time_limit_stops_early(monkeypatch):
+    """A clock that advances 0.25 s per step: with time_limit=1.0 the run stops after the first step whose
+    elapsed time (read before that step's callback advances the clock) exceeds 1.0, i.e. at step 6 (1.25 s)."""
+    from types import SimpleNamespace
+
+    from ctxlib.training import trainer
+
+    now = [100.0]
+    monkeypatch.setattr(trainer, "time", SimpleNamespace(time=lambda: now[0]))
+
+    def tick(step, loss, info):
+        now[0] += 0.25
+
+    s = Trainer(Toy(), _batches(), TrainConfig(steps=1000, lr=0.01, time_limit=1.0, progress=False), device="cpu",
+                callback=tick).run()
+    assert s["stopped_early"] and not s["finished"]
+    assert s["steps"] == 6 and s["tokens_seen"] == 6 * 32 and s["wall_s"] == pytest.approx(1.2)  # round(1.25, 1)
 
 
 def test_lr_schedule_and_config_errors():

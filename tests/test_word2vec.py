@@ -32,6 +32,39 @@ def test_negative_table_follows_unigram_to_the_075():
     assert share[3] > counts[3] / counts.sum()  # the exponent lifts rare words
 
 
+@pytest.mark.parametrize("kw", [{"sg": True}, {"sg": False}, {"sg": True, "shared_negatives": False}])
+def test_training_draws_negatives_from_the_unigram_075_table(monkeypatch, kw):
+    """The negatives fed to the updates follow count^0.75, neither uniform nor the raw unigram distribution."""
+    from ctxlib.training import word2vec as w2v
+
+    drawn = []
+
+    class Recording(w2v._SGNS):
+        def step_windows(self, center, ctx, valid, neg, *a, **k):
+            drawn.append(neg.reshape(-1).numpy().copy())
+            return super().step_windows(center, ctx, valid, neg, *a, **k)
+
+        def step_pairs(self, center, ctx, neg, *a, **k):
+            drawn.append(neg.reshape(-1).numpy().copy())
+            return super().step_pairs(center, ctx, neg, *a, **k)
+
+    monkeypatch.setattr(w2v, "_SGNS", Recording)
+    rng = np.random.default_rng(3)
+    words = [f"w{r}" for r in range(1, 21)]
+    zipf = 1 / np.arange(1, 21)
+    sents = [list(rng.choice(words, size=8, p=zipf / zipf.sum())) for _ in range(300)]
+    cfg = Word2VecConfig(dim=8, window=2, epochs=1, min_count=1, sample=0, batch_size=32, negative=5, **kw)
+    fit(sents, cfg, device="cpu", progress=False)
+    counts = np.array(w2v.build_vocab(sents, cfg).counts, dtype=np.float64)
+    neg = np.concatenate(drawn)
+    assert len(neg) > 5000
+    share = np.bincount(neg, minlength=len(counts)) / len(neg)
+    ref = counts ** 0.75 / (counts ** 0.75).sum()
+    assert np.abs(share - ref).max() < 0.015, (share.round(3), ref.round(3))  # sd of a share here <= 0.007
+    # what the bound tells apart: uniform draws and the raw unigram distribution are both far off
+    assert np.abs(1 / len(counts) - ref).max() > 0.05 and np.abs(counts / counts.sum() - ref).max() > 0.05
+
+
 def test_windows_stay_in_sentence_and_shrink():
     ids = np.arange(20)
     sid = np.repeat([0, 1, 2], [8, 5, 7])
