@@ -89,6 +89,17 @@ def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, t
     return out
 
 
+SCALE_COLUMNS = ("model", "layer", "random_mean", "random_p95", "nearest_top1")
+
+
+def scale_rows(scale: dict[str, tuple[float, float, float]], layer_names: dict[str, str], columns: dict[str, str]) -> list[dict]:
+    """The nearest-words tab's scale table: per model (`scale`: {model: (random pairs' mean cosine, their 95th
+    percentile, a vocabulary word's typical nearest-neighbour cosine)}) one row, headed by `columns` (SCALE_COLUMNS
+    -> shown names)."""
+    return [dict(zip((columns[k] for k in SCALE_COLUMNS), (m, layer_names[m], *(round(float(x), 2) for x in v))))
+            for m, v in scale.items()]
+
+
 def type_token_points(d: WordProfile, layer: int) -> np.ndarray:
     """(n + 1, dim): the type vector (row 0), then the token vectors, at one layer (the rows the map projects)."""
     return np.vstack([d.type_vec[layer][None], d.vecs[:, layer]])

@@ -210,3 +210,16 @@ def random_pair_cosines(M: np.ndarray, pairs: int = 4000, seed: int = 0) -> tupl
     keep = i != j
     c = np.sum(X[i[keep]] * X[j[keep]], axis=1)
     return float(c.mean()), float(np.percentile(c, 95))
+
+
+def nearest_top1(M: np.ndarray, sample: int = 300, seed: int = 0) -> float:
+    """Median cosine of a vocabulary word's nearest other word (rows of `M`, (n, dim), a sample of `sample` words):
+    what a real nearest neighbour typically reaches at one layer."""
+    X = np.asarray(M, dtype=np.float64)
+    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    if len(X) < 2:
+        return float("nan")
+    idx = np.random.default_rng(seed).choice(len(X), min(sample, len(X)), replace=False)
+    S = X[idx] @ X.T
+    S[np.arange(len(idx)), idx] = -np.inf
+    return float(np.median(S.max(1)))

@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import examples, explore
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import loaders, state, vocab_notes, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
 from ctxlib.viz import explorer
@@ -53,12 +53,14 @@ with st.spinner(msg("type_token.maps.encoding")):
             data[m] = loaders.word_tokens(m, word, texts, stamps[m])
         except Exception as e:  # a model failing must not take the other models down
             widgets.show_error(f"{m}: {type(e).__name__}: {e}")
+vocab_notes.show(seen := {m: vocab_notes.status(m, word, stamps[m]) for m in data}, word)
+data = {m: d for m, d in data.items() if seen[m].status != "missing"}  # no vector: no all-zero points and cosines
 if not data:
     st.stop()
 layers = widgets.layer_pickers("tt", {m: d.layer_names for m, d in data.items()})
 
-for m in (m for m, d in data.items() if not d.in_vocab):
-    st.warning(widgets.escape_md(msg("type_token.maps.oov", model=m, word=word)))
+sims = {m: cosine_matrix(d.vecs[:, layers[m]]) for m, d in data.items()}
+zmin = min(0.99, *(float(S.min()) for S in sims.values()))  # one colour scale for every model's heatmap
 for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
     j = layers[m]
     xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}", explore.type_token_points(d, j), method)
@@ -68,9 +70,11 @@ for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
         type_name=msg("type_token.maps.type_name"), token_name=msg("type_token.maps.token_name"),
         type_hover=escape(msg("type_token.maps.type_hover", word=word)))), config=PLOTLY_CONFIG, key=f"map_{m}")
     col.caption(msg("type_token.maps.mean_cosine", cos=explore.mean_type_cosine(d, j)))
-    col.plotly_chart(loaders.cached_figure("heat|" + fkey, lambda: explorer.similarity_heatmap(
-        cosine_matrix(d.vecs[:, j]), list(texts), hover, labels=labels, title=msg("type_token.maps.heatmap_title"))),
+    col.plotly_chart(loaders.cached_figure(f"heat|{fkey}|{zmin}", lambda: explorer.similarity_heatmap(
+        sims[m], list(texts), hover, labels=labels, title=msg("type_token.maps.heatmap_title"), zmin=zmin)),
         config=PLOTLY_CONFIG, key=f"heat_{m}")
+if len(data) > 1:
+    st.caption(msg("type_token.maps.shared_scale", lo=zmin))
 
 sentence_col, tabs = msg("type_token.tabs.sentence_col"), ("accuracy", "nearest", "segmentation", "export")
 tab_acc, tab_near, tab_seg, tab_csv = st.tabs([msg(f"type_token.tabs.{k}") for k in tabs])
@@ -80,8 +84,14 @@ with tab_near:
     if st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w",
                  on_change=state.flag, args=("tt_near_w", "near")):
         with st.spinner(msg("type_token.nearest.encoding")):
-            st.dataframe({sentence_col: texts, **{m: loaders.nearest_table(m, word, texts, layers[m], stamps[m])
-                                                  for m in data}}, hide_index=True)
+            scale = {m: vocab_notes.nearest_scale(m, layers[m], stamps[m]) for m in data}
+            st.dataframe({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]):
+                                                  loaders.nearest_table(m, word, texts, layers[m], stamps[m]) for m in data}},
+                         hide_index=True)
+        st.caption(msg("type_token.nearest.scale_caption"))
+        st.dataframe(explore.scale_rows(scale, {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
+                                        {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS}),
+                     hide_index=True)
 with tab_seg:
     st.caption(msg("type_token.segmentation.caption"))
     st.dataframe(explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True)

@@ -160,7 +160,7 @@ def test_home_unseen_word_flagged_per_model(monkeypatch):
     assert "word2vec" not in marks and {"elmo", "bert", "gpt"} <= set(marks)
     warnings = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "word2vec: '元宇宙龘' is not in the vocabulary" in warnings
-    assert "bert: reads characters, and 龘 is [UNK]" in warnings and "gpt: reads characters, and 龘 is [UNK]" in warnings
+    assert "bert: reads characters and never saw 龘 in training" in warnings and "gpt: reads characters and never saw 龘 in training" in warnings
     assert "elmo: '元宇宙龘' is built from its characters" in " ".join(i.value for i in at.info).replace("\\", "")
 
 

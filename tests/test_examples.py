@@ -86,3 +86,12 @@ def test_numbers_format_spec_is_the_separator():
     assert f"{Numbers((1, 2, 3)):、}" == "1、2、3"
     assert f"{Numbers((1, 2), more=True):, }" == "1, 2…"
     assert f"{Numbers((4,))}" == "4"
+
+
+def test_check_inputs_tells_of_repeated_sentences():
+    word, kept, notes = check_inputs("苹果", "苹果好吃\n香蕉\n苹果手机\n苹果好吃 | 水果\n苹果手机")
+    assert len(kept) == 4  # kept: a repeat is harmless, it only sits on top of the first
+    (note,) = notes[1:]
+    assert note.id == "inputs.repeated" and format(note.values["nums"], ", ") == "4, 5"
+    assert format(note.values["first"], ", ") == "1, 3"  # the original line numbers, as the other notes use
+    assert not [n for n in check_inputs("苹果", "苹果好吃\n苹果手机")[2] if n.id == "inputs.repeated"]

@@ -148,3 +148,14 @@ def test_vocab_status_character_model_names_unk_characters():
     enc = BertEncoder("tiny", {**cfg.__dict__}, {}, None, BertModel(cfg), tok)
     assert triple.vocab_status(enc, "苹果") == triple.VocabStatus("known")
     assert triple.vocab_status(enc, "元宇宙") == triple.VocabStatus("unk_chars", ["元", "宙"])
+
+
+def test_nearest_top1_and_the_scale_table():
+    from ctxlib import explore
+
+    M = np.array([[1, 0], [0.8, 0.6], [0, 1], [-1, 0]], float)
+    # each row's most similar other row: 0.8, 0.8, 0.6 (to (0.8, 0.6)), 0 (to (0, 1))
+    assert triple.nearest_top1(M, sample=4) == pytest.approx(np.median([0.8, 0.8, 0.6, 0.0]))
+    rows = explore.scale_rows({"bert": (0.512, 0.644, 0.851)}, {"bert": "layer 4"},
+                              {k: k.upper() for k in explore.SCALE_COLUMNS})
+    assert rows == [{"MODEL": "bert", "LAYER": "layer 4", "RANDOM_MEAN": 0.51, "RANDOM_P95": 0.64, "NEAREST_TOP1": 0.85}]

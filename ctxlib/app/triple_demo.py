@@ -11,7 +11,7 @@ from ctxlib.tokens import find_all
 from ctxlib.viz import explorer
 from ctxlib.viz.common import PLOTLY_CONFIG
 
-from . import loaders, state, widgets
+from . import loaders, state, vocab_notes, widgets
 from .i18n import escape_md, msg
 
 # Measured with the shipped checkpoints (bench-free: the chart shows it live): every contextual model puts A closer
@@ -33,11 +33,6 @@ def heldout(model: str, stamp: str) -> tuple[dict, bool]:
     return triple.heldout_ranking(enc), False
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def vocab_status(model: str, word: str, stamp: str) -> triple.VocabStatus:
-    return triple.vocab_status(loaders.load_encoder(model), word)
-
-
 def view_label(names: list[str], v: triple.View) -> str:
     name = widgets.layer_label(names[v.layer])
     return name if v.half is None else f"{name} · {msg(f'triple.half.{v.half}')}"
@@ -52,21 +47,6 @@ def _inputs() -> tuple[str, str, str, str]:
          for col, k in zip(cols, "abc")]
     st.query_params.update({"word": word, "a": s[0], "b": s[1], "c": s[2]})
     return word, *s
-
-
-def _unseen_notes(status: dict[str, triple.VocabStatus], word: str) -> None:
-    flagged = False
-    for m, vs in status.items():
-        if vs.status == "missing":
-            st.warning(escape_md(msg("triple.unseen.missing", model=m, word=word)))
-        elif vs.status == "chars":
-            st.info(escape_md(msg("triple.unseen.chars", model=m, word=word)))
-        elif vs.status == "unk_chars":
-            st.warning(escape_md(msg("triple.unseen.unk_chars", model=m, chars=" ".join(vs.unk))))
-        flagged |= vs.status != "known"
-    readers = [m for m, vs in status.items() if vs.status == "known" and not loaders.load_encoder(m).word_level]
-    if flagged and readers:  # a word some model has not seen: say what the character models make of it
-        st.caption(escape_md(msg("triple.unseen.known_chars", models=", ".join(readers), word=word)))
 
 
 def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> None:
@@ -100,7 +80,7 @@ def section() -> dict[str, str | None]:
         if enc is None or blocked:
             continue
         stamp = loaders.model_stamp(m)
-        found[m] = vocab_status(m, word, stamp)
+        found[m] = vocab_notes.status(m, word, stamp)
         if found[m].status == "missing":
             continue
         try:
@@ -130,7 +110,7 @@ def section() -> dict[str, str | None]:
         st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
     if blocked:
         return status
-    _unseen_notes(found, word)
+    vocab_notes.show(found, word)
     _context_notes(word, texts, kinds)
     if rows:
         n_words, n_sents = triple.sense_set_size()

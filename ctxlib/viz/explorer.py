@@ -111,9 +111,10 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
 
 
 def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
-                       labels: list | None = None, height: int = 420) -> go.Figure:
+                       labels: list | None = None, height: int = 420, zmin: float | None = None) -> go.Figure:
     """Cosine-similarity matrix of n token vectors. Axes show the sentence number (and its label, if any);
-    the full sentences (`hover`, escaped) are in the hover text, so a narrow column still has room for the cells."""
+    the full sentences (`hover`, escaped) are in the hover text, so a narrow column still has room for the cells.
+    `zmin`: the colour scale's bottom (give heatmaps shown side by side the same one); default: this matrix's minimum."""
     S = np.asarray(S, dtype=float)
     n = len(names)
     if S.shape != (n, n):
@@ -125,7 +126,7 @@ def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, titl
     lo = float(np.nanmin(S)) if n else 0.0
     show = n <= 8  # numbers in the cells only while they fit
     fig = go.Figure(go.Heatmap(
-        z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99), zmax=1.0, colorscale="Viridis",
+        z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99) if zmin is None else zmin, zmax=1.0, colorscale="Viridis",
         hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
         text=np.round(S, 2) if show else None, texttemplate="%{text}" if show else None,
         textfont=dict(size=9), colorbar=dict(thickness=10)))
