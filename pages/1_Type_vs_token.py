@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import examples, explore
-from ctxlib.app import loaders, state, vocab_notes, widgets
+from ctxlib.app import elmo_halves, loaders, state, vocab_notes, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
 from ctxlib.viz import explorer
@@ -58,15 +58,18 @@ data = {m: d for m, d in data.items() if seen[m].status != "missing"}  # no vect
 if not data:
     st.stop()
 layers = widgets.layer_pickers("tt", {m: d.layer_names for m, d in data.items()})
+full = dict(data)  # the CSV holds whole vectors; ELMo's may be shown as one half (forward / backward LSTM)
+half = elmo_halves.picker(data, texts, word)
 
 sims = {m: cosine_matrix(d.vecs[:, layers[m]]) for m, d in data.items()}
 zmin = min(0.99, *(float(S.min()) for S in sims.values()))  # one colour scale for every model's heatmap
 for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
-    j = layers[m]
-    xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}", explore.type_token_points(d, j), method)
-    fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}"
+    j, h = layers[m], half if m == "elmo" else None
+    xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}|{h}", explore.type_token_points(d, j), method)
+    fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}|{h}"
+    title = " · ".join([m, widgets.layer_label(d.layer_names[j])] + ([msg(f"triple.half.{h}")] if h else []))
     col.plotly_chart(loaders.cached_figure("map|" + fkey, lambda: explorer.type_token_map(
-        xy, hover, labels if any(labels) else None, title=f"{m} · {widgets.layer_label(d.layer_names[j])}",
+        xy, hover, labels if any(labels) else None, title=title,
         type_name=msg("type_token.maps.type_name"), token_name=msg("type_token.maps.token_name"),
         type_hover=escape(msg("type_token.maps.type_hover", word=word)))), config=PLOTLY_CONFIG, key=f"map_{m}")
     col.caption(msg("type_token.maps.mean_cosine", cos=explore.mean_type_cosine(d, j)))
@@ -84,10 +87,11 @@ with tab_near:
     if st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w",
                  on_change=state.flag, args=("tt_near_w", "near")):
         with st.spinner(msg("type_token.nearest.encoding")):
-            scale = {m: vocab_notes.nearest_scale(m, layers[m], stamps[m]) for m in data}
-            st.dataframe({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]):
-                                                  loaders.nearest_table(m, word, texts, layers[m], stamps[m]) for m in data}},
-                         hide_index=True)
+            hs = {m: half if m == "elmo" else None for m in data}
+            scale = {m: vocab_notes.nearest_scale(m, layers[m], stamps[m], hs[m]) for m in data}
+            st.dataframe({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
+                vocab_notes.nearest_half(m, word, texts, layers[m], stamps[m], hs[m]) if hs[m] else
+                loaders.nearest_table(m, word, texts, layers[m], stamps[m])) for m in data}}, hide_index=True)
         st.caption(msg("type_token.nearest.scale_caption"))
         st.dataframe(explore.scale_rows(scale, {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
                                         {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS}),
@@ -106,7 +110,7 @@ with tab_acc:
             y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
         st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
 with tab_csv:
-    st.download_button(msg("type_token.export.download"), loaders.vectors_csv(data, texts, labels, word),
+    st.download_button(msg("type_token.export.download"), loaders.vectors_csv(full, texts, labels, word),
                        file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")
     st.caption(msg("type_token.export.caption"))
 widgets.record_time("type_token", _t0)

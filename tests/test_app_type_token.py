@@ -329,3 +329,20 @@ def test_nearest_words_come_with_their_scale(fakes):
     assert row["a word's nearest neighbour: typical cos"] == pytest.approx(round(triple.nearest_top1(M[:, 3]), 2))
     assert f"bert (random pairs ≈ {mean:.2f})" in [c for d in at.dataframe for c in d.value.columns]
     assert "How to read these cosines" in _texts(at, "caption")
+
+
+def test_elmo_halves(fakes):
+    """?half=forward: ELMo's map and heatmap show its forward half (the titles say so); a sentence that opens with the
+    word is named (its point sits on the type vector); the choice is kept in the URL; a bad ?half= gets a notice."""
+    at = _run(lang="en", models="elmo,bert", half="forward", word="苹果", s="苹果真好吃\n我吃苹果\n这个苹果很甜")
+    assert at.radio(key="tt_half_w").value == 1  # forward
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"].replace("<br>", " · ") for c in at.get("plotly_chart")[:4:2]]
+    assert titles == ["elmo · layer 2 · forward half", "bert · layer 3"]  # (a long title wraps at its " · ")
+    assert "Sentence 1 opens with the word" in _texts(at, "caption")
+    at.radio(key="tt_half_w").set_value(2).run()
+    assert "Sentence 2 ends with the word" in _texts(at, "caption") and at.query_params["half"] in ("backward", ["backward"])
+    at.radio(key="tt_half_w").set_value(0).run()
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] == "elmo · layer 2"
+    bad = _run(lang="en", half="<b>sideways</b>")
+    assert bad.radio(key="tt_half_w").value == 0 and "sideways" in _texts(bad, "caption")
+    assert "tt_half_w" not in [r.key for r in _run(lang="en", models="bert").radio]  # no ELMo, no choice

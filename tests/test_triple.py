@@ -159,3 +159,24 @@ def test_nearest_top1_and_the_scale_table():
     rows = explore.scale_rows({"bert": (0.512, 0.644, 0.851)}, {"bert": "layer 4"},
                               {k: k.upper() for k in explore.SCALE_COLUMNS})
     assert rows == [{"MODEL": "bert", "LAYER": "layer 4", "RANDOM_MEAN": 0.51, "RANDOM_P95": 0.64, "NEAREST_TOP1": 0.85}]
+
+
+def test_half_profile_and_edges(elmo_tiny, one_thread):
+    """ELMo split into halves: where the word opens (closes) a sentence, the forward (backward) half of its token
+    vector is exactly the word alone's (the type vector's) half; elsewhere it is not."""
+    import ctxlib
+    from ctxlib import explore
+
+    texts = ["发展经济很重要", "我们要发展", "经济的发展很快"]
+    d = explore.word_profile(ctxlib.load(elmo_tiny), texts, "发展")
+    assert explore.half_profile(d, None) is d
+    fw, bw = explore.half_profile(d, "forward"), explore.half_profile(d, "backward")
+    D = d.vecs.shape[2] // 2
+    np.testing.assert_array_equal(fw.vecs, d.vecs[:, :, :D])
+    np.testing.assert_array_equal(bw.type_vec, d.type_vec[:, D:])
+    assert [explore.at_edge(s, "发展", "forward") for s in texts] == [True, False, False]
+    assert [explore.at_edge(s, "发展", "backward") for s in texts] == [False, True, False]
+    for j in range(1, d.vecs.shape[1]):
+        on_type = [float(_cos(v, fw.type_vec[j])) > triple.SAME for v in fw.vecs[:, j]]
+        assert on_type == [True, False, False]
+        assert [float(_cos(v, bw.type_vec[j])) > triple.SAME for v in bw.vecs[:, j]] == [False, True, False]

@@ -3,9 +3,10 @@
 The numbers are `ctxlib.triple`'s; this module caches them and words the messages."""
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
-from ctxlib import triple
+from ctxlib import explore, triple
 
 from . import loaders
 from .i18n import escape_md, msg
@@ -32,10 +33,25 @@ def show(statuses: dict[str, triple.VocabStatus], word: str, where=st) -> None:
         where.caption(escape_md(msg("triple.unseen.known_chars", models=", ".join(readers), word=word)))
 
 
+def _vocab(model: str, layer: int, stamp: str, half: str | None):
+    """(words, unit rows) of the vocabulary `loaders.nearest_table` searches, at `layer` (ELMo: one half of it)."""
+    words, M = loaders.vocab_matrix(model, stamp)
+    X = triple.view_vectors(M, triple.View(layer, half))
+    return words, X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
-def nearest_scale(model: str, layer: int, stamp: str) -> tuple[float, float, float]:
+def nearest_scale(model: str, layer: int, stamp: str, half: str | None = None) -> tuple[float, float, float]:
     """(mean, 95th percentile) of random vocabulary pairs' cosine, and a vocabulary word's typical nearest-neighbour
-    cosine, at `layer`: over the words `loaders.nearest_table` searches."""
-    _, M = loaders.vocab_matrix(model, stamp)
-    mean, p95 = triple.random_pair_cosines(M[:, layer, :])
-    return mean, p95, triple.nearest_top1(M[:, layer, :])
+    cosine, at `layer` (ELMo: `half` of it): over the words the nearest-word search uses."""
+    _, X = _vocab(model, layer, stamp, half)
+    mean, p95 = triple.random_pair_cosines(X)
+    return mean, p95, triple.nearest_top1(X)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def nearest_half(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, half: str) -> list[str]:
+    """`loaders.nearest_table` for one half of an ELMo layer: the word's half-vectors against the vocabulary's."""
+    words, X = _vocab(model, layer, stamp, half)
+    V = triple.view_vectors(loaders.word_tokens(model, word, texts, stamp).vecs, triple.View(layer, half))
+    return explore.nearest_rows(words, X, V, word, 5)
