@@ -55,7 +55,8 @@ def test_default_set_comes_first():
     ("苹果", "香蕉很甜\n苹果真好吃 | 水果", ["warning"], ["inputs.skipped"]),
     ("苹果", "香蕉很甜\n梨很脆", ["warning", "error"], ["inputs.skipped", "inputs.no_match"]),
     ("苹果", "苹果" + "长" * 200, ["info"], ["inputs.windowed"]),
-    ("苹果", "\n".join(["苹果好"] * 45), ["warning"], ["inputs.too_many"]),
+    ("苹果", "\n".join(f"苹果好{i}" for i in range(45)), ["warning"], ["inputs.too_many"]),
+    ("苹果", "\n".join(["苹果好"] * 45), ["info", "warning"], ["inputs.repeated", "inputs.too_many"]),
     ("苹果", "苹果真好吃 | 水果\n苹果手机 | 品牌", [], []),
 ])
 def test_check_inputs_notes(word, text, levels, ids):
@@ -68,7 +69,8 @@ def test_check_inputs_notes(word, text, levels, ids):
 def test_check_inputs_notes_render_in_both_languages():
     from ctxlib.app.i18n import catalogue, lookup
 
-    _, kept, notes = check_inputs("苹果", "\n".join(["香蕉"] * 12 + ["苹果" + "长" * 200] * 3 + ["苹果好 | a"] * 45))
+    _, kept, notes = check_inputs("苹果", "\n".join(["香蕉"] * 12 + [f"苹果{i}" + "长" * 200 for i in range(3)] +
+                                                  [f"苹果好{i} | a" for i in range(45)]))
     assert len(kept) == MAX_SENTENCES and [n.id for n in notes] == ["inputs.skipped", "inputs.windowed", "inputs.too_many"]
     for n in notes:
         assert n.id in catalogue("zh") and n.id in catalogue("en")

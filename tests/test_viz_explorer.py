@@ -67,7 +67,7 @@ def test_line_charts_and_bars():
     assert list(marks[1].text) == ["+0.200", "-0.100"] and list(marks[1].marker.color)[1] == "white"  # hollow: wrong way
     bars = [tr for tr in fig.data if tr.type == "bar"]
     assert [list(b.x) for b in bars] == [[0.5], [0.6]]  # a row without a held-out figure gets no bar
-    assert list(fig.layout.xaxis.range) == [-0.27, 0.27] and list(fig.layout.xaxis2.range) == [0, 1.12]  # one scale
+    assert list(fig.layout.xaxis.range) == pytest.approx([-0.27, 0.27]) and list(fig.layout.xaxis2.range) == [0, 1.12]  # one scale
     assert "<b>l2</b>" not in fig.to_json()
 
 

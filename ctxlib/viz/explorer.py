@@ -242,7 +242,7 @@ def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B
                              marker_color=col, opacity=0.75, showlegend=False, name=escape(m),
                              text=[f"{rows[k]['rank']:.2f}" for k in ranked], textposition="outside",
                              hovertemplate="%{y}<br>%{x:.3f}<extra></extra>"), 1, 2)
-    span = max([abs(r["margin"]) for r in rows] + [0.05]) * 1.35
+    span = max([abs(r["margin"]) for r in rows] + [0.1]) * 1.35  # at least ±0.135: a margin of 0.01 looks small
     fig.add_vline(x=0, line=dict(color="#444", width=1), row=1, col=1)
     fig.add_vline(x=0.5, line=dict(color="grey", dash="dot"), row=1, col=2)
     fig.add_annotation(x=0.5, y=1.0, yref="paper", xref="x2", text=escape(chance_text), showarrow=False,
