@@ -88,8 +88,9 @@ def margins(vecs: np.ndarray, kind: str) -> list[MarginRow]:
 
 
 def best_row(rows: list[MarginRow]) -> MarginRow | None:
-    """The row with the largest margin (ties: the lower layer)."""
-    return max(rows, key=lambda r: r.margin, default=None)
+    """The row with the largest margin (ties: the lower layer), among rows that see a difference between the
+    sentences (a context-free layer, whose three vectors are identical, is left out); None if no row does."""
+    return max((r for r in rows if not (r.same_ab and r.cos_ac > SAME)), key=lambda r: r.margin, default=None)
 
 
 def shared_context(s1: str, s2: str, word: str) -> tuple[bool, bool]:

@@ -50,6 +50,11 @@ def test_word2vec_margin_is_exactly_zero():
     v = np.random.default_rng(1).standard_normal(16)
     (row,) = triple.margins(np.stack([v[None]] * 3), "word2vec")
     assert row.margin == 0.0 and row.same_ab
+    assert triple.best_row([row]) is None  # a context-free view is never "the best layer"
+    V = np.random.default_rng(2).standard_normal((3, 2, 8))
+    V[:, 0] = V[0, 0]  # layer 0 context-free; layer 1 not
+    rows = triple.margins(V, "bert")
+    assert triple.best_row(rows) is rows[1]
 
 
 def test_shared_context():

@@ -98,9 +98,9 @@ def section() -> dict[str, str | None]:
         new = triple.margins(d.vecs, enc.kind)
         rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
                   "cos_ac": r.cos_ac, "rank": ranks.get(r.view)} for r in new]
-        best = triple.best_row(new)
-        key = "triple.best" if best.margin > 1e-9 else "triple.none_right"
-        if m != "word2vec" or best.margin > 1e-9:  # word2vec's margin is 0 by construction: its caption says so
+        best = triple.best_row(new)  # None: every view is context-free (word2vec), which its caption explains
+        key = "triple.best" if best is not None and best.margin > 1e-9 else "triple.none_right"
+        if best is not None:
             verdicts.markdown("- " + escape_md(msg(key, model=m, layer=view_label(d.layer_names, best.view),
                                                    margin=best.margin)))
         chart.plotly_chart(explorer.margin_chart(
