@@ -9,10 +9,8 @@ from pathlib import Path
 import streamlit as st
 
 from ctxlib import checkpoint
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import loaders, triple_demo, widgets
 from ctxlib.app.i18n import msg, prose
-from ctxlib.viz import explorer
-from ctxlib.viz.common import PLOTLY_CONFIG
 
 
 def home() -> None:
@@ -25,35 +23,8 @@ def home() -> None:
             col.markdown(prose(part))
         st.page_link("pages/7_Results.py", label=msg("home.results_link"), icon="📏")
 
-    st.header(msg("home.demo.header"))
-    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", "苹果", max_chars=12), key="home_word_w", max_chars=12)
-    a_col, b_col = st.columns(2)
-    s1 = a_col.text_input(msg("home.demo.sentence_a"), value=state.init("home_a", "a", "苹果真好吃", max_chars=300), key="home_a_w", max_chars=300)
-    s2 = b_col.text_input(msg("home.demo.sentence_b"), value=state.init("home_b", "b", "苹果手机很好用", max_chars=300), key="home_b_w", max_chars=300)
-    st.query_params.update({"word": word, "a": s1, "b": s2})
-    _, problems = widgets.demo_cosines([], word, s1, s2)  # input problems only
-    for note in problems:
-        st.warning(widgets.escape_md(note))
-    chart, notes = st.empty(), st.container()
-    rows, status = [], {}
-    for m in loaders.MODEL_ORDER:  # model by model, so word2vec's bar shows while the others still load
-        with st.spinner(msg("home.demo.loading", model=m)):
-            status[m] = loaders.try_load(m)[1]
-            new, found = widgets.demo_cosines([m], word, s1, s2) if status[m] is None and not problems else ([], [])
-        for note in found:
-            notes.warning(widgets.escape_md(note))
-        if new:
-            rows += new
-            bars = [(m, widgets.layer_label(n), c) for m, n, c in rows]  # layer names in the session's language
-            chart.plotly_chart(explorer.cosine_bars(bars, title=msg("home.demo.chart_title", word=word), y_title="cos"),
-                               config=PLOTLY_CONFIG)
+    status = triple_demo.section()  # the live demo; {model: load error or None}
     loaded = [m for m, err in status.items() if err is None]
-    if not loaded:
-        st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
-    if rows:
-        st.caption(msg("home.demo.caption"))
-        if any(r[0] == "gpt" for r in rows):
-            st.caption(msg("home.demo.caption_gpt"))
 
     st.header(msg("home.models.header"))
     st.caption(msg("home.models.caption"))

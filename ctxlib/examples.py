@@ -357,6 +357,16 @@ def check_inputs(word: str, text: str) -> tuple[str, list[tuple[str, str | None]
         notes.append(Note("warning", "inputs.skipped", {"nums": nums, "word": word, "first": missing[0][1][:30]}))
     if cut:
         notes.append(Note("info", "inputs.windowed", {"nums": Numbers(tuple(cut[:10])), "max": MAX_SENTENCE_CHARS}))
+    first: dict[str, int] = {}
+    repeats = []  # (first number, repeat number): kept (its point sits on the first one), but the teacher is told
+    for i, (s, _) in enumerate(pairs, 1):
+        if find_all(s, word):
+            if s in first:
+                repeats.append((first[s], i))
+            first.setdefault(s, i)
+    if repeats:
+        notes.append(Note("info", "inputs.repeated", {"nums": Numbers(tuple(i for _, i in repeats[:10]), len(repeats) > 10),
+                                                      "first": Numbers(tuple(dict.fromkeys(a for a, _ in repeats[:10])))}))
     if len(kept) > MAX_SENTENCES:
         notes.append(Note("warning", "inputs.too_many", {"n": len(kept), "max": MAX_SENTENCES}))
         kept = kept[:MAX_SENTENCES]

@@ -89,6 +89,42 @@ def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, t
     return out
 
 
+def half_profile(d: WordProfile, half: str | None) -> WordProfile:
+    """ELMo's forward ("forward": the first half of every layer) or backward ("backward") states of a profile; None:
+    the profile itself. The type vector is halved too, so a token whose forward context equals the word alone (the
+    word opens the sentence) sits exactly on it."""
+    if half is None:
+        return d
+    from .triple import View, view_vectors
+
+    n = d.vecs.shape[1]
+    return replace(d, vecs=np.stack([view_vectors(d.vecs, View(j, half)) for j in range(n)], 1),
+                   type_vec=np.stack([view_vectors(d.type_vec[None], View(j, half))[0] for j in range(n)]))
+
+
+def at_edge(text: str, word: str, half: str) -> bool:
+    """The first `word` in `text` opens it ("forward": nothing before it) or, "backward", closes it (nothing after
+    it): there ELMo's forward (backward) LSTM has read only the word itself, as when the word is encoded alone."""
+    from .tokens import find_all
+
+    spans = find_all(text, word)
+    if not spans:
+        return False
+    a, b = spans[0]
+    return not text[:a].strip() if half == "forward" else not text[b:].strip()
+
+
+SCALE_COLUMNS = ("model", "layer", "random_mean", "random_p95", "nearest_top1")
+
+
+def scale_rows(scale: dict[str, tuple[float, float, float]], layer_names: dict[str, str], columns: dict[str, str]) -> list[dict]:
+    """The nearest-words tab's scale table: per model (`scale`: {model: (random pairs' mean cosine, their 95th
+    percentile, a vocabulary word's typical nearest-neighbour cosine)}) one row, headed by `columns` (SCALE_COLUMNS
+    -> shown names)."""
+    return [dict(zip((columns[k] for k in SCALE_COLUMNS), (m, layer_names[m], *(round(float(x), 2) for x in v))))
+            for m, v in scale.items()]
+
+
 def type_token_points(d: WordProfile, layer: int) -> np.ndarray:
     """(n + 1, dim): the type vector (row 0), then the token vectors, at one layer (the rows the map projects)."""
     return np.vstack([d.type_vec[layer][None], d.vecs[:, layer]])

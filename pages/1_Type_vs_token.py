@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import examples, explore
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import elmo_halves, loaders, state, vocab_notes, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
 from ctxlib.viz import explorer
@@ -53,24 +53,31 @@ with st.spinner(msg("type_token.maps.encoding")):
             data[m] = loaders.word_tokens(m, word, texts, stamps[m])
         except Exception as e:  # a model failing must not take the other models down
             widgets.show_error(f"{m}: {type(e).__name__}: {e}")
+vocab_notes.show(seen := {m: vocab_notes.status(m, word, stamps[m]) for m in data}, word)
+data = {m: d for m, d in data.items() if seen[m].status != "missing"}  # no vector: no all-zero points and cosines
 if not data:
     st.stop()
 layers = widgets.layer_pickers("tt", {m: d.layer_names for m, d in data.items()})
+full = dict(data)  # the CSV holds whole vectors; ELMo's may be shown as one half (forward / backward LSTM)
+half = elmo_halves.picker(data, texts, word)
 
-for m in (m for m, d in data.items() if not d.in_vocab):
-    st.warning(widgets.escape_md(msg("type_token.maps.oov", model=m, word=word)))
+sims = {m: cosine_matrix(d.vecs[:, layers[m]]) for m, d in data.items()}
+zmin = min(0.99, *(float(S.min()) for S in sims.values()))  # one colour scale for every model's heatmap
 for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
-    j = layers[m]
-    xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}", explore.type_token_points(d, j), method)
-    fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}"
+    j, h = layers[m], half if m == "elmo" else None
+    xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}|{h}", explore.type_token_points(d, j), method)
+    fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}|{h}"
+    title = " · ".join([m, widgets.layer_label(d.layer_names[j])] + ([msg(f"triple.half.{h}")] if h else []))
     col.plotly_chart(loaders.cached_figure("map|" + fkey, lambda: explorer.type_token_map(
-        xy, hover, labels if any(labels) else None, title=f"{m} · {widgets.layer_label(d.layer_names[j])}",
+        xy, hover, labels if any(labels) else None, title=title,
         type_name=msg("type_token.maps.type_name"), token_name=msg("type_token.maps.token_name"),
         type_hover=escape(msg("type_token.maps.type_hover", word=word)))), config=PLOTLY_CONFIG, key=f"map_{m}")
     col.caption(msg("type_token.maps.mean_cosine", cos=explore.mean_type_cosine(d, j)))
-    col.plotly_chart(loaders.cached_figure("heat|" + fkey, lambda: explorer.similarity_heatmap(
-        cosine_matrix(d.vecs[:, j]), list(texts), hover, labels=labels, title=msg("type_token.maps.heatmap_title"))),
+    col.plotly_chart(loaders.cached_figure(f"heat|{fkey}|{zmin}", lambda: explorer.similarity_heatmap(
+        sims[m], list(texts), hover, labels=labels, title=msg("type_token.maps.heatmap_title"), zmin=zmin)),
         config=PLOTLY_CONFIG, key=f"heat_{m}")
+if len(data) > 1:
+    st.caption(msg("type_token.maps.shared_scale", lo=zmin))
 
 sentence_col, tabs = msg("type_token.tabs.sentence_col"), ("accuracy", "nearest", "segmentation", "export")
 tab_acc, tab_near, tab_seg, tab_csv = st.tabs([msg(f"type_token.tabs.{k}") for k in tabs])
@@ -80,8 +87,15 @@ with tab_near:
     if st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w",
                  on_change=state.flag, args=("tt_near_w", "near")):
         with st.spinner(msg("type_token.nearest.encoding")):
-            st.dataframe({sentence_col: texts, **{m: loaders.nearest_table(m, word, texts, layers[m], stamps[m])
-                                                  for m in data}}, hide_index=True)
+            hs = {m: half if m == "elmo" else None for m in data}
+            scale = {m: vocab_notes.nearest_scale(m, layers[m], stamps[m], hs[m]) for m in data}
+            st.dataframe({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
+                vocab_notes.nearest_half(m, word, texts, layers[m], stamps[m], hs[m]) if hs[m] else
+                loaders.nearest_table(m, word, texts, layers[m], stamps[m])) for m in data}}, hide_index=True)
+        st.caption(msg("type_token.nearest.scale_caption"))
+        st.dataframe(explore.scale_rows(scale, {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
+                                        {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS}),
+                     hide_index=True)
 with tab_seg:
     st.caption(msg("type_token.segmentation.caption"))
     st.dataframe(explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True)
@@ -96,7 +110,7 @@ with tab_acc:
             y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
         st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
 with tab_csv:
-    st.download_button(msg("type_token.export.download"), loaders.vectors_csv(data, texts, labels, word),
+    st.download_button(msg("type_token.export.download"), loaders.vectors_csv(full, texts, labels, word),
                        file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")
     st.caption(msg("type_token.export.caption"))
 widgets.record_time("type_token", _t0)

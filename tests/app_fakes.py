@@ -14,6 +14,7 @@ from ctxlib.encoder import Encoded, Encoder
 from ctxlib.tokens import char_tokens
 
 VOCAB = "苹果 手机 好吃 水果 公司 电脑 活动 学校 参加 运动 的 了 是 很 我 他 吃 买 用 新 东西 发展 经济".split()
+UNK_CHARS = "龘靐"  # characters the character models (BERT, GPT) never saw: [UNK]
 
 
 def _vec(tok: str, dim: int) -> np.ndarray:
@@ -48,7 +49,9 @@ class FakeEncoder(Encoder):
                              for w, _, _ in toks]) if toks else np.zeros((0, self._dim), np.float32)
             ctx = base.mean(0, keepdims=True) if len(base) else base
             layers = np.stack([base + 0.8 * j * ctx for j in range(self._n)]).astype(np.float32)  # (L, T, D)
-            out.append(Encoded(text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names))
+            known = [w in self._vocab if self.word_level else w not in UNK_CHARS for w, _, _ in toks]
+            out.append(Encoded(text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names,
+                               known=known))
         return out
 
 
@@ -70,7 +73,7 @@ class FakeGpt(FakeEncoder):
             att = np.tril(np.ones((T, T), np.float32)) / np.arange(1, T + 1, dtype=np.float32)[:, None]
             atts = np.broadcast_to(att, (self._n - 1, 2, T, T)).copy()
             out.append(Encoded(text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names,
-                               attentions=atts))
+                               attentions=atts, known=[w == "[CLS]" or w not in UNK_CHARS for w, _, _ in toks]))
         return out
 
     def next_char(self, text: str, topk: int = 5) -> list[tuple[str, float]]:

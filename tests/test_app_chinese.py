@@ -74,8 +74,9 @@ def test_layer_labels_in_both_languages():
 def test_home_in_chinese(fakes):
     at = _zh(APP, 60)
     assert not _english(at), _english(at)
-    ticks = " ".join(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][1]["x"])
-    assert "嵌入层" in ticks and "第 2 层" in ticks
+    rows = [y for tr in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if tr["type"] == "bar" for y in tr["y"]]
+    assert not [y for y in rows if ENGLISH.search(y) or "half" in y], rows  # the demo's row labels
+    assert any("嵌入层" in y for y in rows) and any("第 2 层 · 前向一半" in y for y in rows)
 
 
 @pytest.mark.parametrize("code", ["zh", "en"])

@@ -23,23 +23,85 @@ def _run(lang="en"):
     return at
 
 
+def _demo(at):
+    """({model: [margin texts]}, {model: [held-out ranking texts]}, [row labels]) of the demo's chart."""
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    marks = {tr["name"]: tr["text"] for tr in spec["data"] if tr["type"] == "scatter" and tr.get("text")}
+    ranks = {tr["name"]: tr["text"] for tr in spec["data"] if tr["type"] == "bar"}
+    labels = [y for tr in spec["data"] if tr["type"] == "bar" for y in tr["y"]]
+    return marks, ranks, labels
+
+
+def _all_text(at):
+    return " ".join(e.value for kind in ("warning", "info", "caption", "markdown") for e in getattr(at, kind)).replace("\\", "")
+
+
 def test_home_renders_demo_and_models(monkeypatch):
     app_fakes.install(monkeypatch)
     at = _run()
     assert at.title[0].value == "ctxlab: contextual word embeddings"
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    bars = {tr["name"]: tr["text"] for tr in spec["data"]}
-    assert bars["word2vec"] == ["1.0000"]  # one vector per type: identical in both sentences
-    assert len(bars["elmo"]) == 3 and any(float(x) < 0.999 for x in bars["elmo"])
-    assert bars["gpt"] == ["1.0000"] * 5  # left to right only: 苹果 opens both sentences, so nothing differs yet
+    assert [at.text_input(key=f"home_{k}_w").value for k in ("word", "a", "b", "c")] == [
+        "苹果", "我每天吃一个苹果", "这个苹果又甜又脆", "苹果公司发布了新手机"]
+    marks, ranks, labels = _demo(at)
+    assert marks["word2vec"] == ["+0.000"] and ranks["word2vec"] == ["0.50"]  # one vector per type: a tie, always
+    assert len(marks["elmo"]) == 3 + 2 * 2  # the token layer, then each biLSTM layer whole and as its two halves
+    assert sum("forward half" in y for y in labels) == 2 and sum("backward half" in y for y in labels) == 2
+    assert len(marks["bert"]) == 4 and len(marks["gpt"]) == 5
+    assert all(0 <= float(r) <= 1 for rs in ranks.values() for r in rs)
+    text = _all_text(at)
+    assert "held-out sense set (10 words, 140 sentences" in text and "forward half and its backward half" in text
+    assert "The word opens sentence C" in text  # the default C starts with 苹果
     table = at.dataframe[0].value
     assert list(table.iloc[:, 0]) == ["word2vec", "elmo", "bert", "gpt"]
     assert list(table.iloc[:, 1]) == ["loaded"] * 4
     md = " ".join(m.value for m in at.markdown)
     assert "2L+1" in md and "[MASK]" in md and "class vs instance" in md
     assert "4. GPT (Radford et al., 2018)" in md and "Transformer decoder" in md and "left-to-right LM" in md
-    assert "left to right" in " ".join(c.value for c in at.caption)  # the demo's caption explains GPT's bars
+    assert "left to right" in " ".join(c.value for c in at.caption)  # the demo's caption explains GPT's rows
     assert len(at.get("page_link")) >= 2
+
+
+def test_home_margin_matches_the_vectors(monkeypatch):
+    """The chart's margins are cos(A,B) - cos(A,C) of the word's vectors, and the verdict names the best row."""
+    from ctxlib.encoder import cosine
+
+    encs = app_fakes.install(monkeypatch)
+    at = _run()
+    texts = [at.text_input(key=f"home_{k}_w").value for k in "abc"]
+    V = encs["bert"].word_vectors(texts, "苹果")
+    want = [cosine(V[0, j], V[1, j]) - cosine(V[0, j], V[2, j]) for j in range(V.shape[1])]
+    marks, _, _ = _demo(at)
+    assert [float(x) for x in marks["bert"]] == pytest.approx(want, abs=6e-4)
+    best = max(range(len(want)), key=want.__getitem__)
+    verdict = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("- bert")]
+    if want[best] > 0:
+        assert verdict == [f"- bert: the largest margin is at {['embeddings', 'layer 1', 'layer 2', 'layer 3'][best]}: {want[best]:+.3f}."]
+    else:
+        assert verdict and "no layer puts A closer to B" in verdict[0]
+
+
+def test_home_sentence_initial_case_is_explained(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run()
+    at.text_input(key="home_a_w").set_value("苹果很好吃")
+    at.text_input(key="home_b_w").set_value("苹果很甜").run()
+    text = _all_text(at)
+    assert "A and B are identical up to '苹果'" in text and "ELMo's forward half and GPT" in text
+    marks, _, _ = _demo(at)
+    assert len(marks["gpt"]) == 5  # GPT's rows are still drawn: their cos(A,B) is 1, the note says why
+
+
+def test_home_url_with_three_sentences(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"lang": "zh", "word": "小米", "a": "我用小米熬粥", "b": "一碗小米粥", "c": "小米手机很便宜"})
+    at.run()
+    assert not at.exception
+    assert [at.text_input(key=f"home_{k}_w").value for k in ("word", "a", "b", "c")] == [
+        "小米", "我用小米熬粥", "一碗小米粥", "小米手机很便宜"]
+    assert at.query_params["c"] in ("小米手机很便宜", ["小米手机很便宜"])
+    assert "「小米」" in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert "不在词表里" in _all_text(at)  # 小米 is not in the fake word2vec's vocabulary
 
 
 def test_home_in_chinese_and_missing_models(monkeypatch):
@@ -50,79 +112,87 @@ def test_home_in_chinese_and_missing_models(monkeypatch):
     assert any("python -m ctxlib train elmo" in str(v) for v in table.iloc[:, 1])
 
 
-def test_home_gpt_differs_with_different_left_context(monkeypatch):
-    app_fakes.install(monkeypatch)
-    at = _run()
-    at.text_input(key="home_a_w").set_value("我买了苹果")
-    at.text_input(key="home_b_w").set_value("他吃苹果").run()
-    bars = {tr["name"]: tr["text"] for tr in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
-    assert len(bars["gpt"]) == 5 and all(float(x) < 0.9999 for x in bars["gpt"][1:])
-
-
 def test_home_without_gpt(monkeypatch):
     """No GPT checkpoint yet: the other three still work; GPT is listed calmly, with its build command."""
     app_fakes.install(monkeypatch, names=("word2vec", "elmo", "bert"))
     for lang in ("en", "zh"):
         at = _run(lang)
-        spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-        assert [tr["name"] for tr in spec["data"]] == ["word2vec", "elmo", "bert"]
+        marks, _, _ = _demo(at)
+        assert list(marks) == ["word2vec", "elmo", "bert"]
         table = at.dataframe[0].value
         assert list(table.iloc[:, 0]) == ["word2vec", "elmo", "bert", "gpt"]
         assert "python -m ctxlib train gpt" in str(table.iloc[3, 1]) and table.iloc[3, 1] != table.iloc[0, 1]
         assert not at.error and not at.warning  # a model not built yet is no error of the teacher's
-        assert "left to right" not in " ".join(c.value for c in at.caption)  # no caption about bars that are not there
+        assert "left to right" not in " ".join(c.value for c in at.caption)  # no caption about rows that are not there
         assert "GPT" in " ".join(m.value for m in at.markdown)  # the lecture still explains it
 
 
-@pytest.mark.parametrize("field,value,needle", [
-    ("home_a_w", "", "Fill in the word and both sentences"),
-    ("home_word_w", "", "Fill in the word and both sentences"),
-    ("home_b_w", "香蕉很好吃", "Sentence B does not contain"),
-    ("home_a_w", "苹果" + "很" * 4998, None),
-    ("home_a_w", "很" * 4998 + "苹果", None),  # the word beyond the models' length limits
-    ("home_a_w", "苹果<script>alert(1)</script>", None),
+@pytest.mark.parametrize("changes,needle", [
+    ({"home_a_w": ""}, "Fill in the word and all three sentences"),
+    ({"home_word_w": ""}, "Fill in the word and all three sentences"),
+    ({"home_b_w": "香蕉很好吃"}, "Sentence B does not contain"),
+    ({"home_b_w": "香蕉很好吃", "home_c_w": "梨"}, "Sentence B, C does not contain"),
+    ({"home_b_w": "我每天吃一个苹果"}, "Sentences A=B are the same sentence"),
+    ({"home_c_w": "我每天吃一个苹果"}, "Sentences A=C are the same sentence"),
+    ({"home_word_w": "龘靐"}, "Sentence A, B, C does not contain"),
 ])
-def test_home_bad_input_with_gpt_alone(monkeypatch, field, value, needle):
-    app_fakes.install(monkeypatch, names=("gpt",))
+def test_home_bad_input(monkeypatch, changes, needle):
+    app_fakes.install(monkeypatch)
     at = _run()
-    at.text_input(key=field).set_value(value).run()
+    for key, value in changes.items():
+        at.text_input(key=key).set_value(value)
+    at.run()
     assert not at.exception and not at.error
+    assert needle in " ".join(w.value for w in at.warning).replace("\\", "")
+    assert not at.get("plotly_chart")  # nothing to compare: no chart, the message says what to do
+
+
+def test_home_unseen_word_flagged_per_model(monkeypatch):
+    """元宇宙: word2vec has no vector (no row, no all-zero vector), the character models read it; 龘: [UNK] named."""
+    app_fakes.install(monkeypatch)
+    at = _run()
+    at.text_input(key="home_word_w").set_value("元宇宙龘")
+    for k, s in zip("abc", ("元宇宙龘很火", "大家都在谈元宇宙龘", "元宇宙龘公司上市了")):
+        at.text_input(key=f"home_{k}_w").set_value(s)
+    at.run()
+    assert not at.exception
+    marks, _, _ = _demo(at)
+    assert "word2vec" not in marks and {"elmo", "bert", "gpt"} <= set(marks)
     warnings = " ".join(w.value for w in at.warning).replace("\\", "")
-    if needle:
-        assert needle in warnings and not at.get("plotly_chart")
-    else:
-        assert at.get("plotly_chart") or warnings  # the bars, or a message saying why not
+    assert "word2vec: '元宇宙龘' is not in the vocabulary" in warnings
+    assert "bert: reads characters and never saw 龘 in training" in warnings and "gpt: reads characters and never saw 龘 in training" in warnings
+    assert "elmo: '元宇宙龘' is built from its characters" in " ".join(i.value for i in at.info).replace("\\", "")
+
+
+@pytest.mark.parametrize("field,value,shown", [
+    ("home_a_w", "苹果" + "很" * 4998, True),  # the box keeps 300 characters; the models get 120 around the word
+    ("home_c_w", "很" * 4998 + "苹果", False),  # the box's 300 characters end before the word: it says so
+    ("home_a_w", "苹果<script>alert(1)</script>", True),
+])
+def test_home_long_and_html_input(monkeypatch, field, value, shown):
+    for names in (("gpt",), ("word2vec", "elmo", "bert", "gpt")):
+        app_fakes.install(monkeypatch, names=names)
+        at = _run()
+        at.text_input(key=field).set_value(value).run()
+        assert not at.exception and not at.error
+        assert len(at.text_input(key=field).value) <= 300
+        assert bool(at.get("plotly_chart")) == shown
         assert all("<script>" not in c.proto.spec for c in at.get("plotly_chart"))
+        if not shown:
+            assert "Sentence C does not contain" in " ".join(w.value for w in at.warning).replace("\\", "")
+        elif len(value) > 300:
+            assert "only the 120 characters around the word are used" in " ".join(i.value for i in at.info).replace("\\", "")
 
 
-def test_home_gpt_link_with_5000_characters(monkeypatch):
+def test_home_link_with_5000_characters(monkeypatch):
     app_fakes.install(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"lang": "en", "a": "苹果" + "<script>" * 700, "word": "苹果" * 20})
+    at.query_params.update({"lang": "en", "a": "苹果" + "<script>" * 700, "c": "苹果" * 2500, "word": "苹果" * 20})
     at.run()
     assert not at.exception
     assert len(at.text_input(key="home_a_w").value) <= 300 and len(at.text_input(key="home_word_w").value) <= 12
-
-
-@pytest.mark.parametrize("field,value,needle", [
-    ("home_b_w", "香蕉很好吃", "Sentence B does not contain"),
-    ("home_a_w", "", "Fill in the word and both sentences"),
-    ("home_word_w", "龘靐", "Sentence A and B does not contain"),
-])
-def test_home_bad_input(monkeypatch, field, value, needle):
-    app_fakes.install(monkeypatch)
-    at = _run()
-    at.text_input(key=field).set_value(value).run()
-    assert not at.exception
-    assert needle in " ".join(w.value for w in at.warning).replace("\\", "")
-
-
-def test_home_script_in_sentence_is_text(monkeypatch):
-    app_fakes.install(monkeypatch)
-    at = _run()
-    at.text_input(key="home_a_w").set_value("苹果<script>alert(1)</script>").run()
-    assert not at.exception
-    assert "<script>" not in at.get("plotly_chart")[0].proto.spec
+    assert at.text_input(key="home_c_w").value == "苹果公司发布了新手机"  # too long for its box: the default, with a notice
+    assert "is longer than 300 characters" in " ".join(c.value for c in at.caption).replace("\\", "")
 
 
 def test_broken_and_missing_checkpoints_give_rebuild_commands(monkeypatch, tmp_path):

@@ -84,7 +84,8 @@ def test_shared_link_restores_state(fakes):
     ("苹果", "香蕉很甜\n苹果真好吃 | 水果\n苹果手机 | 品牌", "warning", "Sentence 1 does not contain"),
     ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
     ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
-    ("龘靐", "龘靐真好吃\n我爱龘靐", "warning", "not in word2vec"),
+    ("龘靐", "龘靐真好吃\n我爱龘靐", "warning", "word2vec: '龘靐' is not in the vocabulary"),
+    ("苹果", "苹果真好吃\n苹果手机\n苹果真好吃", "info", "Sentence 3 repeats sentence 1"),
 ])
 def test_bad_input_gives_a_message(fakes, word, text, kind, needle):
     at = _run(lang="en")
@@ -138,8 +139,10 @@ def test_nearest_words_and_segmentation(fakes):
     at.toggle(key="tt_near_w").set_value(True).run()
     assert not at.exception and at.query_params["near"] in ("1", ["1"])
     tables = [d.value for d in at.dataframe]
-    near = [tb for tb in tables if "elmo" in tb.columns and tb["elmo"].str.contains(r"\d\.\d\d").all()]
-    assert near and not near[0]["elmo"].str.contains("苹果 ").any()  # the word itself is excluded
+    near = [tb for tb in tables if any(c.startswith("elmo (random pairs ≈ ") for c in tb.columns)]
+    col = [c for c in near[0].columns if c.startswith("elmo")][0]
+    assert near[0][col].str.contains(r"\d\.\d\d").all()
+    assert not near[0][col].str.contains("苹果 ").any()  # the word itself is excluded
     seg = [tb for tb in tables if "bert: pooled characters" in tb.columns][0]
     assert set(seg["bert: pooled characters"]) == {"苹 + 果"}
     assert any("【苹果】" in v for v in seg["word2vec / elmo"])  # word models share one jieba segmentation
@@ -273,3 +276,73 @@ def test_layer_of_a_model_whose_data_failed_is_kept(fakes, monkeypatch):
     at.text_input(key="tt_word").set_value("苹果").run()
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")[:4:2]]
     assert titles == ["elmo · layer 1", "bert · layer 2"] and _shown_layer(at, "bert") == "2: layer 2"
+
+
+def test_unseen_word_flagged_per_model(fakes):
+    """Issue #13, item 7: word2vec says 'not in the vocabulary' and draws nothing (no all-zero vectors, no 'mean cos
+    0.000'); ELMo says it builds the word from its characters; BERT and GPT name their [UNK] characters."""
+    at = _run(lang="en")
+    at.text_input(key="tt_word").set_value("龘靐")
+    at.text_area(key="tt_text").set_value("龘靐真好吃 | a\n我爱龘靐 | a\n龘靐手机 | b\n新的龘靐 | b").run()
+    assert not at.exception and not at.error
+    warnings = _texts(at, "warning").replace("\\", "")
+    assert "word2vec: '龘靐' is not in the vocabulary" in warnings
+    assert "bert: reads characters and never saw 龘 靐 in training" in warnings and "gpt: reads characters and never saw 龘 靐 in training" in warnings
+    assert "elmo: '龘靐' is built from its characters" in _texts(at, "info").replace("\\", "")
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert not any(t.startswith("word2vec") for t in titles) and sum(t.startswith(("elmo", "bert", "gpt")) for t in titles) == 3
+    assert "0.000" not in _texts(at, "caption")
+    acc = [tb for tb in (d.value for d in at.dataframe) if tb.columns.tolist() == ["model", "layer", "accuracy"]][0]
+    assert "word2vec" not in set(acc["model"])
+
+
+def test_known_word_is_not_flagged(fakes):
+    at = _run(lang="en")
+    assert "vocabulary" not in _texts(at, "warning") and "[UNK]" not in _texts(at, "warning")
+    assert "built from its characters" not in _texts(at, "info")
+
+
+def test_heatmaps_share_one_colour_scale(fakes):
+    at = _run(lang="en")
+    heat = [json.loads(c.proto.spec)["data"][0] for c in at.get("plotly_chart") if json.loads(c.proto.spec)["data"][0]["type"] == "heatmap"]
+    assert len(heat) == 4 and len({h["zmin"] for h in heat}) == 1 and {h["zmax"] for h in heat} == {1.0}
+    lows = [min(min(r) for r in h["z"]) if isinstance(h["z"], list) else None for h in heat]
+    assert all(lo is None or lo >= heat[0]["zmin"] - 1e-6 for lo in lows)
+    assert "share one colour scale" in _texts(at, "caption")
+
+
+def test_nearest_words_come_with_their_scale(fakes):
+    """Each model's column names the typical cosine of random vocabulary pairs; a table gives the whole scale, and
+    its numbers are ctxlib.triple's over the words the nearest-word search uses."""
+    from ctxlib import triple
+
+    at = _run(lang="en", models="elmo,bert", layers="elmo:1,bert:3")
+    at.toggle(key="tt_near_w").set_value(True).run()
+    assert not at.exception
+    scale = [tb for tb in (d.value for d in at.dataframe) if "random pairs: mean cos" in tb.columns][0]
+    assert list(scale["model"]) == ["elmo", "bert"] and list(scale["layer"]) == ["layer 1", "layer 3"]
+    words, M = fakes["bert"].type_matrix(3000)
+    mean, p95 = triple.random_pair_cosines(M[:, 3])
+    row = scale[scale["model"] == "bert"].iloc[0]
+    assert row["random pairs: mean cos"] == pytest.approx(round(mean, 2))
+    assert row["random pairs: 95% below"] == pytest.approx(round(p95, 2))
+    assert row["a word's nearest neighbour: typical cos"] == pytest.approx(round(triple.nearest_top1(M[:, 3]), 2))
+    assert f"bert (random pairs ≈ {mean:.2f})" in [c for d in at.dataframe for c in d.value.columns]
+    assert "How to read these cosines" in _texts(at, "caption")
+
+
+def test_elmo_halves(fakes):
+    """?half=forward: ELMo's map and heatmap show its forward half (the titles say so); a sentence that opens with the
+    word is named (its point sits on the type vector); the choice is kept in the URL; a bad ?half= gets a notice."""
+    at = _run(lang="en", models="elmo,bert", half="forward", word="苹果", s="苹果真好吃\n我吃苹果\n这个苹果很甜")
+    assert at.radio(key="tt_half_w").value == 1  # forward
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"].replace("<br>", " · ") for c in at.get("plotly_chart")[:4:2]]
+    assert titles == ["elmo · layer 2 · forward half", "bert · layer 3"]  # (a long title wraps at its " · ")
+    assert "Sentence 1 opens with the word" in _texts(at, "caption")
+    at.radio(key="tt_half_w").set_value(2).run()
+    assert "Sentence 2 ends with the word" in _texts(at, "caption") and at.query_params["half"] in ("backward", ["backward"])
+    at.radio(key="tt_half_w").set_value(0).run()
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] == "elmo · layer 2"
+    bad = _run(lang="en", half="<b>sideways</b>")
+    assert bad.radio(key="tt_half_w").value == 0 and "sideways" in _texts(bad, "caption")
+    assert "tt_half_w" not in [r.key for r in _run(lang="en", models="bert").radio]  # no ELMo, no choice

@@ -55,7 +55,8 @@ def test_default_set_comes_first():
     ("苹果", "香蕉很甜\n苹果真好吃 | 水果", ["warning"], ["inputs.skipped"]),
     ("苹果", "香蕉很甜\n梨很脆", ["warning", "error"], ["inputs.skipped", "inputs.no_match"]),
     ("苹果", "苹果" + "长" * 200, ["info"], ["inputs.windowed"]),
-    ("苹果", "\n".join(["苹果好"] * 45), ["warning"], ["inputs.too_many"]),
+    ("苹果", "\n".join(f"苹果好{i}" for i in range(45)), ["warning"], ["inputs.too_many"]),
+    ("苹果", "\n".join(["苹果好"] * 45), ["info", "warning"], ["inputs.repeated", "inputs.too_many"]),
     ("苹果", "苹果真好吃 | 水果\n苹果手机 | 品牌", [], []),
 ])
 def test_check_inputs_notes(word, text, levels, ids):
@@ -68,7 +69,8 @@ def test_check_inputs_notes(word, text, levels, ids):
 def test_check_inputs_notes_render_in_both_languages():
     from ctxlib.app.i18n import catalogue, lookup
 
-    _, kept, notes = check_inputs("苹果", "\n".join(["香蕉"] * 12 + ["苹果" + "长" * 200] * 3 + ["苹果好 | a"] * 45))
+    _, kept, notes = check_inputs("苹果", "\n".join(["香蕉"] * 12 + [f"苹果{i}" + "长" * 200 for i in range(3)] +
+                                                  [f"苹果好{i} | a" for i in range(45)]))
     assert len(kept) == MAX_SENTENCES and [n.id for n in notes] == ["inputs.skipped", "inputs.windowed", "inputs.too_many"]
     for n in notes:
         assert n.id in catalogue("zh") and n.id in catalogue("en")
@@ -86,3 +88,12 @@ def test_numbers_format_spec_is_the_separator():
     assert f"{Numbers((1, 2, 3)):、}" == "1、2、3"
     assert f"{Numbers((1, 2), more=True):, }" == "1, 2…"
     assert f"{Numbers((4,))}" == "4"
+
+
+def test_check_inputs_tells_of_repeated_sentences():
+    word, kept, notes = check_inputs("苹果", "苹果好吃\n香蕉\n苹果手机\n苹果好吃 | 水果\n苹果手机")
+    assert len(kept) == 4  # kept: a repeat is harmless, it only sits on top of the first
+    (note,) = notes[1:]
+    assert note.id == "inputs.repeated" and format(note.values["nums"], ", ") == "4, 5"
+    assert format(note.values["first"], ", ") == "1, 3"  # the original line numbers, as the other notes use
+    assert not [n for n in check_inputs("苹果", "苹果好吃\n苹果手机")[2] if n.id == "inputs.repeated"]

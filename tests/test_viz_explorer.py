@@ -58,8 +58,17 @@ def test_line_charts_and_bars():
     assert [tr.name for tr in fig.data] == ["elmo", "bert"] and list(fig.data[0].y) == [0.5, 0.8, 0.9]
     fig = plots.self_similarity_chart({"bert": (["e", "1"], [0.9, 0.5], [0.3, 0.2])})
     assert len(fig.data) == 2 + 2 and fig.data[1].line.dash == "dot"  # two lines and the two line-style keys
-    fig = plots.cosine_bars([("word2vec", "type", 1.0), ("elmo", "l1", 0.7), ("elmo", "l2", 0.6)])
-    assert [tr.name for tr in fig.data] == ["word2vec", "elmo"] and list(fig.data[1].y) == [0.7, 0.6]
+    rows = [{"model": "word2vec", "label": "type", "margin": 0.0, "cos_ab": 1.0, "cos_ac": 1.0, "rank": 0.5},
+            {"model": "elmo", "label": "l1", "margin": 0.2, "cos_ab": 0.9, "cos_ac": 0.7, "rank": 0.6},
+            {"model": "elmo", "label": "<b>l2</b>", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None}]
+    fig = plots.margin_chart(rows)
+    marks = [tr for tr in fig.data if tr.type == "scatter" and tr.mode == "markers+text"]
+    assert [tr.name for tr in marks] == ["word2vec", "elmo"] and list(marks[1].x) == [0.2, -0.1]
+    assert list(marks[1].text) == ["+0.200", "-0.100"] and list(marks[1].marker.color)[1] == "white"  # hollow: wrong way
+    bars = [tr for tr in fig.data if tr.type == "bar"]
+    assert [list(b.x) for b in bars] == [[0.5], [0.6]]  # a row without a held-out figure gets no bar
+    assert list(fig.layout.xaxis.range) == pytest.approx([-0.27, 0.27]) and list(fig.layout.xaxis2.range) == [0, 1.12]  # one scale
+    assert "<b>l2</b>" not in fig.to_json()
 
 
 def test_self_similarity_chart_with_four_models_reads_well():
@@ -78,8 +87,9 @@ def test_self_similarity_chart_with_four_models_reads_well():
     assert alone.data[0].line.color == plots.MODEL_COLOURS["gpt"]
     acc = plots.layer_accuracy_chart({"gpt": (["e", "1"], [0.5, 0.9]), "elmo": (["x", "1"], [0.6, 0.7])})
     assert [tr.marker.color for tr in acc.data] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["elmo"]]
-    bars = plots.cosine_bars([("gpt", "layer 1", 1.0), ("bert", "layer 1", 0.5)])
-    assert [tr.marker.color for tr in bars.data] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["bert"]]
+    bars = plots.margin_chart([{"model": m, "label": "layer 1", "margin": 0.1, "cos_ab": 0.9, "cos_ac": 0.8, "rank": 0.6}
+                               for m in ("gpt", "bert")])
+    assert [tr.marker.color for tr in bars.data if tr.type == "bar"] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["bert"]]
     assert plots.model_colour("other", 0) not in plots.MODEL_COLOURS.values()
     spec = plots.self_similarity_chart({"<b>x</b>": (["<i>"], [1.0], [0.5])}).to_json()
     assert "<b>x</b>" not in spec and "<i>" not in spec  # model and layer names are escaped

@@ -10,7 +10,6 @@ import time
 
 import streamlit as st
 
-import ctxlib
 from ctxlib import checkpoint
 from ctxlib.records import TrainingRecord
 
@@ -202,28 +201,3 @@ def model_rows(status: dict[str, str | None]) -> list[dict]:
             col["validation"]: "; ".join(f"{k}={_fmt(v)}" for k, v in rec.measures().items()),
         })
     return rows
-
-
-def demo_cosines(models: list[str], word: str, s1: str, s2: str) -> tuple[list[tuple[str, str, float]], list[str]]:
-    """Home demo: [(model, layer name, cos of the word's vectors in s1 and s2)] and messages to show."""
-    from ctxlib.tokens import find_all
-
-    word, s1, s2 = (word or "").strip(), (s1 or "").strip(), (s2 or "").strip()
-    if not word or not s1 or not s2:
-        return [], [msg("home.demo.fill_in")]
-    missing = [lab for lab, s in (("A", s1), ("B", s2)) if not find_all(s, word)]
-    if missing:
-        return [], [msg("home.demo.word_missing", sentences=msg("common.list_sep").join(missing), word=word)]
-    rows, notes = [], []
-    for m in models:
-        try:
-            d = loaders.word_tokens(m, word, (s1, s2), loaders.model_stamp(m))
-        except Exception as e:  # one broken model must not hide the others
-            notes.append(msg("common.model_failed", model=m, error=e))
-            continue
-        if not d.in_vocab and m == "word2vec":
-            notes.append(msg("home.demo.oov", word=word))
-            continue
-        for j, name in enumerate(d.layer_names):
-            rows.append((m, name, ctxlib.cosine(d.vecs[0, j], d.vecs[1, j])))
-    return rows, notes

@@ -1,5 +1,5 @@
 """The explorer's plots (home, type vs token, polysemy atlas): type/token maps, similarity heatmaps,
-per-layer charts, the atlas map and the home demo's cosine bars.
+per-layer charts, the atlas map and the home demo's margin chart.
 
 Hover text shows the sentence with the target word in 【】 brackets; user text goes through
 `common.escape` before it reaches Plotly.
@@ -111,9 +111,10 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
 
 
 def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
-                       labels: list | None = None, height: int = 420) -> go.Figure:
+                       labels: list | None = None, height: int = 420, zmin: float | None = None) -> go.Figure:
     """Cosine-similarity matrix of n token vectors. Axes show the sentence number (and its label, if any);
-    the full sentences (`hover`, escaped) are in the hover text, so a narrow column still has room for the cells."""
+    the full sentences (`hover`, escaped) are in the hover text, so a narrow column still has room for the cells.
+    `zmin`: the colour scale's bottom (give heatmaps shown side by side the same one); default: this matrix's minimum."""
     S = np.asarray(S, dtype=float)
     n = len(names)
     if S.shape != (n, n):
@@ -125,7 +126,7 @@ def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, titl
     lo = float(np.nanmin(S)) if n else 0.0
     show = n <= 8  # numbers in the cells only while they fit
     fig = go.Figure(go.Heatmap(
-        z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99), zmax=1.0, colorscale="Viridis",
+        z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99) if zmin is None else zmin, zmax=1.0, colorscale="Viridis",
         hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
         text=np.round(S, 2) if show else None, texttemplate="%{text}" if show else None,
         textfont=dict(size=9), colorbar=dict(thickness=10)))
@@ -206,22 +207,48 @@ def atlas_map(coords, hover: list[str], colour_by: list[str], title: str = "",
     return _base_layout(fig, title, height)
 
 
-def cosine_bars(rows: list[tuple[str, str, float]], title: str = "", y_title: str = "cos",
-                height: int = 320) -> go.Figure:
-    """Home-page demo: one bar per (model, layer name, cosine of the two token vectors)."""
-    fig = go.Figure()
-    models = []
-    for m, _, _ in rows:
-        if m not in models:
-            models.append(m)
-    for i, m in enumerate(models):
-        sub = [(ln, c) for mm, ln, c in rows if mm == m]
-        fig.add_trace(go.Bar(x=[f"{escape(m)}<br>{escape(ln)}" for ln, _ in sub], y=[c for _, c in sub],
-                             name=escape(m), marker_color=model_colour(m, i),
-                             text=[f"{c:.4f}" if c > 0.995 else f"{c:.3f}" for _, c in sub], textposition="outside",
-                             hovertemplate="%{x}<br>cos = %{y:.4f}<extra></extra>"))
-    lo = min([c for _, _, c in rows] + [0.0])
-    fig.update_yaxes(range=[min(lo - 0.05, 0), 1.12], title=y_title)
-    fig.update_layout(showlegend=False, bargap=0.25)
-    return _base_layout(fig, title, height)
+def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B) − cos(A,C)",
+                 rank_title: str = "held-out pair ranking", chance_text: str = "chance 0.5",
+                 height: int | None = None) -> go.Figure:
+    """Home-page three-sentence demo: per row (a model's layer or ELMo half; dicts with `model`, `label` (escaped
+    here), `margin`, `cos_ab`, `cos_ac` and `rank` (held-out pair ranking, or None)), a lollipop of the margin from
+    a zero line (filled: the same-sense pair is closer) and, beside it on the same rows, the pair-ranking bar with
+    the chance line. One x axis per panel for all models, so rows compare directly."""
+    from plotly.subplots import make_subplots
 
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.62, 0.38], horizontal_spacing=0.03)
+    ys = [f"{escape(r['model'])} · {escape(r['label'])}" for r in rows]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    for i, m in enumerate(models):
+        idx = [k for k, r in enumerate(rows) if r["model"] == m]
+        col = model_colour(m, i)
+        lx, ly = [], []
+        for k in idx:
+            lx += [0, rows[k]["margin"], None]
+            ly += [ys[k], ys[k], None]
+        fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color=col, width=2), hoverinfo="skip",
+                                 showlegend=False), 1, 1)
+        fig.add_trace(go.Scatter(
+            x=[rows[k]["margin"] for k in idx], y=[ys[k] for k in idx], mode="markers+text", name=escape(m),
+            marker=dict(size=12, color=[col if rows[k]["margin"] > 1e-9 else "white" for k in idx],
+                        line=dict(color=col, width=2), symbol=MODEL_SYMBOLS.get(m, "circle")),
+            text=[f"{rows[k]['margin']:+.3f}" for k in idx], textfont=dict(size=11),
+            textposition=["middle right" if rows[k]["margin"] >= 0 else "middle left" for k in idx],
+            customdata=[[rows[k]["cos_ab"], rows[k]["cos_ac"]] for k in idx], showlegend=False,
+            hovertemplate="%{y}<br>cos(A,B) = %{customdata[0]:.4f}<br>cos(A,C) = %{customdata[1]:.4f}"
+                          "<br>margin = %{x:+.4f}<extra></extra>"), 1, 1)
+        ranked = [k for k in idx if rows[k].get("rank") is not None]
+        fig.add_trace(go.Bar(x=[rows[k]["rank"] for k in ranked], y=[ys[k] for k in ranked], orientation="h",
+                             marker_color=col, opacity=0.75, showlegend=False, name=escape(m),
+                             text=[f"{rows[k]['rank']:.2f}" for k in ranked], textposition="outside",
+                             hovertemplate="%{y}<br>%{x:.3f}<extra></extra>"), 1, 2)
+    span = max([abs(r["margin"]) for r in rows] + [0.1]) * 1.35  # at least ±0.135: a margin of 0.01 looks small
+    fig.add_vline(x=0, line=dict(color="#444", width=1), row=1, col=1)
+    fig.add_vline(x=0.5, line=dict(color="grey", dash="dot"), row=1, col=2)
+    fig.add_annotation(x=0.5, y=1.0, yref="paper", xref="x2", text=escape(chance_text), showarrow=False,
+                       yanchor="bottom", font=dict(size=11, color="grey"))
+    fig.update_xaxes(range=[-span, span], title=margin_title, zeroline=False, row=1, col=1)
+    fig.update_xaxes(range=[0, 1.12], title=rank_title, row=1, col=2)
+    fig.update_yaxes(categoryorder="array", categoryarray=ys[::-1], type="category", tickfont=dict(size=11))
+    fig.update_layout(bargap=0.35)
+    return _base_layout(fig, title, height or 90 + 26 * len(rows))

@@ -1,0 +1,124 @@
+"""The home page's live demo: one word in three sentences (A and B in one sense, C in another), and per model and
+layer whether the same-sense pair is closer, beside the held-out pair ranking. The numbers are `ctxlib.triple`'s."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ctxlib import checkpoint, triple
+from ctxlib.encoder import WordNotFound
+from ctxlib.examples import Numbers
+from ctxlib.tokens import find_all
+from ctxlib.viz import explorer
+from ctxlib.viz.common import PLOTLY_CONFIG
+
+from . import loaders, state, vocab_notes, widgets
+from .i18n import escape_md, msg
+
+# Measured with the shipped checkpoints (bench-free: the chart shows it live): every contextual model puts A closer
+# to B at its best layer (ELMo +0.33 at biLSTM 2, BERT +0.10 at layer 4, GPT +0.09 at layer 3).
+DEFAULTS = {"word": "苹果", "a": "我每天吃一个苹果", "b": "这个苹果又甜又脆", "c": "苹果公司发布了新手机"}
+MAX_SENTENCE = 300
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def heldout(model: str, stamp: str) -> tuple[dict, bool]:
+    """({View: held-out pair ranking}, read from the eval file?) of a loaded model. A stored eval_senses.json gives
+    whole layers only; ELMo's halves need its vectors, so ELMo is always measured here."""
+    enc = loaders.load_encoder(model)
+    path = getattr(enc, "path", None)
+    if enc.kind != "elmo" and path is not None:
+        stored = triple.stored_ranking(path / "eval_senses.json", list(enc.layer_names))
+        if stored is not None:
+            return stored, True
+    return triple.heldout_ranking(enc), False
+
+
+def view_label(names: list[str], v: triple.View) -> str:
+    name = widgets.layer_label(names[v.layer])
+    return name if v.half is None else f"{name} · {msg(f'triple.half.{v.half}')}"
+
+
+def _inputs() -> tuple[str, str, str, str]:
+    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", DEFAULTS["word"], max_chars=12),
+                         key="home_word_w", max_chars=12)
+    cols = st.columns(3)
+    s = [col.text_input(msg(f"triple.sentence_{k}"), key=f"home_{k}_w", max_chars=MAX_SENTENCE,
+                        value=state.init(f"home_{k}", k, DEFAULTS[k], max_chars=MAX_SENTENCE))
+         for col, k in zip(cols, "abc")]
+    st.query_params.update({"word": word, "a": s[0], "b": s[1], "c": s[2]})
+    return word, *s
+
+
+def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> None:
+    if not kinds & {"elmo", "gpt"}:
+        return
+    for x, y in ("AB", "AC", "BC"):
+        left, right = triple.shared_context(texts["ABC".index(x)], texts["ABC".index(y)], word)
+        if left:
+            st.info(escape_md(msg("triple.shared_left", first=x, second=y, word=word)))
+        if right and "elmo" in kinds:
+            st.info(escape_md(msg("triple.shared_right", first=x, second=y, word=word)))
+    opens = [k for k, s in zip("ABC", texts) if find_all(s, word)[0][0] == 0]
+    if opens:
+        st.caption(escape_md(msg("triple.opens", sentences=Numbers(tuple(opens)))))
+
+
+def section() -> dict[str, str | None]:
+    """Draw the demo; returns {model: None if loaded else the load error} for the page's model table."""
+    st.header(msg("triple.header"))
+    st.markdown(msg("triple.intro"))
+    word, *raw = _inputs()
+    word, texts, notes = triple.check_triple(word, *raw)
+    for note in notes:
+        getattr(st, note.level if note.level != "error" else "warning")(escape_md(msg(note.id, **note.values)))
+    blocked = any(n.level == "error" for n in notes)
+    status, rows, found, stored, kinds = {}, [], {}, [], set()
+    chart, verdicts = st.empty(), st.container()
+    for m in loaders.MODEL_ORDER:  # model by model, so word2vec's row shows while the others still load
+        with st.spinner(msg("home.demo.loading", model=m)):
+            enc, status[m] = loaders.try_load(m)
+        if enc is None or blocked:
+            continue
+        stamp = loaders.model_stamp(m)
+        found[m] = vocab_notes.status(m, word, stamp)
+        if found[m].status == "missing":
+            continue
+        try:
+            d = loaders.word_tokens(m, word, texts, stamp)
+        except WordNotFound:
+            st.warning(escape_md(msg("triple.input.too_long", model=m)))
+            continue
+        except Exception as e:  # one broken model must not hide the others
+            st.warning(escape_md(msg("common.model_failed", model=m, error=e)))
+            continue
+        with st.spinner(msg("triple.computing", model=m)):
+            ranks, from_file = heldout(m, stamp)
+        stored += [m] if from_file else []
+        kinds.add(enc.kind)
+        new = triple.margins(d.vecs, enc.kind)
+        rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
+                  "cos_ac": r.cos_ac, "rank": ranks.get(r.view)} for r in new]
+        best = triple.best_row(new)  # None: every view is context-free (word2vec), which its caption explains
+        key = "triple.best" if best is not None and best.margin > 1e-9 else "triple.none_right"
+        if best is not None:
+            verdicts.markdown("- " + escape_md(msg(key, model=m, layer=view_label(d.layer_names, best.view),
+                                                   margin=best.margin)))
+        chart.plotly_chart(explorer.margin_chart(
+            rows, title=msg("triple.chart_title", word=word), margin_title=msg("triple.margin_axis"),
+            rank_title=msg("triple.rank_axis"), chance_text=msg("triple.chance")), config=PLOTLY_CONFIG)
+    if not any(err is None for err in status.values()):
+        st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
+    if blocked:
+        return status
+    vocab_notes.show(found, word)
+    _context_notes(word, texts, kinds)
+    if rows:
+        n_words, n_sents = triple.sense_set_size()
+        st.caption(msg("triple.caption", words=n_words, sentences=n_sents))
+        for kind in ("word2vec", "elmo", "gpt"):
+            if kind in kinds:
+                st.caption(msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves",
+                                "gpt": "triple.caption_gpt"}[kind]))
+        if stored:
+            st.caption(msg("triple.ranking_file", models=", ".join(stored)))
+    return status

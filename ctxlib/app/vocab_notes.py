@@ -1,0 +1,57 @@
+"""Unseen words flagged per model (home and Type vs token), and the scale nearest-word cosines are read on.
+
+The numbers are `ctxlib.triple`'s; this module caches them and words the messages."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from ctxlib import explore, triple
+
+from . import loaders
+from .i18n import escape_md, msg
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def status(model: str, word: str, stamp: str) -> triple.VocabStatus:
+    """`triple.vocab_status` of a loaded model (`stamp` = loaders.model_stamp(model))."""
+    return triple.vocab_status(loaders.load_encoder(model), word)
+
+
+def show(statuses: dict[str, triple.VocabStatus], word: str, where=st) -> None:
+    """One message per model that has not seen `word` (or some of its characters); when any has not, a line saying
+    which character models read every character of it."""
+    for m, vs in statuses.items():
+        if vs.status == "missing":
+            where.warning(escape_md(msg("triple.unseen.missing", model=m, word=word)))
+        elif vs.status == "chars":
+            where.info(escape_md(msg("triple.unseen.chars", model=m, word=word)))
+        elif vs.status == "unk_chars":
+            where.warning(escape_md(msg("triple.unseen.unk_chars", model=m, chars=" ".join(vs.unk))))
+    readers = [m for m, vs in statuses.items() if vs.status == "known" and not loaders.load_encoder(m).word_level]
+    if readers and any(vs.status != "known" for vs in statuses.values()):
+        where.caption(escape_md(msg("triple.unseen.known_chars", models=", ".join(readers), word=word)))
+
+
+def _vocab(model: str, layer: int, stamp: str, half: str | None):
+    """(words, unit rows) of the vocabulary `loaders.nearest_table` searches, at `layer` (ELMo: one half of it)."""
+    words, M = loaders.vocab_matrix(model, stamp)
+    X = triple.view_vectors(M, triple.View(layer, half))
+    return words, X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def nearest_scale(model: str, layer: int, stamp: str, half: str | None = None) -> tuple[float, float, float]:
+    """(mean, 95th percentile) of random vocabulary pairs' cosine, and a vocabulary word's typical nearest-neighbour
+    cosine, at `layer` (ELMo: `half` of it): over the words the nearest-word search uses."""
+    _, X = _vocab(model, layer, stamp, half)
+    mean, p95 = triple.random_pair_cosines(X)
+    return mean, p95, triple.nearest_top1(X)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def nearest_half(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, half: str) -> list[str]:
+    """`loaders.nearest_table` for one half of an ELMo layer: the word's half-vectors against the vocabulary's."""
+    words, X = _vocab(model, layer, stamp, half)
+    V = triple.view_vectors(loaders.word_tokens(model, word, texts, stamp).vecs, triple.View(layer, half))
+    return explore.nearest_rows(words, X, V, word, 5)
