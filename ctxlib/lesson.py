@@ -85,10 +85,10 @@ class Step:
     note: dict[str, str] | None = None
     params: dict = field(default_factory=dict)
 
-    def text(self, name: str, lang: str) -> str:
-        """The step's `name` text (title, question, answer, note) in `lang` ("" when it has none)."""
+    def text(self, name: str, code: str) -> str:
+        """The step's `name` text (title, question, answer, note) in language `code` ("" when it has none)."""
         d = getattr(self, name) or {}
-        return d.get(lang, "")
+        return d.get(code, "")
 
     def models(self) -> tuple[str, ...]:
         """The models this step's view needs."""

@@ -121,13 +121,13 @@ class _Views:
             rows = [((m, widgets.layer_label(name)), cs) for m, name, cs in d["rows"]]
             pairs = [msg("lesson.view.pair", j=j) for j in range(2, len(p["sentences"]) + 1)]
             st.plotly_chart(pair_cosines_figure(rows, pairs, msg("lesson.view.cos_title", word=p["word"])),
-                            config=PLOTLY_CONFIG, key="lesson_cos")
+                            config=PLOTLY_CONFIG, key="lesson_chart_cos")
 
     @staticmethod
     def fill_mask(p, d):
         ans = d["answer"]
         fig = vp.fill_mask_figure(d["masks"], [a["char"] for a in ans], msg("pretraining.mask.panel"))
-        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_mask")
+        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_chart_mask")
         for k, a in enumerate(ans):
             if a["char"] and a["rank"]:
                 st.markdown(msg("lesson.view.rank", n=k + 1, char=escape_md(a["char"]), rank=a["rank"], p=a["prob"]))
@@ -138,7 +138,7 @@ class _Views:
     def elmo_lm(p, d):
         fwd, bwd, left, right = ve.lm_panels(d, d["tokens"], d["index"], k=5)
         titles = (msg("elmo.lm.forward", context=left), msg("elmo.lm.backward", context=right))
-        st.plotly_chart(ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles), config=PLOTLY_CONFIG, key="lesson_lm")
+        st.plotly_chart(ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles), config=PLOTLY_CONFIG, key="lesson_chart_lm")
         st.caption(msg("elmo.lm.caption"))
 
     @staticmethod
@@ -149,7 +149,7 @@ class _Views:
         if d["evals"]:
             short = [msg("elmo.weights.token")] + [f"biLSTM {j}" for j in range(1, d["n_layers"])]
             st.plotly_chart(ve.mix_weights_figure(d["evals"], short, tasks, msg("labels.axis.uniform")),
-                            config=PLOTLY_CONFIG, key="lesson_mix")
+                            config=PLOTLY_CONFIG, key="lesson_chart_mix")
             st.caption(msg("lesson.view.mix_source"))
 
     @staticmethod
@@ -175,9 +175,9 @@ class _Views:
         title = msg("lesson.view.head", model=d["model"].upper(), layer=d["layer"], head=d["head"])
         st.plotly_chart(va.attention_heatmap(d["att"], d["tokens"], title, causal=d["model"] == "gpt",
                                              masked_label=msg("attention.gpt.masked"), labels=ax),
-                        config=PLOTLY_CONFIG, key="lesson_att")
+                        config=PLOTLY_CONFIG, key="lesson_chart_att")
 
     @staticmethod
     def next_char(p, d):
         fig = hbar_panels([(msg("lesson.view.next_char", prompt=p["prompt"]), d["candidates"], "#2ca02c")], per_row=1)
-        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_next")
+        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_chart_next")
