@@ -29,7 +29,7 @@ def flip(shown: bool) -> None:
     st.session_state["lesson_revealed"] = None if shown else (key, i)
 
 
-c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="center")
+c1, c2, c3 = st.columns([1, 3, 1], vertical_alignment="center")
 c1.button(msg("lesson.prev"), key="lesson_prev", on_click=go, args=(i - 1,), disabled=i <= 1, width="stretch")
 c2.markdown(f"**{escape_md(les.title[lang()])}** · " + msg("lesson.counter", i=i, n=n))
 c3.button(msg("lesson.next"), key="lesson_next", on_click=go, args=(i + 1,), disabled=i >= n, width="stretch",

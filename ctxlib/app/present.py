@@ -24,6 +24,8 @@ html { font-size: 22px; }
 [data-testid="stToolbar"], [data-testid="stElementToolbar"], [data-testid="stSidebar"] [data-testid="stCaptionContainer"],
 [data-testid="stSidebarNav"] + div [data-testid="stTooltipIcon"] { display: none !important; }
 .stMainBlockContainer { max-width: 100% !important; padding-top: 2.5rem !important; }
+[data-testid="stHtml"] { zoom: 1.35; }  /* inline HTML (the pre-training example) sizes its text in px */
+[data-testid="stMetricValue"] { font-size: 1.6rem !important; }
 </style>"""
 
 
