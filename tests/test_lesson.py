@@ -188,7 +188,8 @@ def test_scale_fonts_scales_every_font_and_leaves_the_figure_alone():
     lay = d["layout"]
     assert lay["font"]["size"] == 18  # Plotly's default 12, where the figure set none
     assert (lay["title"]["font"]["size"], lay["xaxis"]["tickfont"]["size"], lay["annotations"][0]["font"]["size"],
-            d["data"][0]["textfont"]["size"]) == (22.5, 16.5, 19.5, 15)
+            d["data"][0]["textfont"]["size"]) == (20, 16.5, 19.5, 15)  # titles: at most 20 px
     assert lay["height"] > 300 and lay["margin"]["t"] == 60
     assert fig.to_dict() == before
     assert scale_fonts({"data": [], "layout": {"font": {"size": 10}}}, 2)["layout"]["font"]["size"] == 20
+    assert scale_fonts({"layout": {"font": {"size": 24}}}, 1.5)["layout"]["font"]["size"] == 24  # never shrinks

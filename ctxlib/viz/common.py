@@ -68,15 +68,19 @@ FONT_KEYS = ("font", "tickfont", "textfont", "insidetextfont", "outsidetextfont"
 PLOTLY_FONT_SIZE = 12  # Plotly's default font size, where a figure sets none
 
 
-def scale_fonts(fig, factor: float) -> dict:
+def scale_fonts(fig, factor: float, cap: float = 20) -> dict:
     """A copy of `fig` (a Figure or its dict) as a dict with every font size multiplied by `factor` (layout, axes,
-    titles, annotations, legends, hover labels, bar texts), and its height and margins grown to fit: the
-    presentation mode's large plots. The input is not changed (cached figures are shared)."""
+    titles, annotations, legends, hover labels, bar texts) but grown to at most `cap` px (titles of plots in narrow
+    columns must still fit), and its height and margins grown to fit: the presentation mode's large plots. The input
+    is not changed (cached figures are shared)."""
     import copy
 
     d = fig.to_dict() if hasattr(fig, "to_dict") else copy.deepcopy(dict(fig))
     lay = d.setdefault("layout", {})
     lay.setdefault("font", {}).setdefault("size", PLOTLY_FONT_SIZE)
+
+    def grown(size):
+        return max(size, min(size * factor, cap))
 
     def walk(o):
         if isinstance(o, dict):
@@ -84,9 +88,9 @@ def scale_fonts(fig, factor: float) -> dict:
                 if k in FONT_KEYS and isinstance(v, dict) and "size" in v:
                     s = v["size"]
                     if isinstance(s, (int, float)) and not isinstance(s, bool):
-                        v["size"] = s * factor
+                        v["size"] = grown(s)
                     elif isinstance(s, (list, tuple)):
-                        v["size"] = [x * factor if isinstance(x, (int, float)) else x for x in s]
+                        v["size"] = [grown(x) if isinstance(x, (int, float)) else x for x in s]
                 walk(v)
         elif isinstance(o, (list, tuple)):
             for x in o:
