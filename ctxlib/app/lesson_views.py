@@ -37,8 +37,8 @@ def _parse(raw: bytes) -> lesson.Lesson:
 def source() -> tuple[lesson.Lesson | None, str, str | None]:
     """(the lesson or None, a key naming it, the error to show). An uploaded file wins over ?lesson=<shipped name>."""
     names = lesson.shipped()
-    with st.sidebar.expander(msg("lesson.source.header")):
-        up = st.file_uploader(msg("lesson.source.upload"), type=["json"], key=UPLOAD, help=msg(
+    with st.sidebar.expander(msg("lesson.source.header")):  # the browser refuses files over 1 MB; parse, over MAX_BYTES
+        up = st.file_uploader(msg("lesson.source.upload"), type=["json"], key=UPLOAD, max_upload_size=1, help=msg(
             "lesson.source.upload_help", max_kb=lesson.MAX_BYTES // 1024))
         st.download_button(msg("lesson.source.download"), (lesson.LESSON_DIR / "default.json").read_bytes(),
                            file_name="default.json", mime="application/json")
