@@ -13,21 +13,23 @@ import streamlit as st
 from ctxlib import checkpoint
 from ctxlib.records import TrainingRecord
 
-from . import loaders, state
+from . import loaders, present, state
 from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 
-PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing", "Results",
-         "Training")
+PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing",
+         "Results", "Training")
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 
 
 def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:
-    """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the title.
+    """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the presentation toggle
+    (kept in ?present=1), the title.
 
     `page_title` titles the browser tab when the page runs on its own; under app.py's navigation the tab shows the
     page's name in the session's language."""
     st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
+    present.sidebar_toggle()
     if (bad := bad_lang_param()) is not None:
         state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
     st.title(msg(title_id))

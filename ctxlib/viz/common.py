@@ -62,3 +62,45 @@ def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: 
     layout.update({"annotations": notes, "height": 60 + rows * (40 + 26 * longest),
                    "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "font": {"family": CJK_FONT}})
     return go.Figure({"data": data, "layout": layout})
+
+
+FONT_KEYS = ("font", "tickfont", "textfont", "insidetextfont", "outsidetextfont", "titlefont")
+PLOTLY_FONT_SIZE = 12  # Plotly's default font size, where a figure sets none
+
+
+def scale_fonts(fig, factor: float, cap: float = 20) -> dict:
+    """A copy of `fig` (a Figure or its dict) as a dict with every font size multiplied by `factor` (layout, axes,
+    titles, annotations, legends, hover labels, bar texts) but grown to at most `cap` px (titles of plots in narrow
+    columns must still fit), and its height and margins grown to fit: the presentation mode's large plots. The input
+    is not changed (cached figures are shared)."""
+    import copy
+
+    d = fig.to_dict() if hasattr(fig, "to_dict") else copy.deepcopy(dict(fig))
+    lay = d.setdefault("layout", {})
+    lay.setdefault("font", {}).setdefault("size", PLOTLY_FONT_SIZE)
+
+    def grown(size):
+        return max(size, min(size * factor, cap))
+
+    def walk(o):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k in FONT_KEYS and isinstance(v, dict) and "size" in v:
+                    s = v["size"]
+                    if isinstance(s, (int, float)) and not isinstance(s, bool):
+                        v["size"] = grown(s)
+                    elif isinstance(s, (list, tuple)):
+                        v["size"] = [grown(x) if isinstance(x, (int, float)) else x for x in s]
+                walk(v)
+        elif isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+
+    walk(d)
+    grow = 1 + (factor - 1) * 0.75  # the plot grows a little less than its text
+    if isinstance(lay.get("height"), (int, float)):
+        lay["height"] = lay["height"] * grow
+    for side, v in (lay.get("margin") or {}).items():
+        if side in "lrtb" and isinstance(v, (int, float)):
+            lay["margin"][side] = v * factor
+    return d

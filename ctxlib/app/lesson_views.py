@@ -1,0 +1,183 @@
+"""The lesson page's parts: where the lesson comes from, its error messages, and each view kind's inputs (shown with
+the question) and result (shown on reveal). The numbers come from `ctxlib.lesson.compute`; the plots reuse the
+pages' builders."""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from ctxlib import checkpoint, lesson
+from ctxlib.viz import attention as va
+from ctxlib.viz import elmo as ve
+from ctxlib.viz import pretraining as vp
+from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
+from ctxlib.viz.lesson import pair_cosines_figure
+
+from . import loaders, state, widgets
+from .i18n import escape_md, lang, msg
+
+UPLOAD = "lesson_upload"
+
+
+def error_text(e: lesson.LessonError) -> str:
+    """A LessonError in the session's language."""
+    values = {k: msg(f"lesson.type.{v}") if k == "expected" else v for k, v in e.values.items()}
+    if "reason_code" in values:  # json's own message is English
+        values["reason"] = msg(f"lesson.json.{values['reason_code']}")
+    text = msg(f"lesson.error.{e.code}", **values)
+    return text if e.step is None else msg("lesson.error.at_step", n=e.step) + text
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _parse(raw: bytes) -> lesson.Lesson:
+    return lesson.parse(raw)
+
+
+def source() -> tuple[lesson.Lesson | None, str, str | None]:
+    """(the lesson or None, a key naming it, the error to show). An uploaded file wins over ?lesson=<shipped name>."""
+    names = lesson.shipped()
+    with st.sidebar.expander(msg("lesson.source.header")):  # the browser refuses files over 1 MB; parse, over MAX_BYTES
+        up = st.file_uploader(msg("lesson.source.upload"), type=["json"], key=UPLOAD, max_upload_size=1, help=msg(
+            "lesson.source.upload_help", max_kb=lesson.MAX_BYTES // 1024))
+        st.download_button(msg("lesson.source.download"), (lesson.LESSON_DIR / "default.json").read_bytes(),
+                           file_name="default.json", mime="application/json")
+    if up is not None:
+        raw, key = up.getvalue(), f"upload:{up.name}:{up.size}"
+        st.query_params.pop("lesson", None)
+        st.caption(msg("lesson.source.uploaded", name=escape_md(up.name)))
+    else:
+        name = state.choice("lesson_name", "lesson", names or ["default"], what=msg("lesson.source.what"))
+        if len(names) > 1:
+            name = st.sidebar.selectbox(msg("lesson.source.shipped"), names, key="lesson_name")
+        st.query_params["lesson"] = name
+        try:
+            raw = (lesson.LESSON_DIR / f"{name}.json").read_bytes()
+        except OSError as e:
+            return None, name, msg("lesson.error.unreadable", error=e)
+        key = f"shipped:{name}"
+    try:
+        return _parse(raw), key, None
+    except lesson.LessonError as e:
+        return None, key, error_text(e)
+
+
+def missing_models(step: lesson.Step) -> list[str]:
+    """The step's models that do not load, each named with its build command (cosine steps show the others)."""
+    out = []
+    for m in step.models():
+        if loaders.try_load(m)[1] is not None:
+            out.append(m)
+            st.warning(msg("common.model_unavailable", model=m) + f"`{checkpoint.rebuild_command(m)}`")
+    return out
+
+
+@st.cache_resource(show_spinner=False)
+def _paragraphs():
+    return vp.training_sample()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _compute(kind: str, params: str, stamps: str) -> dict:
+    step = lesson.Step(kind, {}, {}, {}, None, json.loads(params))
+    return lesson.compute(step, loaders.load_encoder, _paragraphs)
+
+
+def compute(step: lesson.Step) -> dict:
+    """The step's view data, cached by its kind, parameters and the checkpoints it reads."""
+    stamps = ",".join(loaders.model_stamp(m) for m in step.models())
+    return _compute(step.kind, json.dumps(step.params, ensure_ascii=False, sort_keys=True), stamps)
+
+
+# -- what students see with the question ------------------------------------------------------------------------
+def inputs(step: lesson.Step) -> None:
+    p = step.params
+    if step.kind == "cosine":
+        st.markdown("\n".join(f"{i + 1}. {escape_md(s)}" for i, s in enumerate(p["sentences"])))
+    elif step.kind in ("fill_mask", "elmo_lm", "attention"):
+        st.code(p["text"], language=None)
+    elif step.kind == "nsp":
+        st.markdown(f"**A:** {escape_md(p['a'])}  \n**B:** {escape_md(p['b'])}")
+    elif step.kind == "next_char":
+        st.code(p["prompt"] + " …", language=None)
+    if step.kind in ("cosine", "fill_mask", "elmo_lm", "attention", "nsp", "next_char"):
+        st.caption(msg("lesson.written"))
+
+
+# -- what the reveal shows ---------------------------------------------------------------------------------------
+def result(step: lesson.Step, d: dict) -> None:
+    p = step.params
+    getattr(_Views, step.kind)(p, d)
+
+
+class _Views:
+    @staticmethod
+    def cosine(p, d):
+        for m in d["oov"]:
+            st.warning(msg("lesson.view.oov", model=m, word=escape_md(p["word"])))
+        for m, err in d["failed"]:
+            st.warning(msg("common.model_unavailable", model=m) + escape_md(err))
+        if d["rows"]:
+            rows = [((m, widgets.layer_label(name)), cs) for m, name, cs in d["rows"]]
+            pairs = [msg("lesson.view.pair", j=j) for j in range(2, len(p["sentences"]) + 1)]
+            st.plotly_chart(pair_cosines_figure(rows, pairs, msg("lesson.view.cos_title", word=p["word"])),
+                            config=PLOTLY_CONFIG, key="lesson_chart_cos")
+
+    @staticmethod
+    def fill_mask(p, d):
+        ans = d["answer"]
+        fig = vp.fill_mask_figure(d["masks"], [a["char"] for a in ans], msg("pretraining.mask.panel"))
+        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_chart_mask")
+        for k, a in enumerate(ans):
+            if a["char"] and a["rank"]:
+                st.markdown(msg("lesson.view.rank", n=k + 1, char=escape_md(a["char"]), rank=a["rank"], p=a["prob"]))
+            elif a["char"]:
+                st.markdown(msg("lesson.view.no_rank", n=k + 1, char=escape_md(a["char"])))
+
+    @staticmethod
+    def elmo_lm(p, d):
+        fwd, bwd, left, right = ve.lm_panels(d, d["tokens"], d["index"], k=5)
+        titles = (msg("elmo.lm.forward", context=left), msg("elmo.lm.backward", context=right))
+        st.plotly_chart(ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles), config=PLOTLY_CONFIG, key="lesson_chart_lm")
+        st.caption(msg("elmo.lm.caption"))
+
+    @staticmethod
+    def elmo_mix(p, d):
+        tasks = {t: msg(f"elmo.tasks.{t}") for t in ("pos", "ner", "sentiment")}
+        for t in d["missing"]:
+            st.info(msg("elmo.weights.no_eval", task=tasks[t], task_id=t))
+        if d["evals"]:
+            short = [msg("elmo.weights.token")] + [f"biLSTM {j}" for j in range(1, d["n_layers"])]
+            st.plotly_chart(ve.mix_weights_figure(d["evals"], short, tasks, msg("labels.axis.uniform")),
+                            config=PLOTLY_CONFIG, key="lesson_chart_mix")
+            st.caption(msg("lesson.view.mix_source"))
+
+    @staticmethod
+    def mlm_example(p, d):
+        ex = d["example"]
+        labels = {k: msg(f"pretraining.example.{k}") for k in vp.EXAMPLE_LABELS}
+        st.html(vp.example_html(ex, (labels["legend_mask"], labels["legend_random"], labels["legend_kept"])))
+        for col, (label, value) in zip(st.columns(4), vp.example_metrics(ex, labels)):
+            col.metric(label, value)
+        label = msg("pretraining.example.is_next") if ex["is_next"] else msg("pretraining.example.not_next")
+        st.markdown(msg("pretraining.example.nsp", label=label, p=d["p_next"]))
+        st.caption(msg("lesson.view.corpus"))
+
+    @staticmethod
+    def nsp(p, d):
+        k1, k2 = st.columns(2)
+        k1.metric("P(IsNext | A, B)", f"{d['ab']:.2f}")
+        k2.metric(msg("pretraining.nsp.control"), f"{d['ba']:.2f}")
+
+    @staticmethod
+    def attention(p, d):
+        ax = va.AxisLabels(*(msg(f"labels.attention.{k}") for k in va.AxisLabels._fields))
+        title = msg("lesson.view.head", model=d["model"].upper(), layer=d["layer"], head=d["head"])
+        st.plotly_chart(va.attention_heatmap(d["att"], d["tokens"], title, causal=d["model"] == "gpt",
+                                             masked_label=msg("attention.gpt.masked"), labels=ax),
+                        config=PLOTLY_CONFIG, key="lesson_chart_att")
+
+    @staticmethod
+    def next_char(p, d):
+        fig = hbar_panels([(msg("lesson.view.next_char", prompt=p["prompt"]), d["candidates"], "#2ca02c")], per_row=1)
+        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_chart_next")

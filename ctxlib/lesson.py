@@ -1,0 +1,321 @@
+"""Lesson files: the lecture as a sequence of prepared steps, each one live view of the shipped models.
+
+A lesson is a JSON file a teacher can edit, reorder and share (`ctxlib/app/lessons/*.json` ship with the app):
+
+    {"title": {"zh": "...", "en": "..."},
+     "steps": [{"kind": "cosine", "title": {...}, "question": {...}, "answer": {...},
+                "note": {...},                         # optional, shown under the view
+                "params": {"word": "苹果", "sentences": ["苹果真好吃", "苹果手机很好用"]}}]}
+
+Every text a student sees has both languages. `load` / `parse` check the whole file and raise `LessonError` with a
+code, the step's number and the values a message needs (the app translates them; `str(e)` is the English
+message). `compute(step, load_model)` runs a step's view on real encoders and returns plain data for the page.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LESSON_DIR = Path(__file__).resolve().parent / "app" / "lessons"
+LANGS = ("zh", "en")
+MODELS = ("word2vec", "elmo", "bert", "gpt")
+MAX_BYTES = 256 * 1024  # an uploaded lesson larger than this is refused
+MAX_STEPS = 100
+MAX_TEXT = 2000  # characters of one text (question, answer, note)
+MAX_INPUT = 300  # characters of one model input (a sentence, a prompt)
+TOPK = 5
+
+# kind -> {param: (type code, required)}; type codes: text, texts (list of 2..6 texts), int, models, model
+KINDS: dict[str, dict[str, tuple[str, bool]]] = {
+    "cosine": {"word": ("text", True), "sentences": ("texts", True), "models": ("models", False)},
+    "fill_mask": {"text": ("text", True), "answer": ("text", False)},
+    "elmo_lm": {"text": ("text", True), "word": ("text", True)},
+    "elmo_mix": {},
+    "mlm_example": {"seed": ("int", False)},
+    "nsp": {"a": ("text", True), "b": ("text", True)},
+    "attention": {"text": ("text", True), "model": ("model", False), "layer": ("int", False), "head": ("int", False)},
+    "next_char": {"prompt": ("text", True)},
+}
+KIND_MODELS = {"fill_mask": ("bert",), "elmo_lm": ("elmo",), "elmo_mix": ("elmo",), "mlm_example": ("bert",),
+               "nsp": ("bert",), "next_char": ("gpt",)}  # cosine: its `models`; attention: its `model`
+STEP_FIELDS = {"kind": True, "title": True, "question": True, "answer": True, "note": False, "params": False}
+
+MESSAGES = {  # English text of each error code (the app's catalogue has the same ids under lesson.error.*)
+    "not_utf8": "the file is not UTF-8 text (save it as UTF-8 JSON; GB18030 and binary files are not read)",
+    "too_big": "the file is larger than {max_kb} KB",
+    "bad_json": "the file is not valid JSON: {reason} at line {line}, column {col}",
+    "not_object": "the file must hold one JSON object with \"title\" and \"steps\"",
+    "missing": "the field \"{field}\" is missing",
+    "wrong_type": "the field \"{field}\" must be {expected}",
+    "unknown_field": "unknown field \"{field}\" (allowed: {allowed})",
+    "unknown_kind": "unknown view kind \"{kind}\" (known kinds: {kinds})",
+    "no_steps": "the lesson has no steps",
+    "too_many": "the lesson has more than {max} steps",
+    "empty_text": "the field \"{field}\" has no {lang} text",
+    "too_long": "the field \"{field}\" is longer than {max} characters",
+    "bad_model": "\"{model}\" is no model of this app (models: {models})",
+    "word_missing": "the word \"{word}\" is not in the sentence \"{sentence}\"",
+    "no_mask": "the text has no [MASK]; write e.g. 今天天气很[MASK]",
+    "bad_number": "the field \"{field}\" must be a whole number from {lo} to {hi}",
+}
+JSON_REASONS = {"value": "Expecting value", "comma": "Expecting ',' delimiter", "colon": "Expecting ':' delimiter",
+                "name": "Expecting property name", "string": "Unterminated string", "extra": "Extra data",
+                "control": "Invalid control character", "escape": "Invalid \\"}  # json's messages, for translation
+TYPE_NAMES = {"text": "a text", "texts": "a list of 2 to 6 texts", "int": "a whole number", "models": "a list of model names",
+              "model": "a model name", "object": "an object", "list": "a list", "langs": "an object with \"zh\" and \"en\" texts"}
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used: `code` (a key of MESSAGES), `step` (1-based, or None for the file),
+    `values` for the message."""
+
+    def __init__(self, code: str, step: int | None = None, **values):
+        self.code, self.step, self.values = code, step, values
+        text = MESSAGES[code].format(**{k: TYPE_NAMES.get(v, v) if k == "expected" else v for k, v in values.items()})
+        super().__init__(text if step is None else f"step {step}: {text}")
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str
+    title: dict[str, str]
+    question: dict[str, str]
+    answer: dict[str, str]
+    note: dict[str, str] | None = None
+    params: dict = field(default_factory=dict)
+
+    def text(self, name: str, code: str) -> str:
+        """The step's `name` text (title, question, answer, note) in language `code` ("" when it has none)."""
+        d = getattr(self, name) or {}
+        return d.get(code, "")
+
+    def models(self) -> tuple[str, ...]:
+        """The models this step's view needs."""
+        if self.kind == "cosine":
+            return tuple(self.params.get("models") or MODELS)
+        if self.kind == "attention":
+            return (self.params.get("model", "bert"),)
+        return KIND_MODELS.get(self.kind, ())
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: dict[str, str]
+    steps: tuple[Step, ...]
+
+
+def shipped() -> list[str]:
+    """Names of the lessons shipped with the app (file stems in LESSON_DIR), `default` first."""
+    names = sorted(p.stem for p in LESSON_DIR.glob("*.json"))
+    return sorted(names, key=lambda n: n != "default")
+
+
+def load(name_or_path: str | Path) -> Lesson:
+    """A shipped lesson by name, or a lesson file by path."""
+    p = Path(name_or_path)
+    if not p.suffix and not p.exists():
+        p = LESSON_DIR / f"{name_or_path}.json"
+    return parse(p.read_bytes())
+
+
+def parse(raw: bytes | str) -> Lesson:
+    """Check a lesson file's bytes and return the Lesson; anything wrong raises LessonError."""
+    if isinstance(raw, bytes):
+        if len(raw) > MAX_BYTES:
+            raise LessonError("too_big", max_kb=MAX_BYTES // 1024)
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise LessonError("not_utf8") from None
+    if "\x00" in raw:
+        raise LessonError("not_utf8")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        code = next((c for c, start in JSON_REASONS.items() if e.msg.startswith(start)), "other")
+        raise LessonError("bad_json", reason=e.msg, reason_code=code, line=e.lineno, col=e.colno) from None
+    if not isinstance(data, dict):
+        raise LessonError("not_object")
+    _fields(data, {"title": True, "steps": True}, None)
+    title = _langs(data, "title", None)
+    steps = data["steps"]
+    if not isinstance(steps, list):
+        raise LessonError("wrong_type", field="steps", expected="list")
+    if not steps:
+        raise LessonError("no_steps")
+    if len(steps) > MAX_STEPS:
+        raise LessonError("too_many", max=MAX_STEPS)
+    return Lesson(title, tuple(_step(s, i + 1) for i, s in enumerate(steps)))
+
+
+def _fields(d: dict, fields: dict[str, bool], step: int | None) -> None:
+    for k in d:
+        if k not in fields:
+            raise LessonError("unknown_field", step, field=k, allowed=", ".join(fields) or "-")
+    for k, required in fields.items():
+        if required and k not in d:
+            raise LessonError("missing", step, field=k)
+
+
+def _langs(d: dict, name: str, step: int | None) -> dict[str, str]:
+    v = d[name]
+    if not isinstance(v, dict) or set(v) - set(LANGS) or not all(isinstance(v.get(c), str) for c in LANGS):
+        raise LessonError("wrong_type", step, field=name, expected="langs")
+    for c in LANGS:
+        if not v[c].strip():
+            raise LessonError("empty_text", step, field=name, lang=c)
+        if len(v[c]) > MAX_TEXT:
+            raise LessonError("too_long", step, field=name, max=MAX_TEXT)
+    return {c: v[c] for c in LANGS}
+
+
+def _step(s, n: int) -> Step:
+    if not isinstance(s, dict):
+        raise LessonError("wrong_type", n, field=f"steps[{n}]", expected="object")
+    _fields(s, STEP_FIELDS, n)
+    kind = s["kind"]
+    if not isinstance(kind, str):
+        raise LessonError("wrong_type", n, field="kind", expected="text")
+    if kind not in KINDS:
+        raise LessonError("unknown_kind", n, kind=kind[:40], kinds=", ".join(KINDS))
+    texts = {k: _langs(s, k, n) for k in ("title", "question", "answer", "note") if k in s}
+    params = s.get("params", {})
+    if not isinstance(params, dict):
+        raise LessonError("wrong_type", n, field="params", expected="object")
+    _fields(params, {k: req for k, (_, req) in KINDS[kind].items()}, n)
+    for k, v in params.items():
+        _param(k, v, KINDS[kind][k][0], n)
+    _semantics(kind, params, n)
+    return Step(kind, texts["title"], texts["question"], texts["answer"], texts.get("note"), dict(params))
+
+
+def _param(name: str, v, typ: str, n: int) -> None:
+    bad = LessonError("wrong_type", n, field=name, expected=typ)
+    if typ == "text":
+        if not isinstance(v, str):
+            raise bad
+        if not v.strip():
+            raise LessonError("empty_text", n, field=name, lang="-")
+        if len(v) > MAX_INPUT:
+            raise LessonError("too_long", n, field=name, max=MAX_INPUT)
+    elif typ == "texts":
+        if not isinstance(v, list) or not 2 <= len(v) <= 6 or not all(isinstance(x, str) for x in v):
+            raise bad
+        for x in v:
+            _param(name, x, "text", n)
+    elif typ == "int":
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise bad
+    elif typ in ("model", "models"):
+        names = [v] if typ == "model" else v
+        if not isinstance(names, list) or not names or not all(isinstance(x, str) for x in names):
+            raise bad
+        allowed = ("bert", "gpt") if typ == "model" else MODELS
+        for x in names:
+            if x not in allowed:
+                raise LessonError("bad_model", n, model=x[:40], models=", ".join(allowed))
+
+
+def _semantics(kind: str, p: dict, n: int) -> None:
+    from .tokens import find_all
+
+    if kind == "cosine":
+        for s in p["sentences"]:
+            if not find_all(s, p["word"]):
+                raise LessonError("word_missing", n, word=p["word"], sentence=s)
+    elif kind == "elmo_lm" and not find_all(p["text"], p["word"]):
+        raise LessonError("word_missing", n, word=p["word"], sentence=p["text"])
+    elif kind == "fill_mask" and "[MASK]" not in p["text"]:
+        raise LessonError("no_mask", n)
+    for k in ("layer", "head"):
+        if k in p and not 1 <= p[k] <= 64:
+            raise LessonError("bad_number", n, field=k, lo=1, hi=64)
+    if "seed" in p and not 0 <= p["seed"] <= 10**9:
+        raise LessonError("bad_number", n, field="seed", lo=0, hi=10**9)
+
+
+# -- the live views -----------------------------------------------------------------------------------------------
+def compute(step: Step, load_model, paragraphs=None) -> dict:
+    """Run `step`'s view. `load_model(name)` returns an encoder (or raises); `paragraphs()` returns corpus
+    paragraphs (mlm_example only). Returns plain data; a model that cannot do what the step asks raises LessonError."""
+    p = step.params
+    if step.kind == "cosine":
+        return _cosine(p, load_model)
+    if step.kind == "fill_mask":
+        return _fill_mask(load_model("bert"), p["text"], p.get("answer"))
+    if step.kind == "elmo_lm":
+        enc = load_model("elmo")
+        toks = enc.encode([p["text"]], target=p["word"])[0].tokens
+        index = toks.index(p["word"]) if p["word"] in toks else 0
+        return {"index": index, **enc.lm_topk(p["text"], index, k=20, target=p["word"])}
+    if step.kind == "elmo_mix":
+        from .records import read_evals
+
+        enc = load_model("elmo")
+        evals, missing = read_evals(getattr(enc, "path", None), ("pos", "ner", "sentiment"))
+        return {"evals": evals, "missing": missing, "n_layers": len(enc.layer_names)}
+    if step.kind == "mlm_example":
+        from .training.bert_data import make_example
+
+        enc = load_model("bert")
+        ex = make_example(int(p.get("seed", 0)), enc.tokenizer, paragraphs(), max_len=min(64, enc.max_len))
+        return {"example": ex, "p_next": enc.next_sentence(ex["a_text"], ex["b_text"])}
+    if step.kind == "nsp":
+        enc = load_model("bert")
+        return {"ab": enc.next_sentence(p["a"], p["b"]), "ba": enc.next_sentence(p["b"], p["a"])}
+    if step.kind == "attention":
+        return _attention(p, load_model)
+    if step.kind == "next_char":
+        return {"candidates": load_model("gpt").next_char(p["prompt"], TOPK)}
+    raise LessonError("unknown_kind", kind=step.kind, kinds=", ".join(KINDS))
+
+
+def _cosine(p: dict, load_model) -> dict:
+    """The word's vector in sentence 1 against sentences 2..n, per model at its top layer (and whether word2vec
+    knows the word: an unknown word gets a zero vector, which says nothing)."""
+    from .encoder import cosine
+    from .explore import word_profile
+
+    rows, oov, failed = [], [], []
+    for m in p.get("models") or MODELS:
+        try:
+            enc = load_model(m)
+        except Exception as e:  # a missing model leaves the others
+            failed.append((m, str(e)))
+            continue
+        prof = word_profile(enc, p["sentences"], p["word"])
+        if not prof.in_vocab and m == "word2vec":
+            oov.append(m)
+            continue
+        top = prof.vecs[:, -1, :]
+        rows.append((m, prof.layer_names[-1], [cosine(top[0], top[i]) for i in range(1, len(top))]))
+    return {"rows": rows, "oov": oov, "failed": failed}
+
+
+def _fill_mask(enc, text: str, answer: str | None) -> dict:
+    """Top-5 per [MASK]; with `answer` (one character per [MASK]), its rank and probability at each."""
+    full = enc.fill_mask(text, topk=100_000)  # the whole vocabulary, so the true answer's rank is known
+    out = {"masks": [{"index": r["index"], "candidates": r["candidates"][:TOPK]} for r in full], "answer": []}
+    for k, r in enumerate(full):
+        want = answer[k] if answer and k < len(answer) else None
+        rank = next((i + 1 for i, (t, _) in enumerate(r["candidates"]) if t == want), None) if want else None
+        prob = r["candidates"][rank - 1][1] if rank else None
+        out["answer"].append({"char": want, "rank": rank, "prob": prob})
+    return out
+
+
+def _attention(p: dict, load_model) -> dict:
+    m = p.get("model", "bert")
+    e = load_model(m).encode([p["text"]])[0]
+    if e.attentions is None:
+        raise LessonError("bad_model", model=m, models="bert, gpt")
+    n_layers, n_heads = e.attentions.shape[:2]
+    layer, head = p.get("layer", n_layers), p.get("head", 1)
+    if not 1 <= layer <= n_layers:
+        raise LessonError("bad_number", field="layer", lo=1, hi=n_layers)
+    if not 1 <= head <= n_heads:
+        raise LessonError("bad_number", field="head", lo=1, hi=n_heads)
+    att = e.attentions[layer - 1, head - 1]
+    return {"model": m, "tokens": list(e.tokens), "att": att, "layer": layer, "head": head,
+            "n_layers": n_layers, "n_heads": n_heads}

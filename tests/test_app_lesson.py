@@ -1,0 +1,172 @@
+"""AppTest for the lesson page (the shipped lesson on the shipped models: every step, revealed) and for the
+presentation toggle, which holds across pages and in the URL."""
+import json
+from pathlib import Path
+
+import pytest
+from app_pages import PAGES, chart_specs, shipped
+from streamlit.testing.v1 import AppTest
+
+import app_fakes
+from ctxlib import checkpoint, lesson
+from ctxlib.app import i18n, lesson_views
+from ctxlib.corpus import Paragraph
+
+PAGE = str(PAGES / "0_Lesson.py")
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _no_prewarm(monkeypatch):
+    monkeypatch.setenv("CTXLAB_NO_PREWARM", "1")
+
+
+@pytest.fixture
+def small_corpus(monkeypatch):
+    """The 80/10/10 step draws from a few paragraphs instead of the corpora (loading them takes ~10 s)."""
+    ps = [Paragraph("reviews", i, list(t)) for i, t in enumerate([
+        "今天天气很好，我们去公园散步吧。路上的行人都很高兴。", "这家酒店的服务很好，房间也很干净。早餐种类很多。",
+        "电脑的屏幕很清楚，电池也很耐用。就是有点重。", "经济发展很快，人民生活水平不断提高。城市变化很大。"])]
+    monkeypatch.setattr(lesson_views, "_paragraphs", lambda: ps)
+
+
+def _run(at=None, lang="en", **qp) -> AppTest:
+    at = at or AppTest.from_file(PAGE, default_timeout=180)
+    at.query_params.update({"lang": lang, **qp})
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _button(at, label_id: str):
+    label = i18n.lookup(label_id, "en")
+    return next(b for b in at.button if b.label == label)
+
+
+def _answer(at) -> list[str]:
+    return [s.value for s in at.success]
+
+
+def test_walk_every_step_revealed(small_corpus):
+    """Reveal, check the view and the answer, next: through the whole shipped lesson on the shipped models."""
+    for m in checkpoint.SHIPPED:
+        shipped(m)
+    les = lesson.load("default")
+    at = _run()
+    for i, step in enumerate(les.steps, 1):
+        assert at.query_params["step"] in (str(i), [str(i)])
+        assert at.header[0].value == step.text("title", "en")
+        assert not at.get("plotly_chart") and not _answer(at)  # hidden until revealed
+        _button(at, "lesson.reveal").click().run()
+        assert not at.exception and not at.error, (i, at.exception, [e.value for e in at.error])
+        assert not at.warning, (i, [w.value for w in at.warning])  # no model missing, no unknown word
+        assert step.text("answer", "en") in _answer(at)[0]
+        shown = len(at.get("plotly_chart")) + len(at.metric)
+        assert shown >= 1, (i, step.kind)
+        if step.kind == "cosine":
+            spec = chart_specs(at)[0]
+            w2v = next(tr for tr in spec["data"]).get("y")[0]  # the first pair's bar of the first model: word2vec
+            assert w2v == pytest.approx(1.0, abs=1e-5)
+        if step.kind == "fill_mask":
+            assert any("ranked **1**" in m.value for m in at.markdown)  # 京 after 北: measured first on the shipped BERT
+        if i < len(les.steps):
+            _button(at, "lesson.next").click().run()
+    assert _button(at, "lesson.next").disabled and at.query_params["step"] in (str(len(les.steps)), [str(len(les.steps))])
+
+
+def test_reveal_hides_again_on_another_step(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run(step="1")
+    _button(at, "lesson.reveal").click().run()
+    assert at.get("plotly_chart") and _answer(at)
+    _button(at, "lesson.next").click().run()
+    assert at.query_params["step"] in ("2", ["2"]) and not at.get("plotly_chart") and not _answer(at)
+    _button(at, "lesson.prev").click().run()
+    assert at.query_params["step"] in ("1", ["1"]) and not _answer(at)  # back: hidden again
+    _button(at, "lesson.reveal").click().run()
+    _button(at, "lesson.hide").click().run()
+    assert not _answer(at)
+
+
+@pytest.mark.parametrize("value", ["99", "0", "-1", "abc", "2.5", "３", ""])
+def test_bad_step_in_the_link(monkeypatch, value):
+    app_fakes.install(monkeypatch)
+    at = _run(step=value)
+    assert at.query_params["step"] in ("1", ["1"])
+    assert at.header[0].value == lesson.load("default").steps[0].text("title", "en")
+    if value:
+        assert any("step=" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_step_from_the_link_and_chinese(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run(lang="zh", step="4")
+    step = lesson.load("default").steps[3]
+    assert at.header[0].value == step.text("title", "zh")
+    assert "第 4 / 10 步" in at.markdown[0].value
+
+
+def test_unknown_lesson_name_falls_back_with_a_notice(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run(lesson="../secret")
+    assert at.query_params["lesson"] in ("default", ["default"])
+    assert any("lesson=" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("content, code", [
+    ('{"title": {"zh": "课", "en": "L"}, "steps": [', "bad_json"),
+    (json.dumps({"title": {"zh": "课", "en": "L"}, "steps": [{"kind": "wordcloud"}]}), "unknown_kind"),
+    (json.dumps({"title": {"zh": "课", "en": "L"}, "steps": [{"kind": "cosine", "title": {"zh": "标题", "en": "T"},
+                 "question": {"zh": "问", "en": "Q"}, "answer": {"zh": "答", "en": "A"}}]}), "missing"),
+])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_malformed_lesson_gives_a_message_not_a_crash(monkeypatch, tmp_path, content, code, lang):
+    app_fakes.install(monkeypatch)
+    (tmp_path / "default.json").write_text(content, encoding="utf-8")
+    monkeypatch.setattr(lesson, "LESSON_DIR", tmp_path)
+    lesson_views._parse.clear()
+    at = _run(lang=lang)
+    with pytest.raises(lesson.LessonError) as e:
+        lesson.parse(content.encode())
+    assert [x.value for x in at.error] == [lesson_views_error(e.value, lang)]
+    assert at.info and not at.button  # no step, no navigation
+
+
+def lesson_views_error(e, lang) -> str:
+    values = {k: i18n.lookup(f"lesson.type.{v}", lang) if k == "expected" else v for k, v in e.values.items()}
+    if "reason_code" in values:
+        values["reason"] = i18n.lookup(f"lesson.json.{values['reason_code']}", lang)
+    text = i18n.lookup(f"lesson.error.{e.code}", lang, **values)
+    return text if e.step is None else i18n.lookup("lesson.error.at_step", lang, n=e.step) + text
+
+
+# -- presentation mode -----------------------------------------------------------------------------------------
+def test_present_holds_across_pages_and_in_the_url(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update({"lang": "en", "present": "1"})
+    at.run()
+    assert not at.exception, at.exception
+    assert at.toggle(key="ctxlab_present_toggle").value is True
+    assert any("font-size: 22px" in h.proto.body for h in at.get("html"))
+    home_font = chart_specs(at)[0]["layout"]["font"]["size"]
+    assert home_font == pytest.approx(18)  # Plotly's 12 x 1.5
+    at.switch_page("pages/1_Type_vs_token.py").run()
+    assert not at.exception, at.exception
+    assert at.toggle(key="ctxlab_present_toggle").value is True and at.query_params["present"] in ("1", ["1"])
+    assert all(s["layout"]["font"]["size"] >= 18 for s in chart_specs(at))
+    at.toggle(key="ctxlab_present_toggle").set_value(False).run()
+    assert "present" not in at.query_params
+    assert not any("font-size: 22px" in h.proto.body for h in at.get("html"))
+    assert all(s["layout"].get("font", {}).get("size", 12) < 18 for s in chart_specs(at))
+    at.switch_page("pages/0_Lesson.py").run()
+    assert at.toggle(key="ctxlab_present_toggle").value is False and "present" not in at.query_params
+
+
+def test_present_off_by_default_and_in_the_lesson(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run()
+    assert at.toggle(key="ctxlab_present_toggle").value is False and "present" not in at.query_params
+    at = _run(present="1", step="1")
+    _button(at, "lesson.reveal").click().run()
+    assert chart_specs(at)[0]["layout"]["font"]["size"] == pytest.approx(18)
