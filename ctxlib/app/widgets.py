@@ -27,12 +27,28 @@ def page_header(page_title: str, title_id: str, icon: str | None = None) -> None
 
     `page_title` titles the browser tab when the page runs on its own; under app.py's navigation the tab shows the
     page's name in the session's language."""
+    _leave_file_navigation()
     st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
     present.sidebar_toggle()
     if (bad := bad_lang_param()) is not None:
         state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
     st.title(msg(title_id))
+
+
+def _leave_file_navigation() -> None:
+    """A fresh server that is first opened at a page's URL (/Results, a lesson link) runs that page through
+    Streamlit's file-based navigation of pages/ (English file names, and app.py never runs) until some session runs
+    app.py's st.navigation. Streamlit keeps that choice in one class flag: clear it and rerun, so this session, and
+    every later one, goes through app.py and its navigation in the session's language (Streamlit 1.67's internals;
+    without them nothing changes)."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - another Streamlit
+        return
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 _LAYER_IDS = {"embeddings": "embeddings", "char-CNN token layer": "char_cnn", "type vector": "type_vector",
