@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import examples, explore
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import explain, loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
 from ctxlib.viz import explorer
@@ -52,7 +52,7 @@ with st.spinner(msg("type_token.maps.encoding")):
         try:
             data[m] = loaders.word_tokens(m, word, texts, stamps[m])
         except Exception as e:  # a model failing must not take the other models down
-            widgets.show_error(f"{m}: {type(e).__name__}: {e}")
+            widgets.show_error(f"{m}: {explain.error_text(e)}")
 if not data:
     st.stop()
 layers = widgets.layer_pickers("tt", {m: d.layer_names for m, d in data.items()})
@@ -80,8 +80,8 @@ with tab_near:
     if st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w",
                  on_change=state.flag, args=("tt_near_w", "near")):
         with st.spinner(msg("type_token.nearest.encoding")):
-            st.dataframe({sentence_col: texts, **{m: loaders.nearest_table(m, word, texts, layers[m], stamps[m])
-                                                  for m in data}}, hide_index=True)
+            st.table({sentence_col: texts, **{m: loaders.nearest_table(m, word, texts, layers[m], stamps[m])
+                                              for m in data}})  # a table wraps its text: every model's column shows
 with tab_seg:
     st.caption(msg("type_token.segmentation.caption"))
     st.dataframe(explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True)
@@ -95,6 +95,7 @@ with tab_acc:
             res, chance, title=msg("type_token.accuracy.chart_title"), x_title=msg("type_token.accuracy.x_title"),
             y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
         st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
+        explain.chance_note(word, labels, res, chance)
 with tab_csv:
     st.download_button(msg("type_token.export.download"), loaders.vectors_csv(data, texts, labels, word),
                        file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")
