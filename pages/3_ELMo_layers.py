@@ -58,7 +58,7 @@ st.plotly_chart(ve.architecture_figure(tokens, layers, pos, arch), width="stretc
 st.subheader(msg("elmo.head.vectors", word=widgets.escape_md(tokens[pos])))
 names = ve.vector_names(layers.shape[0] - 1, arch)
 st.plotly_chart(ve.layer_vectors_figure(ve.word_vectors(layers, pos), names, tokens[pos], titles=(msg(
-    "labels.axis.vectors_title"), msg("labels.axis.cosines_title"))), width="stretch")
+    "labels.axis.vectors_title"), msg("labels.axis.cosines_title")), dim_label=msg("labels.axis.dim")), width="stretch")
 if st.toggle(msg("elmo.vectors.nearest"), key="elmo_nn"):
     with st.spinner(msg("elmo.vectors.encoding")):
         rows = ve.nearest_rows(loaders.load_encoder("elmo"), layers, widgets.layer_labels(data["names"]), pos,

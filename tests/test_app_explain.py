@@ -28,3 +28,15 @@ def test_error_messages_and_tags_in_both_languages():
             assert msg_id in cat
         assert all(f"atlas.tags.{t}" in cat for t in ("n", "v", "vn", "u", "d", "nr", "ns", "nt", "w"))
     assert catalogue("zh")["atlas.tags.vn"].startswith("名动词") and catalogue("en")["atlas.tags.u"].startswith("particle")
+
+
+def test_the_browser_checks_allowlist():
+    """tests/zh_text.py (the zh browser test's filter): English UI words are caught; model names, formulae, tag codes,
+    icon ligatures and file paths are not."""
+    from zh_text import english_words
+
+    assert english_words("头 1 · 从 ↓ 到 →") == [] and english_words("head 1, from ↓ to →") == ["head", "from", "to"]
+    assert english_words("majority 0.50 · accuracy") == ["majority", "accuracy"]
+    assert english_words("elmobiLSTM 第 1 层 · BERT · word2vec · softmax(s)_j · vn · t-SNE · [MASK] · P(IsNext | A, B)") == []
+    assert english_words("keyboard_arrow_down 训练记录来自 checkpoints/<模型>/config.json") == []
+    assert english_words("previous char · broad") == ["previous", "broad"]  # "char" alone is allowed (char-CNN)

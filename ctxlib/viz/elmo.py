@@ -175,9 +175,10 @@ def _feeds(i: int, key: str, w: int) -> bool:
 # -- the 2L+1 vectors of one word --------------------------------------------------------------
 def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims: int = 128,
                          titles: tuple[str, str] = ("{word}: 2L+1 = {n} vectors (dims 1–{dims})",
-                                                    "cosine between them")) -> go.Figure:
+                                                    "cosine between them"), dim_label: str = "dim") -> go.Figure:
     """Left: the 2L+1 vectors as heatmap rows (first `max_dims` dimensions); right: their cosines. `titles`: the
-    panels' titles, the first a template with {word}, {n} (vectors) and {dims} (dimensions shown)."""
+    panels' titles, the first a template with {word}, {n} (vectors) and {dims} (dimensions shown); `dim_label`: the
+    hover's word for a dimension."""
     vecs = np.asarray(vecs, dtype=np.float32)
     shown = vecs[:, :max_dims]
     cos = cosine_matrix(vecs)
@@ -187,7 +188,7 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
                                         escape(titles[1])])
     lim = float(np.abs(shown).max()) or 1.0
     fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
-                             hovertemplate="%{y}<br>dim %{x}: %{z:.3f}<extra></extra>"), 1, 1)
+                             hovertemplate=f"%{{y}}<br>{escape(dim_label)} %{{x}}: %{{z:.3f}}<extra></extra>"), 1, 1)
     fig.add_trace(go.Heatmap(z=cos, x=names_s, y=names_s, colorscale="Viridis", zmin=-1, zmax=1,
                              texttemplate="%{z:.2f}",
                              hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=10)), 1, 2)
