@@ -21,11 +21,23 @@ PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BE
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 
 
+def _leave_pages_directory_mode() -> None:
+    """When a fresh server's first visit opens a page of pages/ directly, Streamlit runs it the pages-directory way
+    (file names as sidebar labels, in English; app.py and its st.navigation never run) and keeps doing so for every
+    session until app.py runs once. Switch that mode off here and rerun, so app.py's navigation takes over."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:
     """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the title.
 
     `page_title` titles the browser tab when the page runs on its own; under app.py's navigation the tab shows the
     page's name in the session's language."""
+    _leave_pages_directory_mode()
     st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
     if (bad := bad_lang_param()) is not None:
