@@ -91,11 +91,11 @@ with tab_acc:
     else:
         res, chance = {m: (widgets.layer_labels(ns), a) for m, (ns, a) in acc[0].items()}, acc[1]
         st.caption(msg("type_token.accuracy.caption"))
+        explain.chance_note(word, labels, res, chance)  # above the chart, where the teacher looks
         st.plotly_chart(loaders.cached_figure(f"acc|{res}|{chance}", lambda: explorer.layer_accuracy_chart(
             res, chance, title=msg("type_token.accuracy.chart_title"), x_title=msg("type_token.accuracy.x_title"),
             y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
         st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
-        explain.chance_note(word, labels, res, chance)
 with tab_csv:
     st.download_button(msg("type_token.export.download"), loaders.vectors_csv(data, texts, labels, word),
                        file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")
