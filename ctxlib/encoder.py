@@ -207,3 +207,12 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     if na == 0 or nb == 0:
         return 0.0
     return float(np.dot(a, b) / (na * nb))
+
+
+def rank_in(probs, index: int) -> tuple[int, float]:
+    """(rank, probability) of entry `index` of a full probability vector (numpy or CPU torch, one dimension): rank 1
+    is the most likely; entries tied with it share its rank (1 + the number of entries strictly more likely)."""
+    p = np.asarray(probs)
+    if p.ndim != 1 or not 0 <= index < p.size:
+        raise ValueError(f"index {index} is outside a probability vector of shape {p.shape}")
+    return 1 + int((p > p[index]).sum()), float(p[index])

@@ -79,6 +79,12 @@ def char_tokens(text: str) -> list[Token]:
     return out
 
 
+def is_punct(tok: str) -> bool:
+    """True for a token made only of punctuation and symbols (，。！、 … % ￥), which an LM often ranks first at
+    a word boundary; False for the empty string and for any token holding a letter, digit or CJK character."""
+    return bool(tok) and all(unicodedata.category(c)[0] in "PSZ" for c in tok)
+
+
 def norm_token(tok: str) -> str:
     """The vocabulary form of a token (NFKC, lower-case Latin)."""
     return unicodedata.normalize("NFKC", tok).lower()

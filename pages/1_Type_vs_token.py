@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import examples, explore
-from ctxlib.app import elmo_halves, loaders, state, vocab_notes, widgets
+from ctxlib.app import elmo_halves, explain, loaders, state, vocab_notes, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
 from ctxlib.viz import explorer
@@ -52,7 +52,7 @@ with st.spinner(msg("type_token.maps.encoding")):
         try:
             data[m] = loaders.word_tokens(m, word, texts, stamps[m])
         except Exception as e:  # a model failing must not take the other models down
-            widgets.show_error(f"{m}: {type(e).__name__}: {e}")
+            widgets.show_error(f"{m}: {explain.error_text(e)}")
 vocab_notes.show(seen := {m: vocab_notes.status(m, word, stamps[m]) for m in data}, word)
 data = {m: d for m, d in data.items() if seen[m].status != "missing"}  # no vector: no all-zero points and cosines
 if not data:
@@ -89,9 +89,9 @@ with tab_near:
         with st.spinner(msg("type_token.nearest.encoding")):
             hs = {m: half if m == "elmo" else None for m in data}
             scale = {m: vocab_notes.nearest_scale(m, layers[m], stamps[m], hs[m]) for m in data}
-            st.dataframe({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
+            st.table({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
                 vocab_notes.nearest_half(m, word, texts, layers[m], stamps[m], hs[m]) if hs[m] else
-                loaders.nearest_table(m, word, texts, layers[m], stamps[m])) for m in data}}, hide_index=True)
+                loaders.nearest_table(m, word, texts, layers[m], stamps[m])) for m in data}})  # st.table wraps: every column shows
         st.caption(msg("type_token.nearest.scale_caption"))
         st.dataframe(explore.scale_rows(scale, {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
                                         {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS}),
@@ -105,6 +105,7 @@ with tab_acc:
     else:
         res, chance = {m: (widgets.layer_labels(ns), a) for m, (ns, a) in acc[0].items()}, acc[1]
         st.caption(msg("type_token.accuracy.caption"))
+        explain.chance_note(word, labels, res, chance)  # above the chart, where the teacher looks
         st.plotly_chart(loaders.cached_figure(f"acc|{res}|{chance}", lambda: explorer.layer_accuracy_chart(
             res, chance, title=msg("type_token.accuracy.chart_title"), x_title=msg("type_token.accuracy.x_title"),
             y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")

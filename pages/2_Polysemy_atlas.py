@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import explore
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import explain, loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.corpus import SOURCE_NAMES
 from ctxlib.projection import METHOD_NAMES
@@ -15,13 +15,13 @@ _t0 = time.perf_counter()
 widgets.page_header("Polysemy atlas · ctxlab", "atlas.title")
 st.markdown(prose("atlas_intro"))
 
-model = widgets.model_radio("at", default="bert")
+model = widgets.model_radio("at", default=explore.ATLAS_DEFAULT["model"])
 colours = ["pos", "source", "kmeans"]
 colour_names = {c: msg(f"atlas.inputs.colour_{c}") for c in colours}
 state.choice("at_colour", "colour", colours, what=msg("atlas.url.colour"), names=colour_names)  # bad links: a notice
 state.choice("at_proj", "proj", list(METHOD_NAMES), what=msg("common.url.what_projection"), names=METHOD_NAMES)
 c1, c2, c3, c4 = st.columns([1, 1, 1, 1])
-word = c1.text_input(msg("atlas.inputs.word"), value=state.init("at_word", "word", "发展", max_chars=12),
+word = c1.text_input(msg("atlas.inputs.word"), value=state.init("at_word", "word", explore.ATLAS_DEFAULT["word"], max_chars=12),
                      key="at_word_w", max_chars=12).strip()
 caps = [50, 100, 200, 300, 500, 1000]
 state.integer("at_cap", "cap", 300, caps[0], caps[-1], caps)
@@ -51,10 +51,14 @@ layer = st.select_slider(msg("atlas.map.layer"), list(range(len(names))), key="a
                          format_func=[f"{j}: {n}" for j, n in enumerate(widgets.layer_labels(names))].__getitem__) if len(names) > 1 else 0
 xy = loaders.projected(f"atlas|{loaders.model_stamp(model)}|{word}|{cap}|{layer}", d.vecs[:, layer], method)
 cats, words = explore.atlas_colouring(d, colour, layer, k, word, msg("atlas.map.no_tag"), {s: msg(f"labels.source.{s}") for s in SOURCE_NAMES})
-hover = [explorer.mark_word(s, a, b) + f"<br>{escape(c)} · {escape(src)}" for s, (a, b), c, src in
+hover = [explorer.mark_word(s, a, b) + f"<br>{escape(c)} · {escape(msg(f'labels.source.{src}'))}" for s, (a, b), c, src in
          zip(d.texts, d.spans, cats, d.sources)]
 st.plotly_chart(explorer.atlas_map(xy, hover, cats, title=f"{word} · {model} · {widgets.layer_label(names[layer])} · {METHOD_NAMES[method]}",
                                    cluster_words=words), config=PLOTLY_CONFIG, key="atlas")
+if colour == "pos":
+    explain.tag_legend(cats)
+if (tag_acc := explore.atlas_tag_accuracy(d, layer)) is not None:
+    explain.tag_accuracy_note(word, *tag_acc)
 if words:
     cols = [msg(f"atlas.map.{c}_col") for c in ("cluster", "size", "words")]
     st.dataframe([dict(zip(cols, (c, cats.count(c), " · ".join(ws)))) for c, ws in sorted(words.items())], hide_index=True)

@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import records
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import explain, loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.encoder import MAX_CHARS
 from ctxlib.evaluation import tasks
@@ -58,7 +58,7 @@ st.plotly_chart(ve.architecture_figure(tokens, layers, pos, arch), width="stretc
 st.subheader(msg("elmo.head.vectors", word=widgets.escape_md(tokens[pos])))
 names = ve.vector_names(layers.shape[0] - 1, arch)
 st.plotly_chart(ve.layer_vectors_figure(ve.word_vectors(layers, pos), names, tokens[pos], titles=(msg(
-    "labels.axis.vectors_title"), msg("labels.axis.cosines_title"))), width="stretch")
+    "labels.axis.vectors_title"), msg("labels.axis.cosines_title")), dim_label=msg("labels.axis.dim")), width="stretch")
 if st.toggle(msg("elmo.vectors.nearest"), key="elmo_nn"):
     with st.spinner(msg("elmo.vectors.encoding")):
         rows = ve.nearest_rows(loaders.load_encoder("elmo"), layers, widgets.layer_labels(data["names"]), pos,
@@ -66,14 +66,19 @@ if st.toggle(msg("elmo.vectors.nearest"), key="elmo_nn"):
     st.table({msg("elmo.vectors.layer"): list(rows), msg("elmo.vectors.nearest_col"): list(rows.values())})
 
 st.subheader(msg("elmo.head.lm"))
-fwd, bwd, left, right = ve.lm_panels(lm_topk(text, pos, target, stamp), tokens, pos)
+words_only = st.toggle(msg("elmo.lm.words_only"), value=True, key="elmo_lm_words")
+lm = lm_topk(text, pos, target, stamp)
+fwd, bwd, left, right = ve.lm_panels(lm, tokens, pos, words_only=words_only)
 titles = (msg("elmo.lm.forward", context=left), msg("elmo.lm.backward", context=right))
-st.plotly_chart(ve.lm_bars_figure(fwd, bwd, tokens[pos], titles), width="stretch")
+st.plotly_chart(ve.lm_bars_figure(fwd, bwd, tokens[pos], titles, truth=lm.get("actual"),
+                                  fmt=(msg("pretraining.lm.rank"), msg("pretraining.lm.unknown"))), width="stretch")
 st.caption(msg("elmo.lm.caption"))
+st.caption(msg("elmo.lm.punct_hidden" if words_only else "elmo.lm.punct_shown", fwd=lm["punct"]["forward"],
+               bwd=lm["punct"]["backward"]))
 
 st.subheader(msg("elmo.head.weights"))
 evals, missing = records.read_evals(enc.path, TASKS)
-short = [msg("elmo.weights.token"), "biLSTM 1", "biLSTM 2"]
+short = [msg("elmo.weights.token"), *(msg("labels.layer.bilstm", n=j) for j in (1, 2))]
 for task in missing:
     st.info(msg("elmo.weights.no_eval", task=TASKS[task], task_id=task))
 if evals:
@@ -97,7 +102,7 @@ if st.button(msg("elmo.live.train"), key="elmo_live_go", type="primary"):
                                    bar.progress(min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
         st.session_state["elmo_live"] = (live_task, lam, res)
     except Exception as e:  # a failed run must not take the page down
-        widgets.show_error(msg("elmo.live.failed", error=f"{type(e).__name__}: {e}"))
+        widgets.show_error(msg("elmo.live.failed", error=explain.error_text(e)))
     bar.empty()
 if "elmo_live" in st.session_state:
     task0, lam0, res = st.session_state["elmo_live"]

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from ctxlib import checkpoint
-from ctxlib.app import loaders, results_view, state, widgets
+from ctxlib.app import explain, loaders, results_view, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
 from ctxlib.viz import pretraining as vp
@@ -47,12 +47,13 @@ else:
     else:
         st.code(masked, language=None)
         try:
-            res = ask("bert", "fill_mask", stamp, masked, topk=topk)
-            st.plotly_chart(vp.fill_mask_figure(res, originals, msg("pretraining.mask.panel")), width="stretch")
+            res = ask("bert", "fill_mask", stamp, masked, topk=topk, originals=originals)
+            st.plotly_chart(vp.fill_mask_figure(res, originals, msg("pretraining.mask.panel"), msg("pretraining.lm.rank"),
+                                                msg("pretraining.lm.unknown")), width="stretch")
             if len(res) > 8:
                 st.caption(msg("pretraining.mask.first_8", n=len(res)))
         except ValueError as e:
-            widgets.show_error(str(e))
+            widgets.show_error(explain.error_text(e))
 
 st.subheader(msg("pretraining.example.header"))
 c1, c2, c3 = st.columns([1, 1, 2])
@@ -104,8 +105,12 @@ else:
                            format_func=lambda i: f"{i + 1}. {w_tokens[i]}", key=f"pt_lm_pos_{lm_text}")
     titles = {k: msg(f"pretraining.lm.{k}") for k in vp.POSITION_TITLES}
     gpt_cap = loaders.load_encoder("gpt").max_len - 1 if have["gpt"] else 10**6
-    panels, actual = vp.one_position(lm_text, w_tokens, spans, pos, topk, lambda m, f, *a, **kw: ask(m, f, stamps[m], *a, **kw),
-                                     have, titles, gpt_cap)
+    words_only = st.toggle(msg("pretraining.lm.words_only"), value=True, key="pt_lm_words", disabled=not have["elmo"])
+    panels, actual, punct = vp.one_position(lm_text, w_tokens, spans, pos, topk, lambda m, f, *a, **kw: ask(
+        m, f, stamps[m], *a, **kw), have, titles, gpt_cap, words_only=words_only)
     st.plotly_chart(vp.one_position_figure(panels, actual), width="stretch")
     st.caption(msg("pretraining.lm.caption"))
+    if punct:
+        st.caption(msg("elmo.lm.punct_hidden" if words_only else "elmo.lm.punct_shown", fwd=punct["forward"],
+                       bwd=punct["backward"]))
 widgets.record_time("bert_pretraining", _t0)

@@ -82,6 +82,12 @@ class FakeGpt(FakeEncoder):
         probs = np.linspace(0.4, 0.05, topk)
         return [(str(c), float(p)) for c, p in zip(chars, probs)]
 
+    def char_rank(self, text: str, char: str) -> dict:
+        cands = self.next_char(text, 15)  # every character of the fake's alphabet, most likely first
+        ranks = {c: (r + 1, p) for r, (c, p) in enumerate(cands)}
+        rank, p = ranks.get(char, (None, None))
+        return {"token": char, "rank": rank, "prob": p}
+
     def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0) -> dict:
         if not (prompt or "").strip():
             raise ValueError("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")

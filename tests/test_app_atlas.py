@@ -1,4 +1,5 @@
 """AppTest for the Polysemy atlas: corpus occurrences, layer slider, colourings, clusters, self-similarity."""
+import json
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def test_atlas_default_renders(fakes):
     assert at.title[0].value == TITLE
     assert len(at.get("plotly_chart")) == 2  # the atlas and the self-similarity chart
     assert "12 occurrences in the corpus" in " ".join(c.value for c in at.caption)
-    assert at.radio(key="at_model").value == "bert"
+    assert at.radio(key="at_model").value == "elmo" and at.text_input(key="at_word_w").value == "地"  # ATLAS_DEFAULT
 
 
 def test_atlas_kmeans_labels_clusters_and_layers(fakes):
@@ -146,14 +147,14 @@ def test_atlas_with_gpt_selected(fakes):
 
 
 def test_atlas_without_gpt(monkeypatch):
-    """No GPT checkpoint: a link asking for GPT opens BERT; GPT is named in the sidebar with its build command."""
+    """No GPT checkpoint: a link asking for GPT opens the default model; GPT is named in the sidebar with its build command."""
     import json
 
     monkeypatch.setattr(corpus, "occurrences", fake_occurrences)
     app_fakes.install(monkeypatch, names=("word2vec", "elmo", "bert"))
     for lang in ("en", "zh"):
         at = _run(lang=lang, word="活动", model="gpt")
-        assert at.radio(key="at_model").value == "bert" and "gpt" not in at.radio(key="at_model").options
+        assert at.radio(key="at_model").value == "elmo" and "gpt" not in at.radio(key="at_model").options  # the default
         assert "python -m ctxlib train gpt" in " ".join(c.value for c in at.sidebar.caption)
         assert not at.error and len(at.get("plotly_chart")) == 2
     at.checkbox(key="at_compare").check().run()
@@ -161,8 +162,37 @@ def test_atlas_without_gpt(monkeypatch):
     assert {tr["legendgroup"] for tr in spec["data"] if not tr["legendgroup"].startswith("_")} == {"word2vec", "elmo", "bert"}
 
 
-def test_atlas_defaults_to_bert_with_gpt_present(fakes):
-    assert _run(lang="en").radio(key="at_model").value == "bert"
+def test_atlas_default_model_with_gpt_present(fakes):
+    assert _run(lang="en").radio(key="at_model").value == "elmo"
+
+
+def test_atlas_tag_legend_and_separation(fakes):
+    """Issue #13.6: the raw tags are explained in both languages, and the page says how well the layer separates them
+    against always guessing the commonest tag."""
+    from ctxlib import explore
+
+    at = _run(lang="en", word="活动", model="elmo", layer="2")
+    legend = at.dataframe[0].value
+    assert list(legend.columns) == ["tag", "meaning", "occurrences here"]
+    assert dict(zip(legend["tag"], legend["meaning"])) == {"n": "noun", "v": "verb"}
+    d = explore.atlas_sample(app_fakes.fakes()["elmo"], "活动", cap=300)
+    acc, majority, counts = explore.atlas_tag_accuracy(d, 2)
+    note = [c.value for c in at.caption if "leave-one-out" in c.value]
+    assert note and f"{acc:.2f}" in note[0] and f"{majority:.2f}" in note[0]
+    zh = _run(lang="zh", word="活动", model="elmo")
+    assert dict(zip(zh.dataframe[0].value["标记"], zh.dataframe[0].value["含义"])) == {"n": "名词", "v": "动词"}
+    hover = json.loads(zh.get("plotly_chart")[0].proto.spec)["data"][0]["text"]
+    assert all("pd" not in h.split("<br>")[-1] and "reviews" not in h for h in hover)  # source names in Chinese
+    assert any("人民日报" in h for h in hover)
+
+
+def test_atlas_tag_accuracy_at_chance_says_why(fakes, monkeypatch):
+    from ctxlib import explore
+
+    monkeypatch.setattr(explore, "atlas_tag_accuracy", lambda d, layer, min_count=5: (0.5, 0.55, {"v": 11, "n": 9}))
+    at = _run(lang="en", word="活动")
+    warn = " ".join(w.value for w in at.warning).replace("\\", "")  # markdown escapes off
+    assert "no better than always guessing" in warn and "(n) has only 9" in warn
 
 
 @pytest.mark.parametrize("word,expect", [
@@ -210,3 +240,22 @@ def test_same_depth():
     assert [same_depth(j, 5, 3) for j in range(5)] == [0, 1, 1, 2, 2]
     assert [same_depth(j, 3, 4) for j in range(3)] == [0, 2, 3]
     assert same_depth(3, 4, 1) == 0 and same_depth(0, 1, 4) == 3 and same_depth(9, 3, 5) == 4
+
+
+def test_atlas_tag_accuracy_counts_frequent_tags_only():
+    import numpy as np
+
+    from ctxlib import explore
+
+    v = np.array([[1, 0], [1, 0.1], [0.9, 0], [0, 1], [0.1, 1], [0, 0.9], [1, 1]], np.float32)[:, None, :]
+    d = explore.AtlasSample(texts=[""] * 7, spans=[(0, 0)] * 7, tags=["u", "u", "u", "n", "n", "n", "v"],
+                            sources=["pd"] * 7, total=7, vecs=v, base=v, contexts=[[]] * 7, layer_names=["x"])
+    acc, majority, counts = explore.atlas_tag_accuracy(d, 0, min_count=2)
+    assert counts == {"u": 3, "n": 3} and majority == 0.5 and acc == 1.0  # v (once) left out
+    assert explore.atlas_tag_accuracy(d, 0, min_count=4) is None
+    assert explore.at_chance([0.52, 0.55], 0.5) and not explore.at_chance([0.52, 0.56], 0.5)
+    rows = [{"source": "pd", "sense": None, "train": 3}, {"source": "reviews", "sense": None, "train": 2},
+            {"source": "supplement", "sense": "品牌", "train": 4}]
+    diag = explore.chance_diagnosis(["水果", "品牌", "水果", None, "品牌", "品牌"], rows)
+    assert diag["smallest"] == ("水果", 2) and diag["few"] and diag["corpus"] == {"pd": 3, "reviews": 2}
+    assert diag["senses"] == {"品牌": 4} and diag["rare"]

@@ -25,7 +25,11 @@ def test_defaults_render(elmo):
     assert "苹果" in words  # the target stays one token in the architecture drawing
     assert specs[1]["data"][1]["z"]["shape"] == "5, 5"  # the cosine matrix of the 2L+1 vectors
     lm = specs[2]
-    assert len(lm["data"]) == 2 and len(lm["data"][0]["x"]) == 10  # forward and backward top-10
+    assert len(lm["data"]) == 2  # forward and backward: top 10, and the real word's own bar when it is not among them
+    for bars in lm["data"]:
+        red = [y for y, c in zip(bars["y"], bars["marker"]["color"]) if c == "#d62728"]
+        assert len(red) == 1 and red[0].startswith("苹果")
+        assert len(bars["x"]) == (10 if red[0].strip() == "苹果" else 11)
     evals, missing = records.read_evals(elmo.path, ["pos", "ner", "sentiment"])
     infos = " ".join(i.value for i in at.info)
     for task in missing:
@@ -86,3 +90,19 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert at.warning and not at.error and any("python -m ctxlib train elmo" in i.value for i in at.info)
+
+
+def test_lm_bars_words_only_and_punctuation_share(elmo):
+    """Issue #13.8: after 我昨天买了一台 the forward LM's top word was "，" (43%): words only by default, and a caption
+    says how much probability punctuation took; switched off, the true distribution shows it again."""
+    at = _run(text="我昨天买了一台电脑", word="电脑")
+    lm = elmo.lm_topk("我昨天买了一台电脑", 5, k=20, target="电脑")
+    fwd = chart_specs(at)[2]["data"][0]["y"]
+    assert not any(y.strip() in ("，", ",", "。") for y in fwd)
+    share = f"{lm['punct']['forward']:.0%}"
+    assert any("Punctuation is hidden" in c.value and share in c.value for c in at.caption)
+    at.toggle(key="elmo_lm_words").set_value(False).run()
+    fwd = chart_specs(at)[2]["data"][0]["y"]
+    top = [w for w, _ in lm["forward"] if w not in ("<unk>", "<S>", "</S>")][0]
+    assert fwd[-1].strip() == top  # the largest bar, drawn last, is the model's own first choice
+    assert any("Punctuation took" in c.value for c in at.caption)

@@ -139,7 +139,9 @@ def test_nearest_words_and_segmentation(fakes):
     at.toggle(key="tt_near_w").set_value(True).run()
     assert not at.exception and at.query_params["near"] in ("1", ["1"])
     tables = [d.value for d in at.dataframe]
-    near = [tb for tb in tables if any(c.startswith("elmo (random pairs ≈ ") for c in tb.columns)]
+    near = [tb.value for tb in at.table]  # st.table (issue #13.8: the dataframe cut off the last model's column)
+    near = [tb for tb in near if any(c.startswith("elmo (random pairs ≈ ") for c in tb.columns)]
+    assert near and sum(c.split(" ")[0] in ("word2vec", "elmo", "bert", "gpt") for c in near[0].columns) == 4
     col = [c for c in near[0].columns if c.startswith("elmo")][0]
     assert near[0][col].str.contains(r"\d\.\d\d").all()
     assert not near[0][col].str.contains("苹果 ").any()  # the word itself is excluded
@@ -327,7 +329,7 @@ def test_nearest_words_come_with_their_scale(fakes):
     assert row["random pairs: mean cos"] == pytest.approx(round(mean, 2))
     assert row["random pairs: 95% below"] == pytest.approx(round(p95, 2))
     assert row["a word's nearest neighbour: typical cos"] == pytest.approx(round(triple.nearest_top1(M[:, 3]), 2))
-    assert f"bert (random pairs ≈ {mean:.2f})" in [c for d in at.dataframe for c in d.value.columns]
+    assert f"bert (random pairs ≈ {mean:.2f})" in [c for d in [*at.dataframe, *at.table] for c in d.value.columns]
     assert "How to read these cosines" in _texts(at, "caption")
 
 
@@ -346,3 +348,19 @@ def test_elmo_halves(fakes):
     bad = _run(lang="en", half="<b>sideways</b>")
     assert bad.radio(key="tt_half_w").value == 0 and "sideways" in _texts(bad, "caption")
     assert "tt_half_w" not in [r.key for r in _run(lang="en", models="bert").radio]  # no ELMo, no choice
+
+
+def test_sentences_at_chance_say_why(fakes, monkeypatch):
+    """Issue #13.8: a teacher's sentences whose labels no layer separates: the warning names the chance rate, the
+    smallest label, the word's counts in the training corpus, and a fix."""
+    from ctxlib import corpus
+
+    monkeypatch.setattr(corpus, "word_table", lambda w: [{"source": "pd", "sense": None, "train": 7},
+                                                         {"source": "reviews", "sense": None, "train": 1}])
+    text = "\n".join(f"苹果很好吃。 | {lab}" for lab in ("甲", "乙", "甲", "乙"))  # the same context: no layer can tell
+    at = _run(lang="en", word="苹果", s=text)
+    warn = " ".join(w.value for w in at.warning).replace("\\", "")  # markdown escapes off
+    assert "sit at chance" in warn and "0.50" in warn
+    assert "has only 2" in warn and "7 times in the People" in warn and "1 times in the reviews" in warn
+    at = _run(lang="en")  # the 苹果 example set: separated, no such warning
+    assert "sit at chance" not in " ".join(w.value for w in at.warning)

@@ -121,3 +121,20 @@ def test_every_page_renders_without_error(server, browser):
     assert len(set(titles.values())) == len(titles), titles  # each page has its own title
     assert titles[""].startswith("ctxlab")
     print("seconds per page:", took)
+
+
+def test_chinese_mode_shows_no_english_ui_text(server, browser):
+    """Issue #13.4/6: in zh mode no page shows English interface words (visible text, every tab, Plotly's text and
+    hover templates); model names, formulae, tag codes, special tokens and what the user typed may stay (the
+    allowlist in tests/zh_text.py)."""
+    from zh_text import page_english
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    found = {}
+    for path in page_paths():
+        page.goto(f"{server}/{path}?lang=zh&cap=50")
+        wait_rendered(page)
+        page.wait_for_timeout(500)
+        for where, words in page_english(page).items():
+            found[f"/{path} {where}"] = words
+    assert not found, "\n".join(f"{k} -> {v}" for k, v in found.items())

@@ -95,13 +95,13 @@ def test_type_token_long_sentences_are_cut_with_a_notice():
 # -- Polysemy atlas ----------------------------------------------------------------------------------------
 ATLAS = "pages/2_Polysemy_atlas.py"
 AT_WIDGETS = {
-    "model": (lambda at: at.radio(key="at_model").value, "bert", "is not an available model here; showing bert"),
+    "model": (lambda at: at.radio(key="at_model").value, "elmo", "is not an available model here; showing elmo"),  # ATLAS_DEFAULT
     "colour": (lambda at: at.radio(key="at_colour").value, "pos", "is not a colouring here; showing POS (People's Daily)"),
     "proj": (lambda at: at.radio(key="at_proj").value, "pca", "is not a projection here; showing PCA"),
-    "word": (lambda at: at.text_input(key="at_word_w").value, "发展", "is longer than 12 characters; showing 发展"),
+    "word": (lambda at: at.text_input(key="at_word_w").value, "地", "is longer than 12 characters; showing 地"),
     "cap": (lambda at: at.select_slider(key="at_cap").value, 300, "is not one of 50, 100, 200, 300, 500, 1000; showing 300"),
     "k": (lambda at: at.slider(key="at_k").value, 3, "is not a whole number from 2 to 8; showing 3"),
-    "layer": (lambda at: at.select_slider(key="at_layer").value, 3, "is not a whole number from 0 to 3; showing 3"),
+    "layer": (lambda at: at.select_slider(key="at_layer").value, 2, "is not a whole number from 0 to 2; showing 2"),  # ELMo
 }
 NUMBERS = ["abc", "99", "-1", "1.5", "1e3", "²", "9" * 12, HTML, LONG]
 
@@ -124,7 +124,7 @@ def test_atlas_notice_quotes_the_value():
     at = _open(ATLAS, cap="250", model="lda")
     said = _said(at)
     assert "The link's cap=250 is not one of 50, 100, 200, 300, 500, 1000; showing 300." in said
-    assert "The link's model=lda is not an available model here; showing bert." in said
+    assert "The link's model=lda is not an available model here; showing elmo." in said
 
 
 # -- Home (app.py) -----------------------------------------------------------------------------------------

@@ -179,3 +179,21 @@ def test_causal_head_summaries_and_metrics():
     assert va.head_summaries(a, toks)[0]["max_entropy"] == pytest.approx(np.log2(6))
     assert "next" not in va.metrics_for(True) and "sep" not in va.metrics_for(True) and va.metrics_for(False) == va.METRICS
     assert va.clicked_head({"selection": {"points": [{"x": 1}, {"customdata": [2, 3]}]}}) == (2, 3)
+
+
+def test_word_attention_labels_leave_the_title_alone():
+    """Issue #13.8: with sentence B the token labels turn vertical; above the map they overlapped the title."""
+    tokens = ["[CLS]"] + list("苹果手机很好用") + ["[SEP]"] + list("路上的行人都打着伞。") + ["[SEP]"]
+    wa = np.full((4, len(tokens)), 1 / len(tokens))
+    fig = va.word_attention_figure(wa, tokens, "苹果", "title")
+    assert fig.layout.xaxis.side == "bottom" and fig.layout.title.text == "title"
+    assert fig.layout.margin.b >= 14 + 9 * 5  # room for the vertical [SEP]
+    short = va.word_attention_figure(np.full((4, 5), 0.2), ["[CLS]", "苹", "果", "好", "[SEP]"], "苹果", "t")
+    assert short.layout.height < fig.layout.height
+
+
+def test_head_summary_ticks_follow_the_labels():
+    rows = va.head_summaries(np.full((2, 2, 3, 3), 1 / 3), ["[CLS]", "苹", "[SEP]"])
+    zh = va.AxisLabels(**{**va.AxisLabels()._asdict(), "head_n": "头 {n}", "layer_n": "第 {n} 层"})
+    fig = va.head_summary_figure(rows, 2, 2, "entropy", labels=zh)
+    assert list(fig.data[0].x) == ["头 1", "头 2"] and list(fig.data[0].y) == ["第 1 层", "第 2 层"]

@@ -1,5 +1,7 @@
 """The pre-training page's views, tested without streamlit."""
 
+import pytest
+
 from ctxlib.viz import pretraining as va
 
 
@@ -66,6 +68,8 @@ def test_one_position_four_ways_and_missing_models():
             return {"forward": [("<S>", 0.5), ("存", 0.3), ("取", 0.1)], "backward": [("存", 0.6), ("</S>", 0.2)]}
         if method == "next_char":
             return [("存", 0.4), ("取", 0.2)]
+        if method == "char_rank":
+            return {"token": args[1], "rank": 1, "prob": 0.4}
         return [{"candidates": [("存", 0.7), ("放", 0.1)]}]
 
     titles = {k: k + ":{context}" for k in vp.POSITION_TITLES}
@@ -73,15 +77,72 @@ def test_one_position_four_ways_and_missing_models():
     words, spans = vp.word_spans(text)
     pos = words.index("存")
     have = {"elmo": True, "gpt": True, "bert": True}
-    panels, actual = vp.one_position(text, words, spans, pos, 5, ask, have, titles, gpt_cap=3)
+    panels, actual, punct = vp.one_position(text, words, spans, pos, 5, ask, have, titles, gpt_cap=3)
     assert [p[0].split(":")[0] for p in panels] == ["forward", "backward", "gpt", "bert"]
     assert panels[0][1] == [("存", 0.3), ("取", 0.1)] and panels[1][1] == [("存", 0.6)]  # boundary symbols dropped
     assert ("gpt", "next_char", ("在银行",)) in calls  # the left context, cut to its last 3 characters
     assert ("bert", "fill_mask", ("他在银行[MASK]了一笔钱。",)) in calls
     assert actual == ["存", "存", "存", "存"] and panels[3][0] == "bert:他在银行＿了一笔钱…"
-    panels, actual = vp.one_position(text, words, spans, 0, 5, ask, {"gpt": True, "bert": True}, titles)
+    panels, actual, punct = vp.one_position(text, words, spans, 0, 5, ask, {"gpt": True, "bert": True}, titles)
+    assert punct == {}
     assert [p[0] for p in panels][0] == "gpt_none:∅" and panels[0][1] == [] and len(panels) == 2  # nothing to the left
     fig = vp.one_position_figure(panels, actual)
     assert len(fig.data) == 2
     assert vp.tail_tokens("abc 今天天气", 2) == "天气" and vp.tail_tokens("今天", 5) == "今天"
     assert vp.tail_tokens("今天 hello", 2) == "天 hello"  # an ASCII run is one token
+
+
+def test_rank_in_the_full_distribution():
+    import numpy as np
+    import torch
+
+    from ctxlib.encoder import rank_in
+
+    p = np.array([0.1, 0.4, 0.1, 0.3, 0.05, 0.05])
+    assert [rank_in(p, i)[0] for i in range(6)] == [3, 1, 3, 2, 5, 5]  # ties share the better rank
+    assert rank_in(torch.tensor(p), 3) == (2, pytest.approx(0.3))
+    with pytest.raises(ValueError):
+        rank_in(p, 6)
+
+
+def test_true_token_outside_the_top_k_gets_its_own_bar():
+    from ctxlib.viz.common import percent, with_true_bar
+
+    items = [("装", 0.2), ("换", 0.1)]
+    assert with_true_bar(items, {"token": "换", "rank": 2, "prob": 0.1}) == (items, "换")
+    bars, red = with_true_bar(items, {"token": "存", "rank": 282, "prob": 0.000254}, "{token} (rank {rank})")
+    assert bars[-1] == ("存 (rank 282)", 0.000254) and red == "存 (rank 282)"
+    bars, red = with_true_bar(items, {"token": "龘", "rank": None, "prob": None}, unknown_fmt="{token} ?")
+    assert bars[-1] == ("龘 ?", 0.0) and red == "龘 ?"
+    assert with_true_bar(items, {"token": "存", "rank": 1}) == (items, None)  # no probability known: nothing drawn
+    assert percent(0.000254) == "0.025%" and percent(0.2) == "20.0%" and percent(0.0) == "0.0%"
+    res = [{"candidates": items, "original": {"token": "存", "rank": 282, "prob": 0.000254}}]
+    fig = va.fill_mask_figure(res, ["存"], rank_fmt="{token} #{rank}")
+    assert list(fig.data[0].y)[0].startswith("存 #282") and list(fig.data[0].marker.color)[0] == "#d62728"
+
+
+def test_one_position_ranks_and_words_only():
+    from ctxlib.viz import pretraining as vp
+
+    def ask(model, method, *args, **kw):
+        if method == "lm_topk":
+            return {"forward": [("，", 0.43), ("电脑", 0.2), ("手机", 0.1)], "backward": [("。", 0.5), ("书", 0.2)],
+                    "actual": {"word": "电脑", "forward": 0.2, "backward": 0.01, "rank": {"forward": 3, "backward": 40}},
+                    "punct": {"forward": 0.45, "backward": 0.6}}
+        if method == "char_rank":
+            return {"token": args[1], "rank": 17, "prob": 0.002}
+        if method == "next_char":
+            return [("手", 0.3)]
+        return [{"candidates": [("手", 0.5)], "original": {"token": kw["originals"][0], "rank": 9, "prob": 0.01}}]
+
+    titles = {k: k + ":{context}" for k in vp.POSITION_TITLES if k not in ("rank", "unknown")}
+    text = "我昨天买了一台电脑"
+    words, spans = vp.word_spans(text)
+    pos = words.index("电脑")
+    have = {"elmo": True, "gpt": True, "bert": True}
+    panels, actual, punct = vp.one_position(text, words, spans, pos, 5, ask, have, titles, words_only=True)
+    assert panels[0][1] == [("电脑", 0.2), ("手机", 0.1)] and actual[0] == "电脑"  # "，" hidden, 电脑 among them
+    assert panels[1][1] == [("书", 0.2), ("电脑 #40", 0.01)] and actual[1] == "电脑 #40"
+    assert actual[2] == "电 #17" and actual[3] == "电 #9" and punct == {"forward": 0.45, "backward": 0.6}
+    panels, actual, _ = vp.one_position(text, words, spans, pos, 5, ask, have, titles, words_only=False)
+    assert panels[0][1][0] == ("，", 0.43)  # the true distribution, punctuation included

@@ -21,34 +21,30 @@ PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_atten
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 
 
+def _leave_pages_directory_mode() -> None:
+    """When a fresh server's first visit opens a page of pages/ directly, Streamlit runs it the pages-directory way
+    (file names as sidebar labels, in English; app.py and its st.navigation never run) and keeps doing so for every
+    session until app.py runs once. Switch that mode off here and rerun, so app.py's navigation takes over."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:
     """Every page's opening: page config, the sidebar language switch (kept in ?lang=), the presentation toggle
     (kept in ?present=1), the title.
 
     `page_title` titles the browser tab when the page runs on its own; under app.py's navigation the tab shows the
     page's name in the session's language."""
-    _leave_file_navigation()
+    _leave_pages_directory_mode()
     st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
     present.sidebar_toggle()
     if (bad := bad_lang_param()) is not None:
         state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
     st.title(msg(title_id))
-
-
-def _leave_file_navigation() -> None:
-    """A fresh server that is first opened at a page's URL (/Results, a lesson link) runs that page through
-    Streamlit's file-based navigation of pages/ (English file names, and app.py never runs) until some session runs
-    app.py's st.navigation. Streamlit keeps that choice in one class flag: clear it and rerun, so this session, and
-    every later one, goes through app.py and its navigation in the session's language (Streamlit 1.67's internals;
-    without them nothing changes)."""
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # pragma: no cover - another Streamlit
-        return
-    if getattr(PagesManager, "uses_pages_directory", None):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
 
 
 _LAYER_IDS = {"embeddings": "embeddings", "char-CNN token layer": "char_cnn", "type vector": "type_vector",

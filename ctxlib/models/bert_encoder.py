@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .. import checkpoint
-from ..encoder import Encoded, Encoder
+from ..encoder import Encoded, Encoder, rank_in
 from ..tokens import char_tokens
 from ..vocab import Vocab
 from .bert import SPECIALS, BertConfig, BertModel, CharTokenizer
@@ -139,9 +139,13 @@ class BertEncoder(CharTransformerEncoder):
         return self._pack(a + b, toks, H, A, 0, truncated, seg)
 
     @torch.no_grad()
-    def fill_mask(self, text: str, topk: int = 5) -> list[dict]:
+    def fill_mask(self, text: str, topk: int = 5, originals: list[str | None] | None = None) -> list[dict]:
         """Top-k candidates for each literal [MASK] in `text`, in order, from a softmax over the
-        non-special vocabulary: [{"index", "char_offset", "candidates": [(token, prob), ...]}]."""
+        non-special vocabulary: [{"index", "char_offset", "candidates": [(token, prob), ...]}].
+
+        With `originals` (the hidden character of each [MASK], None when unknown), each result also has "original":
+        {"token", "rank", "prob"}: its rank in the full distribution (1 = first), or rank and prob None when the
+        character is not in the vocabulary."""
         if "[MASK]" not in text:
             raise ValueError("the text has no [MASK]; write e.g. 今天天气很[MASK]")
         toks, off = [], 0
@@ -168,6 +172,12 @@ class BertEncoder(CharTransformerEncoder):
             v, j = p.topk(min(topk, len(self.tokenizer) - self.tokenizer.n_special))
             out.append({"index": i, "char_offset": o,
                         "candidates": [(self.tokenizer.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]})
+        for k, r in enumerate(out if originals is not None else []):
+            tok = originals[k] if k < len(originals) else None
+            if tok is not None:
+                tid = self.tokenizer.token_id(tok)
+                rank, prob = rank_in(probs[k], tid) if tid != self.tokenizer.unk_id else (None, None)
+                r["original"] = {"token": tok, "rank": rank, "prob": None if prob is None else round(prob, 6)}
         return out
 
     @torch.no_grad()

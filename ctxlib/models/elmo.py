@@ -27,7 +27,8 @@ import torch.nn.functional as F
 
 from .. import checkpoint
 from ..corpus import nfkc
-from ..encoder import MAX_CHARS, Encoded, Encoder
+from ..encoder import MAX_CHARS, Encoded, Encoder, rank_in
+from ..tokens import is_punct
 from ..vocab import Vocab
 
 # torch runs projected LSTMs with its generic kernel on CPU and says so on every call; nothing to act on
@@ -308,7 +309,9 @@ class ElmoEncoder(Encoder):
     def lm_topk(self, text: str, index: int, k: int = 10, target: str | None = None) -> dict:
         """At token `index`: the forward LM's top-k words given only the tokens before it, and the backward LM's
         top-k given only the tokens after it, each as [(word, probability)]. `actual` gives both LMs'
-        probability of the word that is there (<unk> if it is outside the output vocabulary)."""
+        probability of the word that is there (<unk> if it is outside the output vocabulary) and, under "rank", its
+        rank in each full distribution (1 = the most likely). `punct` gives each LM's total probability of
+        punctuation and symbol tokens (tokens.is_punct)."""
         toks = self._tokenize(text[:MAX_CHARS], target)
         if not toks:
             raise ValueError("the text has no tokens")
@@ -320,13 +323,16 @@ class ElmoEncoder(Encoder):
         hf = f[-1][0, index]  # (D,) has read <S> w_0 .. w_{index-1}
         hb = bw[-1][0, index + 2]  # (D,) has read </S> w_n .. w_{index+1}
         skip = [self.featurizer.word_vocab[s] for s in ("<pad>",)]
-        res = {"tokens": words, "spans": [(a, e) for _, a, e in toks], "index": index}
+        punct = [i for i, w in enumerate(self.featurizer.word_vocab.itos) if is_punct(w)]
+        res = {"tokens": words, "spans": [(a, e) for _, a, e in toks], "index": index, "punct": {}}
         actual = self.featurizer.word_vocab.get(nfkc(words[index]))
-        res["actual"] = {"word": self.featurizer.word_vocab.itos[actual]}
+        res["actual"] = {"word": self.featurizer.word_vocab.itos[actual], "rank": {}}
         for name, h in (("forward", hf), ("backward", hb)):
             lp = self.model.log_probs(h[None])[0]  # (V,)
             lp[skip] = -float("inf")
             top = torch.topk(lp, min(k, lp.numel() - 1))
             res[name] = [(self.featurizer.word_vocab.itos[i], float(math.exp(v))) for v, i in zip(top.values.tolist(), top.indices.tolist())]
             res["actual"][name] = float(lp[actual].exp())
+            res["actual"]["rank"][name] = rank_in(lp, actual)[0]
+            res["punct"][name] = float(lp[punct].exp().sum()) if punct else 0.0
         return res

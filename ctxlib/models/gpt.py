@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from ..encoder import rank_in
 from ..tokens import char_tokens
 from .bert_encoder import CharTransformerEncoder
 
@@ -70,6 +71,15 @@ class GptEncoder(CharTransformerEncoder):
         if topk < 1:
             raise ValueError("topk must be at least 1")
         return self._top(self._next_logits(self.prompt_ids(text)).softmax(-1), topk)
+
+    def char_rank(self, text: str, char: str) -> dict:
+        """{"token", "rank", "prob"}: where `char` stands in the full next-character distribution after `text` (rank 1
+        = the most likely); rank and prob None when `char` is not in the vocabulary."""
+        tid = self.tokenizer.token_id(char)
+        if tid == self.tokenizer.unk_id:
+            return {"token": char, "rank": None, "prob": None}
+        rank, prob = rank_in(self._next_logits(self.prompt_ids(text)).softmax(-1), tid)
+        return {"token": char, "rank": rank, "prob": round(prob, 6)}
 
     def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0) -> dict:
         """Continue `prompt` by sampling `max_new` characters, each from the model's distribution divided by

@@ -337,11 +337,12 @@ def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: s
         kinds[r["layer"] - 1][r["head"] - 1] = kind_label(r["kind"], labels)
     zmax = max((r["max_entropy"] for r in rows), default=1.0) if metric == "entropy" else 1.0
     fig = go.Figure(go.Heatmap(
-        z=z, x=[f"h{h + 1}" for h in range(n_heads)], y=[f"L{layer + 1}" for layer in range(n_layers)],
+        z=z, x=[escape(labels.head_n.format(n=h + 1)) for h in range(n_heads)],
+        y=[escape(labels.layer_n.format(n=layer + 1)) for layer in range(n_layers)],  # "头 1", "第 1 层" in zh
         colorscale="Viridis", zmin=0, zmax=zmax, customdata=kinds, texttemplate="%{z:.2f}",
         hovertemplate="%{y} %{x}: %{z:.3f}<br>%{customdata}<extra></extra>", colorbar=dict(thickness=10)))
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=title, height=80 + 34 * n_layers, margin=dict(l=40, r=10, t=40, b=10),
+    fig.update_layout(title=title, height=80 + 34 * n_layers, margin=dict(l=60, r=10, t=40, b=10),
                       font=dict(family=CJK_FONT))
     return fig
 
@@ -356,9 +357,13 @@ def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: s
         zmin=0, customdata=[tok[:T] for _ in range(n_layers)],
         hovertemplate=f"{escape(word)} → %{{customdata}}<br>%{{y}}: %{{z:.3f}}<extra></extra>",
         colorbar=dict(thickness=10)))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[escape(t) for t in tokens], side="top")
+    # The token labels sit under the map: with sentence B they are many and turn vertical, and above the map they ran
+    # into the title. The bottom margin grows with the longest label ([SEP]: 5 characters).
+    room = 14 + 9 * max((len(t) for t in tokens), default=1) if T > 12 else 30
+    fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[escape(t) for t in tokens], side="bottom",
+                     automargin=True)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=escape(title), height=100 + 36 * n_layers, margin=dict(l=60, r=10, t=70, b=10),
+    fig.update_layout(title=escape(title), height=70 + room + 36 * n_layers, margin=dict(l=60, r=10, t=50, b=room),
                       font=dict(family=CJK_FONT))
     return fig
 

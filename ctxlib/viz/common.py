@@ -28,6 +28,33 @@ def cosine_matrix(X: np.ndarray) -> np.ndarray:
     return np.clip(u @ u.T, -1.0, 1.0).astype(np.float32)
 
 
+def percent(p: float) -> str:
+    """A probability as a percentage: one decimal, or two significant digits below 0.1% (so 0.025% is not "0.0%")."""
+    return f"{p:.1%}" if p >= 0.001 or p == 0 else f"{p * 100:.2g}%"
+
+
+def with_true_bar(items: list[tuple[str, float]], true: dict | None, rank_fmt: str = "{token} #{rank}",
+                  unknown_fmt: str = "{token} ?") -> tuple[list[tuple[str, float]], str | None]:
+    """(bars, the label to draw red) for a model's candidates and the true token `true` = {"token", "rank", "prob"}
+    (None: not known). Among the candidates: they are returned as they are. Outside them: one more bar, drawn last
+    (at the bottom), labelled with the token's rank in the model's full distribution (`rank_fmt`) at its probability;
+    or, when the model's vocabulary lacks the token (rank None), labelled `unknown_fmt` at probability 0. A token with
+    a rank but no probability is only marked when it is among the candidates."""
+    items = list(items)
+    if not true or not true.get("token"):
+        return items, None
+    tok = true["token"]
+    if tok in [w for w, _ in items]:
+        return items, tok
+    if true.get("rank") is None:
+        label = unknown_fmt.format(token=tok)
+        return items + [(label, 0.0)], label
+    if true.get("prob") is None:  # its rank is not known: nothing to draw
+        return items, None
+    label = rank_fmt.format(token=tok, rank=true["rank"])
+    return items + [(label, float(true["prob"]))], label
+
+
 def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: str | list | None = None,
                 per_row: int = 2, font_size: int = 13) -> go.Figure:
     """Panels of horizontal probability bars, largest on top: [(title, [(label, p)], colour)]. `actual` (one label
@@ -51,7 +78,7 @@ def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: 
         data.append({"type": "bar", "orientation": "h", "x": probs, "y": [f"{escape(lab)}\u2002" for lab, _ in items],
                      "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "showlegend": False,
                      "marker": {"color": ["#d62728" if lab == act else color for lab, _ in items]},
-                     "text": [f"{p:.1%}" for p in probs], "textposition": "outside",
+                     "text": [percent(p) for p in probs], "textposition": "outside",
                      "hovertemplate": "%{y}: %{x:.3f}<extra></extra>"})
         top = max(probs + [0.01])
         layout[f"xaxis{sfx}"] = {"domain": [x0, x0 + w], "anchor": f"y{sfx}", "range": [0, top * 1.35],

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import expected_layer
-from .common import CJK_FONT, cosine_matrix, escape, hbar_panels
+from .common import CJK_FONT, cosine_matrix, escape, hbar_panels, with_true_bar
 
 if TYPE_CHECKING:
     from ..records import EvalResult
@@ -175,9 +175,10 @@ def _feeds(i: int, key: str, w: int) -> bool:
 # -- the 2L+1 vectors of one word --------------------------------------------------------------
 def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims: int = 128,
                          titles: tuple[str, str] = ("{word}: 2L+1 = {n} vectors (dims 1–{dims})",
-                                                    "cosine between them")) -> go.Figure:
+                                                    "cosine between them"), dim_label: str = "dim") -> go.Figure:
     """Left: the 2L+1 vectors as heatmap rows (first `max_dims` dimensions); right: their cosines. `titles`: the
-    panels' titles, the first a template with {word}, {n} (vectors) and {dims} (dimensions shown)."""
+    panels' titles, the first a template with {word}, {n} (vectors) and {dims} (dimensions shown); `dim_label`: the
+    hover's word for a dimension."""
     vecs = np.asarray(vecs, dtype=np.float32)
     shown = vecs[:, :max_dims]
     cos = cosine_matrix(vecs)
@@ -187,7 +188,7 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
                                         escape(titles[1])])
     lim = float(np.abs(shown).max()) or 1.0
     fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
-                             hovertemplate="%{y}<br>dim %{x}: %{z:.3f}<extra></extra>"), 1, 1)
+                             hovertemplate=f"%{{y}}<br>{escape(dim_label)} %{{x}}: %{{z:.3f}}<extra></extra>"), 1, 1)
     fig.add_trace(go.Heatmap(z=cos, x=names_s, y=names_s, colorscale="Viridis", zmin=-1, zmax=1,
                              texttemplate="%{z:.2f}",
                              hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=10)), 1, 2)
@@ -217,20 +218,38 @@ def drop_specials(items: list[tuple[str, float]], k: int) -> list[tuple[str, flo
     return [(w, p) for w, p in items if w not in LM_SPECIALS][:k]
 
 
-def lm_panels(lm: dict, tokens: list[str], index: int, k: int = 10, n: int = 20):
-    """From lm_topk's {"forward": [(word, p)], "backward": ...} at `index`: each LM's top `k` real words, and what
-    each has read (context_label of the words left and right of the position, `n` characters)."""
-    return (drop_specials(lm["forward"], k), drop_specials(lm["backward"], k),
+def lm_panels(lm: dict, tokens: list[str], index: int, k: int = 10, n: int = 20, words_only: bool = False):
+    """From lm_topk's {"forward": [(word, p)], "backward": ...} at `index`: each LM's top `k` real words (with
+    `words_only`, punctuation left out too: tokens.is_punct; the probabilities are the model's, not renormalised), and
+    what each has read (context_label of the words left and right of the position, `n` characters)."""
+    from ..tokens import is_punct
+
+    keep = (lambda items: [(w, p) for w, p in items if not is_punct(w)]) if words_only else list
+    return (drop_specials(keep(lm["forward"]), k), drop_specials(keep(lm["backward"]), k),
             context_label(tokens[:index], "left", n), context_label(tokens[index + 1:], "right", n))
 
 
 def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, float]], actual: str,
-                   titles: tuple[str, str]) -> go.Figure:
+                   titles: tuple[str, str], truth: dict | None = None,
+                   fmt: tuple[str, str] = ("{token} #{rank}", "{token} ?")) -> go.Figure:
     """Side by side: the forward LM's top words for the position (from the left context only) and the
-    backward LM's (from the right context only); the real word is highlighted.
+    backward LM's (from the right context only); the real word is highlighted. With `truth` (lm_topk's "actual":
+    {"word", "forward", "backward", "rank": {...}}), a real word outside a panel's list gets its own bar with its rank
+    (`fmt`: common.with_true_bar's rank and unknown labels).
 
     Built as one dict (one validation pass): make_subplots + update calls cost ~50 ms per figure."""
-    return hbar_panels([(titles[0], forward, FWD), (titles[1], backward, BWD)], actual=actual)
+    panels, reds = [], []
+    for name, items, colour, title in (("forward", forward, FWD, titles[0]), ("backward", backward, BWD, titles[1])):
+        if truth:
+            known = truth.get("word") not in (None, "<unk>")
+            true = {"token": truth["word"] if known else actual, "prob": truth.get(name),
+                    "rank": (truth.get("rank") or {}).get(name) if known else None}
+        else:
+            true = {"token": actual, "rank": 1}  # rank not known: marked only among the candidates
+        items, red = with_true_bar(items, true, *fmt)
+        panels.append((title, items, colour))
+        reds.append(red)
+    return hbar_panels(panels, actual=reds)
 
 
 # -- mixing weights from the eval files --------------------------------------------------------

@@ -10,7 +10,7 @@ import html
 import plotly.graph_objects as go
 
 from .attention import SPECIALS
-from .common import CJK_FONT, hbar_panels
+from .common import CJK_FONT, hbar_panels, with_true_bar
 
 KIND_COLORS = {"mask": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c"}
 
@@ -42,14 +42,20 @@ def mask_text(text: str, chosen: list[int], whole_word: bool = False) -> tuple[s
     return "".join(out), masked
 
 
-def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt: str = "[MASK] {n}: {orig}") -> go.Figure:
-    """One horizontal bar chart per [MASK] (at most 8): the top-k candidates and their probabilities;
-    the original character, when known, in red."""
+def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt: str = "[MASK] {n}: {orig}",
+                     rank_fmt: str = "{token} #{rank}", unknown_fmt: str = "{token} ?") -> go.Figure:
+    """One horizontal bar chart per [MASK] (at most 8): the top-k candidates and their probabilities; the original
+    character, when known, in red: among the candidates, or as one more bar below them labelled with its rank in the
+    full distribution (fill_mask's "original"; see common.with_true_bar)."""
     res = results[:8]
-    panels = [(title_fmt.format(n=k + 1, orig=originals[k] if k < len(originals) and originals[k] else "?"),
-               r["candidates"], "#1f77b4") for k, r in enumerate(res)]
-    origs = [originals[k] if k < len(originals) else None for k in range(len(res))]
-    return hbar_panels(panels, actual=origs, per_row=4, font_size=14)
+    panels, reds = [], []
+    for k, r in enumerate(res):
+        orig = originals[k] if k < len(originals) else None
+        true = r.get("original") or ({"token": orig, "rank": 1} if orig else None)  # no rank given: only mark it
+        items, red = with_true_bar(r["candidates"], true, rank_fmt, unknown_fmt)
+        panels.append((title_fmt.format(n=k + 1, orig=orig or "?"), items, "#1f77b4"))
+        reds.append(red)
+    return hbar_panels(panels, actual=reds, per_row=4, font_size=14)
 
 
 EXAMPLE_LEGEND = ("→ [MASK] 80%", "→ random 10%", "kept 10%")  # the legend of example_html, in English
@@ -180,7 +186,7 @@ def training_sample(n: int = 3000, seed: int = 0) -> list:
 # -- one position, four ways ---------------------------------------------------------------------------
 POSITION_MODELS = ("elmo", "gpt", "bert")  # the models of "one position four ways", in the page's order
 MODEL_NAMES = {"elmo": "ELMo", "gpt": "GPT", "bert": "BERT"}
-POSITION_TITLES = ("forward", "backward", "gpt", "gpt_none", "bert", "bert_none")  # the panel titles the page passes
+POSITION_TITLES = ("forward", "backward", "gpt", "gpt_none", "bert", "bert_none", "rank", "unknown")  # the panel titles the page passes
 POSITION_COLORS = {"forward": "#1f77b4", "backward": "#ff7f0e", "gpt": "#2ca02c", "bert": "#9467bd"}
 
 
@@ -202,47 +208,62 @@ def tail_tokens(text: str, cap: int) -> str:
 
 
 def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos: int, k: int, ask, have: dict,
-                 titles: dict[str, str], gpt_cap: int = 10**6):
+                 titles: dict[str, str], gpt_cap: int = 10**6, words_only: bool = False):
     """The four guesses at word `pos` of `text`: ELMo's forward LM (left context only), its backward LM (right only),
     GPT (left only, but deep: next_char of the text before the word, at most `gpt_cap` tokens of it) and BERT (both
     sides: fill_mask with the word's characters masked; the first mask's candidates).
 
     `ask(model, method, *args, **kw)` calls a loaded model's method; `have[model]` says whether it is loaded (a
-    missing model's panels are left out). `titles`: templates for POSITION_TITLES with {context}.
-    Returns (hbar_panels' panels, the real word or character of each panel): ELMo predicts words, GPT and BERT
-    characters (for a word of several characters, its first)."""
+    missing model's panels are left out). `titles`: templates for POSITION_TITLES with {context} ("rank" and
+    "unknown": the true token's bar when it is not among the top k, with {token} and {rank}). `words_only`: ELMo's
+    panels leave punctuation out (its probabilities unchanged; the share it took is returned).
+    Returns (hbar_panels' panels, the label drawn red in each panel, {"forward", "backward"}: ELMo's total probability
+    of punctuation, empty without ELMo). ELMo predicts words, GPT and BERT characters (for a word of several
+    characters, its first); a true token outside a panel's top k gets its own bar with its rank."""
+    from ..tokens import is_punct
     from .elmo import context_label, drop_specials
 
     left, right = text[:spans[pos][0]], text[spans[pos][1]:]
     masked, originals = mask_span(text, spans[pos])
     char = originals[0] if originals else words[pos]
-    panels, actual = [], []
+    panels, actual, punct = [], [], {}
+    fmt = (titles.get("rank", "{token} #{rank}"), titles.get("unknown", "{token} ?"))
+
+    def add(title, items, colour, true):
+        items, red = with_true_bar(items, true, *fmt)
+        panels.append((title, items, colour))
+        actual.append(red)
+
     if have.get("elmo"):
-        lm = ask("elmo", "lm_topk", text, pos, k=k + 6)
-        panels += [(titles["forward"].format(context=context_label(words[:pos], "left", 8)),
-                    drop_specials(lm["forward"], k), POSITION_COLORS["forward"]),
-                   (titles["backward"].format(context=context_label(words[pos + 1:], "right", 8)),
-                    drop_specials(lm["backward"], k), POSITION_COLORS["backward"])]
-        actual += [words[pos], words[pos]]
+        lm = ask("elmo", "lm_topk", text, pos, k=k + 20 if words_only else k + 6)
+        truth = lm.get("actual") or {}
+        for name, side, context in (("forward", "left", words[:pos]), ("backward", "right", words[pos + 1:])):
+            items = [(w, p) for w, p in lm[name] if not (words_only and is_punct(w))]
+            known = truth.get("word") not in (None, "<unk>")
+            true = {"token": truth["word"] if known else words[pos], "rank": truth.get("rank", {}).get(name) if known else None,
+                    "prob": truth.get(name)}
+            add(titles[name].format(context=context_label(context, side, 8)), drop_specials(items, k),
+                POSITION_COLORS[name], true if truth else {"token": words[pos], "rank": 1})  # rank unknown: mark only
+        punct = dict(lm.get("punct") or {})
     if have.get("gpt"):
         seen = tail_tokens(left, gpt_cap)
         try:
             if not seen.strip():
                 raise ValueError("nothing to the left")
             items, title = ask("gpt", "next_char", seen, topk=k), titles["gpt"]
+            true = ask("gpt", "char_rank", seen, char)
         except ValueError:  # nothing (known) to its left: GPT has nothing to go on
-            items, title = [], titles["gpt_none"]
-        panels.append((title.format(context=context_label([seen], "left", 8)), items, POSITION_COLORS["gpt"]))
-        actual.append(char)
+            items, title, true = [], titles["gpt_none"], None
+        add(title.format(context=context_label([seen], "left", 8)), items, POSITION_COLORS["gpt"], true)
     if have.get("bert"):
         both = f"{context_label([left], 'left', 4)}＿{context_label([right], 'right', 4)}"
         try:
-            items, title = ask("bert", "fill_mask", masked, topk=k)[0]["candidates"], titles["bert"]
+            res = ask("bert", "fill_mask", masked, topk=k, originals=originals)[0]
+            items, title, true = res["candidates"], titles["bert"], res.get("original") or {"token": char, "rank": 1}
         except (ValueError, IndexError):  # too long for BERT
-            items, title = [], titles["bert_none"]
-        panels.append((title.format(context=both), items, POSITION_COLORS["bert"]))
-        actual.append(char)
-    return panels, actual
+            items, title, true = [], titles["bert_none"], None
+        add(title.format(context=both), items, POSITION_COLORS["bert"], true)
+    return panels, actual, punct
 
 
 def one_position_figure(panels: list, actual: list) -> go.Figure:

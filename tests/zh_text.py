@@ -1,0 +1,91 @@
+"""What a Chinese-mode page shows in English: visible text (and Plotly's SVG text) against an allowlist of model names,
+formulae, tag codes and symbols. Used by tests/test_browser.py; `python tests/zh_text.py URL` prints a page's words."""
+from __future__ import annotations
+
+import re
+import sys
+
+# Words that stay as they are in zh mode: model and layer-type names, formulae and their symbols, the corpus's tag
+# codes, special tokens, file formats and methods known by their English names, the tools a command names.
+ALLOWED = {
+    # models and architectures
+    "word2vec", "ELMo", "BERT", "GPT", "LSTM", "biLSTM", "CNN", "char", "LM", "Transformer", "RoBERTa", "TagLM", "CoVe",
+    "CBOW", "ctxlab", "ctxlib", "SGNS",
+    # formulae, measures and their symbols
+    "softmax", "cos", "IsNext", "NotNext", "NSP", "MLM", "F1", "task", "gamma", "exp", "log", "argmax", "top", "k",
+    # special tokens
+    "CLS", "SEP", "MASK", "UNK", "unk", "pad", "PAD", "S",
+    # methods, formats, tools
+    "PCA", "t-SNE", "tSNE", "SNE", "UMAP", "means", "k-means", "CSV", "PNG", "URL", "jieba", "snownlp", "PKU", "python",
+    "GPU", "CPU", "Plotly",
+    # People's Daily (PKU) tag codes
+    "vn", "vd", "ad", "an", "nr", "ns", "nt", "nz", "Ng", "Vg", "Ag", "Dg", "Tg",
+    # the papers the text cites
+    "Peters", "Devlin", "Radford", "Coenen", "Ethayarajh", "Mikolov", "Vaswani", "Clark", "et", "al",
+    # data sets and organisations named in the lecture, and glossed terms (实例（token）)
+    "SQuAD", "BooksCorpus", "OpenAI", "Google", "token", "fill-mask", "highway", "Highway", "ScalarMix",
+    # the language switch names each language in its own words
+    "Language", "English",
+}
+MODEL_IDS = {"word2vec", "elmo", "bert", "gpt"}  # the app's model ids, lower case in pickers and titles
+NOT_WORDS = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+"  # icon ligatures (keyboard_arrow_down) and ids
+                       r"|[\w<>\u4e00-\u9fff.-]*(?:/[\w<>\u4e00-\u9fff.-]+)+")  # file paths: checkpoints/<模型>/config.json
+FORMULA = re.compile(r"^h\d$")  # h1, h2: ELMo's layer states h_{k,j}
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*[A-Za-z0-9]|[A-Za-z]{2,}")
+
+COLLECT_JS = """() => {
+  const root = document.querySelector('[data-testid="stMain"]') || document.body;
+  const side = document.querySelector('[data-testid="stSidebar"]');
+  const svg = [...document.querySelectorAll('.js-plotly-plot svg text')].map(t => t.textContent);
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {  // hover templates: shown on hover only
+    for (const tr of (gd.data || [])) {
+      for (const h of [].concat(tr.hovertemplate || [])) svg.push(String(h).replace(/%\{[^}]*\}/g, ' ').replace(/<[^>]*>/g, ' '));
+    }
+  }
+  const skip = [...root.querySelectorAll('code, pre, textarea, input, [data-testid="stCode"]')].map(e => e.innerText || e.value || '');
+  return {text: root.innerText + '\\n' + (side ? side.innerText : ''), svg: svg, skip: skip};
+}"""
+
+
+def english_words(text: str, allowed=ALLOWED) -> list[str]:
+    """The words of `text` written in Latin letters that are not allowed (single letters are symbols: n, v, x, γ)."""
+    text = NOT_WORDS.sub(" ", text)
+    for m in sorted(MODEL_IDS, key=len, reverse=True):  # "elmobiLSTM": a model id glued to a layer name
+        text = re.sub(m, f" {m} ", text, flags=re.IGNORECASE)
+    ok = lambda w: w in allowed or w.lower() in MODEL_IDS or bool(FORMULA.match(w))  # noqa: E731
+    return [w for w in WORD.findall(text) if not ok(w) and not all(ok(p) for p in re.split(r"[-']", w) if p)]
+
+
+def page_english(page, user_text: str = "") -> dict[str, list[str]]:
+    """{where: [English words]} on a rendered page: its visible text and Plotly text, after clicking every tab;
+    code blocks and input boxes (the user's own text and commands) and `user_text` are left out."""
+    found: dict[str, list[str]] = {}
+    tabs = page.query_selector_all('[data-baseweb="tab"]')
+    for i in range(max(1, len(tabs))):
+        if tabs:
+            tabs[i].click()
+            page.wait_for_timeout(800)
+        got = page.evaluate(COLLECT_JS)
+        typed = ALLOWED | set(WORD.findall(" ".join(got["skip"] + [user_text])))  # the user's own words may be English
+        for where, t in (("text", got["text"]), ("plot", "\n".join(got["svg"]))):
+            for line in t.splitlines():
+                bad = english_words(line, typed)
+                if bad:
+                    found.setdefault(f"{where}: {line.strip()[:120]}", bad)
+    return found
+
+
+if __name__ == "__main__":
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        pg = b.new_page(viewport={"width": 1400, "height": 1200})
+        for url in sys.argv[1:]:
+            pg.goto(url)
+            pg.wait_for_selector("h1", timeout=150000)
+            pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=150000)
+            pg.wait_for_timeout(1500)
+            for where, words in page_english(pg).items():
+                print(url.split("/")[-1][:30], "|", where, "->", words)
+        b.close()
