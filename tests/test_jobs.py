@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from ctxlib import corpus, jobs
+from ctxlib import jobs
 from ctxlib.evaluation import finetune_live as fl
-from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
-from ctxlib.models.bert_encoder import BertEncoder
 
 SLOT = "test-slot"
 
@@ -132,15 +130,6 @@ def test_the_job_runs_torch_on_one_thread_without_changing_others():
 
 
 # -- the live fine-tuning run, tiny BERT ---------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def tiny_bert():
-    """An untrained tiny BERT (hidden 32, 2 layers) with a character vocabulary from review text."""
-    torch.manual_seed(0)
-    tok = CharTokenizer.build(corpus.load("reviews", "train")[:500], min_count=1)
-    model = BertModel(BertConfig(vocab_size=len(tok), hidden=32, layers=2, heads=2, ffn=64, max_len=80))
-    return BertEncoder("tiny", {}, {}, None, model, tok)
-
 
 @pytest.fixture(scope="module")
 def fake_features():

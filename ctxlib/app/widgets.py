@@ -17,7 +17,8 @@ from ctxlib.records import TrainingRecord
 from . import loaders, state
 from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 
-PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing")
+PAGES = ("Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing",
+         "BERT_finetuning")
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 
 
