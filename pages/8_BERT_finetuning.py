@@ -62,7 +62,7 @@ st.button(msg("finetune.live.start"), key="ft_start", type="primary", disabled=m
           on_click=start_job)
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=2.0)
 def live_progress():
     """Polls the session's job: progress, the live plot and Cancel while it runs; its outcome kept once it ends."""
     job = jobs.get(SLOT, st.session_state.get("ft_job", -1))
@@ -71,8 +71,10 @@ def live_progress():
         st.progress(job.progress, text=msg("finetune.live.running", phase=phase, pct=round(100 * job.progress),
                                            eta=round(job.eta_s())))
         if job.points:
-            st.plotly_chart(transfer.history_figure(job.points, job.points[-1]["total"], labels("plot", ("loss", "acc", "mean", "step"))),
-                            config=PLOTLY_CONFIG, key=f"ft_live_{len(job.points)}")
+            points = list(job.points)
+            fig = loaders.cached_figure(f"ft_live|{job.id}|{len(points)}", lambda: transfer.history_figure(
+                points, points[-1]["total"], labels("plot", ("loss", "acc", "mean", "step"))))
+            st.plotly_chart(fig, config=PLOTLY_CONFIG, key="ft_live")
         if st.button(msg("finetune.live.cancel"), key="ft_cancel") or job.cancel_requested:
             job.cancel()
             st.caption(msg("finetune.live.cancelling"))
@@ -97,7 +99,7 @@ if note := st.session_state.get("ft_note"):
 st.subheader(msg("finetune.head.compare"))
 if res:
     st.success(msg("finetune.live.done", seconds=res["seconds"], ft_seconds=res["finetune_seconds"], acc=res["accuracy"],
-                   n_test=res["n_test"]))
+                   cpu_seconds=res["cpu_seconds"], n_test=res["n_test"]))
     st.plotly_chart(transfer.history_figure(res["history"], len(res["history"]), labels("plot", ("loss", "acc", "mean", "step"))),
                     config=PLOTLY_CONFIG, key="ft_history")
     base = res["baselines"]

@@ -12,7 +12,6 @@ Every text in a figure comes in `labels` (already translated); user text is esca
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .common import CJK_FONT, escape
 
@@ -30,8 +29,8 @@ def _box(x0, y0, x1, y1, text, color, fill_opacity=0.12, font_size=12, dash=None
     shape = {"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1, "layer": "below",
              "line": {"color": color, "width": 1.5, **({"dash": dash} if dash else {})},
              "fillcolor": _rgba(color, fill_opacity)}
-    note = {"x": (x0 + x1) / 2, "y": (y0 + y1) / 2, "text": text, "showarrow": False, "font": {"size": font_size},
-            "xref": "x", "yref": "y"}
+    note = {"x": (x0 + x1) / 2, "y": (y0 + y1) / 2, "text": text, "showarrow": False, "xref": "x", "yref": "y",
+            "font": {"size": font_size, "color": "#222"}}
     return shape, note
 
 
@@ -162,8 +161,8 @@ def cove_figure(labels: dict[str, str]) -> go.Figure:
                       (3, labels["label"], TASK_C)], shapes, notes)
     notes.append({"x": 7.7, "y": 5.0, "text": f"<b>{labels['task']}</b>", "showarrow": False, "xref": "x", "yref": "y"})
     notes.append(_arrow((3.42, 2.0), (5.98, 1.0), LM_C, 2.4, ""))
-    notes.append({"x": 4.7, "y": 1.75, "text": labels["copy"], "showarrow": False, "xref": "x", "yref": "y",
-                  "font": {"size": 11, "color": LM_C}, "textangle": 0})
+    notes.append({"x": 4.7, "y": 2.0, "text": labels["copy"], "showarrow": False, "xref": "x", "yref": "y",
+                  "yanchor": "bottom", "font": {"size": 11, "color": LM_C}})
     shapes.append({"type": "rect", "x0": -0.3, "x1": 9.7, "y0": -0.5, "y1": 5.4, "line": {"color": "#bbb", "dash": "dash"}})
     notes.append({"x": 4.7, "y": -0.8, "text": labels["not_here"], "showarrow": False, "xref": "x", "yref": "y",
                   "font": {"size": 11, "color": GREY}})
@@ -171,21 +170,28 @@ def cove_figure(labels: dict[str, str]) -> go.Figure:
 
 
 def history_figure(points: list[dict], total: int, labels: dict[str, str]) -> go.Figure:
-    """Loss (left) and the batch's accuracy with its running mean (right) per fine-tuning step; the x axis spans
-    all `total` steps from the start, so the live plot grows into it. labels: loss, acc, mean, step."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(labels["loss"], labels["acc"]), horizontal_spacing=0.1)
+    """Loss (left) and the batch's accuracy with its running mean (right) per fine-tuning step; the x axes span
+    all `total` steps from the start, so the live plot grows into them. labels: loss, acc, mean, step."""
     steps = [p["step"] for p in points]
     acc = [p["acc"] for p in points]
     mean = [sum(acc[:k + 1]) / (k + 1) for k in range(len(acc))]
-    fig.add_trace(go.Scatter(x=steps, y=[p["loss"] for p in points], mode="lines+markers", name=labels["loss"],
-                             line={"color": HEAD_C}), 1, 1)
-    fig.add_trace(go.Scatter(x=steps, y=acc, mode="markers", name=labels["acc"], marker={"color": BERT_C, "opacity": 0.5}), 1, 2)
-    fig.add_trace(go.Scatter(x=steps, y=mean, mode="lines", name=labels["mean"], line={"color": BERT_C}), 1, 2)
-    fig.update_xaxes(range=[0, max(total, 1) + 0.5], title_text=labels["step"])
-    fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"family": CJK_FONT},
-                      legend={"orientation": "h", "y": -0.25})
-    return fig
+    xr = [0, max(total, 1) + 0.5]
+    data = [{"type": "scatter", "x": steps, "y": [p["loss"] for p in points], "mode": "lines+markers",
+             "name": labels["loss"], "line": {"color": HEAD_C}},
+            {"type": "scatter", "x": steps, "y": acc, "mode": "markers", "name": labels["acc"], "xaxis": "x2",
+             "yaxis": "y2", "marker": {"color": BERT_C, "opacity": 0.5}},
+            {"type": "scatter", "x": steps, "y": mean, "mode": "lines", "name": labels["mean"], "xaxis": "x2",
+             "yaxis": "y2", "line": {"color": BERT_C}}]
+    title = lambda text, x: {"text": text, "x": x, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "center",  # noqa: E731
+                             "yanchor": "bottom", "showarrow": False, "font": {"size": 13}}
+    layout = {"xaxis": {"domain": [0, 0.45], "range": xr, "title": {"text": labels["step"]}},
+              "yaxis": {"rangemode": "tozero"},
+              "xaxis2": {"domain": [0.55, 1], "range": xr, "title": {"text": labels["step"]}, "anchor": "y2"},
+              "yaxis2": {"range": [0, 1.02], "anchor": "x2"},
+              "annotations": [title(labels["loss"], 0.225), title(labels["acc"], 0.775)], "height": 300,
+              "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "font": {"family": CJK_FONT},
+              "legend": {"orientation": "h", "y": -0.3}}
+    return go.Figure({"data": data, "layout": layout})
 
 
 def comparison_figure(rows: list[tuple[str, float | None]], majority: float | None, labels: dict[str, str]) -> go.Figure:
