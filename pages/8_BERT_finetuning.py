@@ -1,25 +1,23 @@
 """BERT fine-tuning, live: the [CLS] head on the architecture, a background fine-tuning job (one per server) with
 its loss and accuracy per step, the result beside frozen features on the same reviews; then TagLM and CoVe."""
 import time
-import uuid
 
 import streamlit as st
 
-from ctxlib import checkpoint, jobs, records
+from ctxlib import checkpoint, records
 from ctxlib.app import loaders, widgets
 from ctxlib.app.i18n import lang, msg, prose
+from ctxlib.app.job_panel import job_panel
 from ctxlib.evaluation import finetune_live as fl
 from ctxlib.tokens import char_tokens
 from ctxlib.viz import elmo as ve
 from ctxlib.viz import transfer
 from ctxlib.viz.common import PLOTLY_CONFIG
 
-SLOT = "finetune"
 _t0 = time.perf_counter()
 widgets.page_header("BERT fine-tuning", "finetune.title")
 st.markdown(prose("finetune_intro"))
 bert, _ = widgets.require_model("bert", "BERT")
-owner = st.session_state.setdefault("ft_owner", uuid.uuid4().hex)
 res = st.session_state.get("ft_result")
 labels = lambda area, keys: {k: msg(f"finetune.{area}.{k}") for k in keys}  # noqa: E731
 
@@ -41,60 +39,17 @@ st.caption(msg("finetune.live.settings", n_train=fl.N_TRAIN, n_test=fl.N_TEST, m
                batch=fl.BATCH, lr=fl.LR))
 
 
-def start_job():
-    """The Start button's callback (before the page is drawn, so the button is drawn disabled at once)."""
-    elmo, w2v = loaders.try_load("elmo")[0], loaders.try_load("word2vec")[0]
-    st.session_state.pop("ft_note", None)
-    try:
-        job = jobs.start(SLOT, lambda j: fl.run(j, bert, elmo, w2v, n_train=fl.N_TRAIN, n_test=fl.N_TEST), owner=owner)
-    except jobs.Busy as b:
-        st.session_state["ft_note"] = ("warning", msg("finetune.live.busy", pct=round(100 * b.job.progress), eta=round(b.job.eta_s())))
-        return
-    st.session_state["ft_job"] = job.id
-    st.session_state.pop("ft_result", None)
+
+def live_plot(job):
+    if points := list(job.points):
+        fig = loaders.cached_figure(f"ft_live|{job.id}|{len(points)}", lambda: transfer.history_figure(
+            points, points[-1]["total"], labels("plot", ("loss", "acc", "mean", "step"))))
+        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="ft_live")
 
 
-mine = jobs.get(SLOT, st.session_state.get("ft_job", -1))
-other = jobs.current(SLOT)
-if other is not None and other.running and other.owner != owner:
-    st.info(msg("finetune.live.busy_now", pct=round(100 * other.progress), eta=round(other.eta_s())))
-st.button(msg("finetune.live.start"), key="ft_start", type="primary", disabled=mine is not None and mine.running,
-          on_click=start_job)
-
-
-@st.fragment(run_every=2.0)
-def live_progress():
-    """Polls the session's job: progress, the live plot and Cancel while it runs; its outcome kept once it ends."""
-    job = jobs.get(SLOT, st.session_state.get("ft_job", -1))
-    if job is not None and job.running:
-        phase = msg(f"finetune.phase.{job.phase or 'data'}")
-        st.progress(job.progress, text=msg("finetune.live.running", phase=phase, pct=round(100 * job.progress),
-                                           eta=round(job.eta_s())))
-        if job.points:
-            points = list(job.points)
-            fig = loaders.cached_figure(f"ft_live|{job.id}|{len(points)}", lambda: transfer.history_figure(
-                points, points[-1]["total"], labels("plot", ("loss", "acc", "mean", "step"))))
-            st.plotly_chart(fig, config=PLOTLY_CONFIG, key="ft_live")
-        if st.button(msg("finetune.live.cancel"), key="ft_cancel") or job.cancel_requested:
-            job.cancel()
-            st.caption(msg("finetune.live.cancelling"))
-        return
-    st.session_state.pop("ft_job", None)
-    if job is None:
-        st.session_state["ft_note"] = ("warning", msg("finetune.live.lost"))
-    elif job.state == jobs.DONE:
-        st.session_state["ft_result"] = job.result
-    elif job.state == jobs.CANCELLED:
-        st.session_state["ft_note"] = ("info", msg("finetune.live.cancelled", steps=len(job.points)))
-    else:
-        st.session_state["ft_note"] = ("error", msg("finetune.live.failed", error=widgets.escape_md(job.error)))
-    st.rerun()
-
-
-if "ft_job" in st.session_state:
-    live_progress()
-if note := st.session_state.get("ft_note"):
-    getattr(st, note[0])(note[1])
+elmo, w2v = loaders.try_load("elmo")[0], loaders.try_load("word2vec")[0]
+job_panel("finetune", "ft", lambda j: fl.run(j, bert, elmo, w2v, n_train=fl.N_TRAIN, n_test=fl.N_TEST),
+          ids="finetune.live", phase_ids="finetune.phase", live_view=live_plot)
 
 st.subheader(msg("finetune.head.compare"))
 if res:
@@ -134,3 +89,4 @@ st.subheader(msg("finetune.head.cove"))
 st.markdown(prose("cove"))
 st.plotly_chart(transfer.cove_figure(labels("cove_fig", transfer.COVE_LABELS)), config=PLOTLY_CONFIG)
 widgets.record_time("bert_finetuning", _t0)
+loaders.prewarm_corpus()  # after the page is drawn: the live run reads the reviews

@@ -204,9 +204,10 @@ def comparison_figure(rows: list[tuple[str, float | None]], majority: float | No
     fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", marker={"color": colors},
                            text=[labels["missing"] if v is None else f"{v:.3f}" for _, v in rows], textposition="outside",
                            hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    if majority is not None:
-        fig.add_vline(x=majority, line={"dash": "dot", "color": GREY},
-                      annotation={"text": labels["majority"].format(v=majority), "font": {"size": 11}})
+    if majority is not None:  # the line's label above the plot, clear of the bars
+        fig.add_vline(x=majority, line={"dash": "dot", "color": GREY})
+        fig.add_annotation(x=majority, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
+                           text=labels["majority"].format(v=majority), font={"size": 11, "color": GREY})
     fig.update_layout(title=labels["title"], height=110 + 44 * len(rows), xaxis={"range": [0, 1.08], "title": labels["accuracy"]},
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, font={"family": CJK_FONT})
+                      margin={"l": 10, "r": 10, "t": 70, "b": 10}, font={"family": CJK_FONT})
     return fig
