@@ -36,3 +36,19 @@ def elmo_tiny(tmp_path_factory):
         return elmo.train("tiny", device="cpu", out=tmp_path_factory.mktemp("elmo") / "elmo", paragraphs=pars)
     finally:
         torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert():
+    """An untrained tiny BERT encoder (hidden 32, 2 layers) with a character vocabulary from 500 training reviews:
+    enough to run fine-tuning code paths (the fine-tuning job, its page) in seconds."""
+    import torch
+
+    from ctxlib import corpus
+    from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
+    from ctxlib.models.bert_encoder import BertEncoder
+
+    torch.manual_seed(0)
+    tok = CharTokenizer.build(corpus.load("reviews", "train")[:500], min_count=1)
+    model = BertModel(BertConfig(vocab_size=len(tok), hidden=32, layers=2, heads=2, ffn=64, max_len=80))
+    return BertEncoder("tiny", {}, {}, None, model, tok)

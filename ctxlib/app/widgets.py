@@ -17,7 +17,7 @@ from . import loaders, present, state
 from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 
 PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing",
-         "Results", "Training")
+         "Results", "BERT_finetuning", "Training")
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 
 

@@ -9,6 +9,7 @@ import logging
 import math
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -45,9 +46,11 @@ class _Classifier(nn.Module):
 
 def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *, epochs: int = 3, lr: float = 1e-4,
               batch: int = 32, seed: int = 0, head: str = "cls", device: str = "cpu", bf16: bool = False,
-              warmup: float = 0.1) -> _Classifier:
+              warmup: float = 0.1, callback: Callable[[int, int, float, float], None] | None = None) -> _Classifier:
     """Fine-tune a copy of `model` with a classification head on all weights: AdamW, `warmup` share of linear warmup
-    then linear decay, batches of similar lengths in random order. The given model is left as it was."""
+    then linear decay, batches of similar lengths in random order. The given model is left as it was.
+    callback(step, total, loss, batch accuracy) after each step (the app's live plot; an exception it raises stops
+    the run)."""
     dev = torch.device(device)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -59,6 +62,7 @@ def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *,
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / w) * max(0.0, 1 - s / steps))
     clf.train()
     L = model.cfg.max_len
+    done = 0
     for _ in range(epochs):
         order = rng.permutation(len(texts))
         pool = 16 * batch
@@ -71,12 +75,16 @@ def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *,
             ids = _batch_ids(tok, [texts[i] for i in idx], L).to(dev)
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = clf(ids, torch.zeros_like(ids))
-            loss = F.cross_entropy(logits.float(), torch.tensor(y[idx], device=dev))
+            gold = torch.tensor(y[idx], device=dev)
+            loss = F.cross_entropy(logits.float(), gold)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(clf.parameters(), 1.0)
             opt.step()
             sched.step()
+            if callback is not None:
+                done += 1
+                callback(done, steps, float(loss.detach()), float((logits.argmax(-1) == gold).float().mean()))
     return clf.eval()
 
 

@@ -1,0 +1,167 @@
+"""AppTest for the BERT fine-tuning page: the [CLS] head drawing, a live run with a tiny BERT (progress, the result
+beside the frozen baselines), Cancel, a second user refused while a run holds the server, the full-size figures
+read from the eval files, and the TagLM / CoVe sections."""
+import json
+import threading
+import time
+
+import pytest
+from app_fakes import FakeEncoder
+from app_pages import PAGES, chart_specs, run_page
+
+from ctxlib import checkpoint, jobs, records
+from ctxlib.app import loaders
+from ctxlib.evaluation import finetune_live as fl
+
+PAGE = "8_BERT_finetuning.py"
+TITLE = "Fine-tuning BERT, and the feature-based predecessors"
+
+
+@pytest.fixture
+def models(monkeypatch, tiny_bert):
+    """The tiny BERT and instant stand-ins for ELMo and word2vec; a live run of 24 / 16 reviews."""
+    encs = {"bert": tiny_bert, "elmo": FakeEncoder("elmo", 3), "word2vec": FakeEncoder("word2vec", 1)}
+    monkeypatch.setattr(loaders, "load_encoder", lambda name: encs[name])
+    monkeypatch.setattr(fl, "N_TRAIN", 24)
+    monkeypatch.setattr(fl, "N_TEST", 16)
+    yield encs
+    job = jobs.current("finetune")
+    if job is not None:
+        job.cancel()
+        assert job.wait(60)
+
+
+def _run(at=None, **qp):
+    return run_page(PAGE, TITLE, at, timeout=180, **qp)
+
+
+def _wait_for(cond, timeout=120):
+    t0 = time.time()
+    while not cond():
+        assert time.time() - t0 < timeout, "timed out"
+        time.sleep(0.05)
+
+
+def _texts(at, kind):
+    return " ".join(e.value for e in getattr(at, kind))
+
+
+def test_page_before_a_run(models):
+    at = _run()
+    assert [s.value.split(".")[0] for s in at.subheader] == ["1", "2", "3", "4", "5"]
+    specs = chart_specs(at)
+    drawing = json.dumps(specs[0])
+    assert "[CLS]" in drawing and "pooler" in drawing and "layer 2" in drawing and "layer 3" not in drawing  # tiny: 2 layers
+    assert "p = " not in drawing  # no fine-tuned head yet, no probabilities
+    assert at.button(key="ft_start").disabled is False
+    # the full-size figures are the eval files' numbers
+    table = at.dataframe[0].value
+    bert_ev = records.read_evals(checkpoint.resolve("bert"), ["sentiment"])[0].get("sentiment")
+    elmo_ev = records.read_evals(checkpoint.resolve("elmo"), ["sentiment"])[0].get("sentiment")
+    want = [round(v, 3) for _, v, _ in fl.full_size_rows(bert_ev, elmo_ev)]
+    assert list(table.iloc[:, 1]) == want
+    if elmo_ev is not None:
+        assert round(elmo_ev.input_score, 3) in want
+    # TagLM and CoVe: diagrams, and CoVe says there is no model
+    assert any("TagLM" in json.dumps(s) for s in specs) and any("CoVe" in json.dumps(s) for s in specs)
+    assert "no CoVe model" in _texts(at, "markdown")
+    assert "ELMo_layers?lang=en" in _texts(at, "markdown")
+    assert not at.error
+
+
+def test_live_run_shows_progress_then_the_comparison(models):
+    at = _run()
+    at.button(key="ft_start").click()
+    at.run()
+    assert not at.exception, at.exception
+    job = jobs.current("finetune")
+    assert job is not None and job.owner == at.session_state["ft_owner"]
+    assert at.button(key="ft_start").disabled or job.state == jobs.DONE  # no second start from the same session
+    assert job.wait(120) and job.state == jobs.DONE, job.error
+    at.run()  # the poll sees the end and keeps the result
+    assert not at.exception, at.exception
+    res = job.result
+    assert at.session_state["ft_result"] is res and "ft_job" not in at.session_state
+    assert f"test accuracy {res['accuracy']:.3f} on 16 held-out reviews" in _texts(at, "success")
+    specs = chart_specs(at)
+    bars = [s for s in specs if s["data"] and s["data"][0].get("type") == "bar" and s["data"][0].get("orientation") == "h"]
+    assert bars, "the comparison chart"
+    xs = bars[0]["data"][0]["x"][::-1]  # first row on top
+    b = res["baselines"]
+    assert xs == [res["accuracy"], b["bert_cls"], b["elmo"], b["word2vec"]]
+    history = [s for s in specs if any(tr.get("name") == "loss per step" for tr in s["data"])]
+    assert history and len(history[0]["data"][0]["x"]) == len(res["history"]) == 3  # 24 reviews, batch 8
+    # the drawing now shows the fine-tuned head's probability for a held-out review
+    assert at.selectbox(key="ft_example_True").options[0] == res["examples"][0][0]
+    assert f"p = {res['examples'][0][2]:.2f}" in json.dumps(specs[0])
+
+
+def _slow_work(job):
+    for k in range(1, 10_000):
+        time.sleep(0.01)
+        job.report(k / 10_000, {"step": k, "total": 10_000, "loss": 0.7, "acc": 0.5}, phase="finetune")
+
+
+def test_cancel_stops_the_run(models, monkeypatch):
+    monkeypatch.setattr(fl, "run", lambda job, *a, **kw: _slow_work(job))
+    at = _run()
+    at.button(key="ft_start").click()
+    at.run()
+    job = jobs.current("finetune")
+    _wait_for(lambda: len(job.points) > 2)
+    at.run()
+    assert at.get("progress"), "a progress bar while the job runs"
+    at.button(key="ft_cancel").click()
+    at.run()
+    assert job.wait(10) and job.state == jobs.CANCELLED
+    at.run()
+    assert "Fine-tuning cancelled" in _texts(at, "info")
+    assert "ft_result" not in at.session_state and not at.get("progress")
+    assert at.button(key="ft_start").disabled is False  # free to start again
+
+
+def test_a_second_user_is_refused_while_a_run_holds_the_server(models):
+    gate = threading.Event()
+
+    def other_users_run(job):
+        job.report(0.3, phase="finetune")
+        gate.wait(60)
+
+    theirs = jobs.start("finetune", other_users_run, owner="someone else")
+    try:
+        _wait_for(lambda: theirs.progress >= 0.3)
+        at = _run()
+        assert "Someone is fine-tuning right now (30% done" in _texts(at, "info")
+        at.button(key="ft_start").click()
+        at.run()
+        assert not at.exception, at.exception
+        warning = _texts(at, "warning")
+        assert "Another fine-tuning is running on this server (30% done). Try again in about" in warning
+        assert jobs.current("finetune") is theirs and "ft_job" not in at.session_state
+    finally:
+        gate.set()
+        assert theirs.wait(10)
+    at.button(key="ft_start").click()  # their run is over: this user's starts
+    at.run()
+    assert jobs.current("finetune") is not theirs
+    assert jobs.current("finetune").owner == at.session_state["ft_owner"]
+
+
+def test_page_in_chinese_after_a_run(models):
+    from streamlit.testing.v1 import AppTest
+    from test_app_chinese import _english
+
+    at = AppTest.from_file(str(PAGES / PAGE), default_timeout=180)
+    at.query_params["lang"] = "zh"
+    at.run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "BERT 微调，以及基于特征的前身"
+    at.button(key="ft_start").click()
+    at.run()
+    assert jobs.current("finetune").wait(120)
+    at.run()
+    assert not at.exception, at.exception
+    assert "测试准确率" in _texts(at, "success")
+    specs = json.dumps(chart_specs(at), ensure_ascii=False)
+    assert "负面" in specs and "每步的损失" in specs and "BERT 微调（[CLS] 分类头，全部权重）" in specs
+    assert not _english(at), _english(at)
