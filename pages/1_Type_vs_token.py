@@ -62,7 +62,7 @@ full = dict(data)  # the CSV holds whole vectors; ELMo's may be shown as one hal
 half = elmo_halves.picker(data, texts, word)
 
 sims = {m: cosine_matrix(d.vecs[:, layers[m]]) for m, d in data.items()}
-zmin = min(0.99, *(float(S.min()) for S in sims.values()))  # one colour scale for every model's heatmap
+zmin = min([0.99, *(float(S.min()) for S in sims.values())])  # one colour scale for every model's heatmap
 for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
     j, h = layers[m], half if m == "elmo" else None
     xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}|{h}", explore.type_token_points(d, j), method)

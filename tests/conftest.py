@@ -1,5 +1,17 @@
 """Shared fixtures: tiny word2vec and ELMo checkpoints, trained once per test session on a corpus slice."""
+import sys
+
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """Streamlit's script runner (AppTest) installs each page it runs as sys.modules["__main__"] and leaves it there;
+    a later test that spawns processes (the DDP test) would then re-run that page in every child. Put pytest's back."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
 
 
 @pytest.fixture(scope="session")

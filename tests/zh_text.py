@@ -9,27 +9,32 @@ import sys
 # codes, special tokens, file formats and methods known by their English names, the tools a command names.
 ALLOWED = {
     # models and architectures
-    "word2vec", "ELMo", "BERT", "GPT", "LSTM", "biLSTM", "CNN", "char", "LM", "Transformer", "RoBERTa", "TagLM", "CoVe",
+    "word2vec", "ELMo", "BERT", "GPT", "LSTM", "biLSTM", "CNN", "RNN", "biRNN", "CRF", "char", "LM", "Transformer", "RoBERTa", "ALBERT", "TagLM", "CoVe",
     "CBOW", "ctxlab", "ctxlib", "SGNS",
     # formulae, measures and their symbols
-    "softmax", "cos", "IsNext", "NotNext", "NSP", "MLM", "F1", "task", "gamma", "exp", "log", "argmax", "top", "k",
+    "softmax", "tanh", "cos", "IsNext", "NotNext", "NSP", "MLM", "F1", "task", "gamma", "exp", "log", "argmax", "top", "k",
+    "top-1", "top-5",
     # special tokens
     "CLS", "SEP", "MASK", "UNK", "unk", "pad", "PAD", "S",
     # methods, formats, tools
     "PCA", "t-SNE", "tSNE", "SNE", "UMAP", "means", "k-means", "CSV", "PNG", "URL", "jieba", "snownlp", "PKU", "python",
     "GPU", "CPU", "Plotly",
+    # units and number formats
+    "KiB", "MiB", "KB", "MB", "GB", "nats", "bits", "int8", "fp32", "bf16",
     # People's Daily (PKU) tag codes
     "vn", "vd", "ad", "an", "nr", "ns", "nt", "nz", "Ng", "Vg", "Ag", "Dg", "Tg",
     # the papers the text cites
-    "Peters", "Devlin", "Radford", "Coenen", "Ethayarajh", "Mikolov", "Vaswani", "Clark", "et", "al",
+    "Peters", "Devlin", "Radford", "Lan", "Liu", "McCann", "Coenen", "Ethayarajh", "Mikolov", "Vaswani", "Clark", "et", "al",
     # data sets and organisations named in the lecture, and glossed terms (实例（token）)
-    "SQuAD", "BooksCorpus", "OpenAI", "Google", "token", "fill-mask", "highway", "Highway", "ScalarMix",
+    "SQuAD", "BooksCorpus", "GloVe", "POS", "NER", "B", "I", "PER", "LOC", "ORG", "OpenAI", "Google", "token", "fill-mask", "highway", "Highway", "ScalarMix",
     # the language switch names each language in its own words
     "Language", "English",
 }
+NAMES_WITH_IDS = ("RoBERTa", "ALBERT", "BERT-base", "BERT-large", "GPT-2")  # models the lecture's text cites
 MODEL_IDS = {"word2vec", "elmo", "bert", "gpt"}  # the app's model ids, lower case in pickers and titles
 NOT_WORDS = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+"  # icon ligatures (keyboard_arrow_down) and ids
-                       r"|[\w<>\u4e00-\u9fff.-]*(?:/[\w<>\u4e00-\u9fff.-]+)+")  # file paths: checkpoints/<模型>/config.json
+                       r"|[\w<>\u4e00-\u9fff.-]*(?:/[\w<>\u4e00-\u9fff.-]+)+"
+                       r"|\b\w+\.(?:json|npz|pt|csv|txt|md|toml)\b")  # paths and file names
 FORMULA = re.compile(r"^h\d$")  # h1, h2: ELMo's layer states h_{k,j}
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*[A-Za-z0-9]|[A-Za-z]{2,}")
 
@@ -50,6 +55,9 @@ COLLECT_JS = """() => {
 def english_words(text: str, allowed=ALLOWED) -> list[str]:
     """The words of `text` written in Latin letters that are not allowed (single letters are symbols: n, v, x, γ)."""
     text = NOT_WORDS.sub(" ", text)
+    text = re.sub(r"《[^》]*》", " ", text)  # a cited work's own title
+    for name in NAMES_WITH_IDS:  # names that contain a model id: allowed whole, before the ids are split off
+        text = text.replace(name, " ")
     for m in sorted(MODEL_IDS, key=len, reverse=True):  # "elmobiLSTM": a model id glued to a layer name
         text = re.sub(m, f" {m} ", text, flags=re.IGNORECASE)
     ok = lambda w: w in allowed or w.lower() in MODEL_IDS or bool(FORMULA.match(w))  # noqa: E731

@@ -236,7 +236,7 @@ def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B
             textposition=["middle right" if rows[k]["margin"] >= 0 else "middle left" for k in idx],
             customdata=[[rows[k]["cos_ab"], rows[k]["cos_ac"]] for k in idx], showlegend=False,
             hovertemplate="%{y}<br>cos(A,B) = %{customdata[0]:.4f}<br>cos(A,C) = %{customdata[1]:.4f}"
-                          "<br>margin = %{x:+.4f}<extra></extra>"), 1, 1)
+                          "<br>" + escape(margin_title) + " = %{x:+.4f}<extra></extra>"), 1, 1)
         ranked = [k for k in idx if rows[k].get("rank") is not None]
         fig.add_trace(go.Bar(x=[rows[k]["rank"] for k in ranked], y=[ys[k] for k in ranked], orientation="h",
                              marker_color=col, opacity=0.75, showlegend=False, name=escape(m),
