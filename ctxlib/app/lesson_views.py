@@ -15,7 +15,7 @@ from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
 from ctxlib.viz.lesson import pair_cosines_figure
 
 from . import loaders, state, widgets
-from .i18n import escape_md, lang, msg
+from .i18n import escape_md, msg
 
 UPLOAD = "lesson_upload"
 
