@@ -22,21 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def tiny_elmo():
     """The untrained tiny ELMo of tests/test_viz_elmo.py (the 'tiny' preset's sizes, vocabularies from 200 paragraphs)."""
-    from dataclasses import asdict
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from test_viz_elmo import build_tiny_elmo
 
-    import torch
-
-    from ctxlib import corpus
-    from ctxlib.models import elmo
-    from ctxlib.training import elmo as elmo_training
-
-    sents = [p.words for p in corpus.load("pd", "train")[:200]]
-    cfg = elmo.ElmoConfig(**elmo_training.PRESETS["tiny"].model)
-    wv, cv = elmo_training.build_vocabs(sents, cfg)
-    cfg.n_chars, cfg.vocab_size = len(cv), min(cfg.vocab_size, len(wv))
-    cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
-    torch.manual_seed(0)
-    return elmo.ElmoEncoder("elmo-tiny", asdict(cfg), {}, None, elmo.ElmoLM(cfg), wv, cv)
+    return build_tiny_elmo()
 
 
 def main() -> None:

@@ -120,8 +120,7 @@ def test_history_weights_accepts_lists_and_dicts():
     assert len(fig.data) == 3
 
 
-@pytest.fixture(scope="module")
-def tiny_elmo():
+def build_tiny_elmo():
     """A tiny ELMo (the 'tiny' preset's sizes, vocabularies from 200 paragraphs) with untrained weights: the live
     training only fits the ScalarMix and the head, so the biLM need not be trained (training it takes minutes
     on a busy 2-core machine)."""
@@ -140,6 +139,11 @@ def tiny_elmo():
     cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
     torch.manual_seed(0)
     return elmo.ElmoEncoder("elmo-tiny", asdict(cfg), {}, None, elmo.ElmoLM(cfg), wv, cv)
+
+
+@pytest.fixture(scope="module")
+def tiny_elmo():
+    return build_tiny_elmo()
 
 
 def test_live_mix_training_moves_weights_and_l2_pulls_to_uniform(tiny_elmo):
