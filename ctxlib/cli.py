@@ -1,4 +1,4 @@
-"""Command line: python -m ctxlib corpus|train|embed|info|eval|fill-mask|generate.
+"""Command line: python -m ctxlib corpus|train|embed|info|eval|fill-mask|generate|serve.
 
 User errors (missing word, unknown model, bad file) exit with code 2 and one
 clear line on stderr; nothing is written.
@@ -240,6 +240,12 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from . import serve
+
+    return serve.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ctxlib", description="Train and inspect small word2vec, ELMo, BERT and GPT models.")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -310,6 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true", help="the text and every step's choice and top-5 candidates")
     s.set_defaults(fn=cmd_generate)
+
+    s = sub.add_parser("serve", help="serve a class: haproxy in front of N Streamlit processes, cookie-sticky")
+    from .serve import add_arguments as add_serve_arguments
+
+    add_serve_arguments(s)
+    s.set_defaults(fn=cmd_serve)
     return p
 
 
