@@ -51,8 +51,16 @@ def test_config_brackets_ipv6_and_rejects_bad_backends():
         serve.haproxy_config([serve.Backend("s1", "a", 1), serve.Backend("s1", "b", 2)])
 
 
-@pytest.mark.skipif(serve.find_haproxy() is None, reason="haproxy is not installed (apt-get install haproxy)")
-def test_haproxy_accepts_the_config(tmp_path):
+@pytest.fixture
+def haproxy_or_skip():
+    if serve.find_haproxy() is None:
+        reason = "haproxy is not installed (apt-get install haproxy); .ci/run installs it"
+        if os.environ.get("CTXLAB_REQUIRE_SERVE") == "1":
+            pytest.fail(f"CTXLAB_REQUIRE_SERVE=1 but {reason}")
+        pytest.skip(reason)
+
+
+def test_haproxy_accepts_the_config(haproxy_or_skip, tmp_path):
     plan = serve.make_plan(3, 8501, "0.0.0.0", remotes=[("10.1.2.3", 8502)])
     conf = tmp_path / "haproxy.cfg"
     conf.write_text(plan.config)
@@ -166,19 +174,11 @@ def _get(url, cookie=None):
         return r.status, r.headers, r.read()
 
 
-@pytest.fixture
-def haproxy_or_skip():
-    if serve.find_haproxy() is None:
-        reason = "haproxy is not installed (apt-get install haproxy); .ci/run installs it"
-        if os.environ.get("CTXLAB_REQUIRE_SERVE") == "1":
-            pytest.fail(f"CTXLAB_REQUIRE_SERVE=1 but {reason}")
-        pytest.skip(reason)
-    if not Path("/proc/self/stat").exists():
-        pytest.skip("needs /proc to list the children")
-
-
 def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_skip, tmp_path):
     from websockets.sync.client import connect  # a Streamlit dependency
+
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc to list serve's children (Linux)")
 
     port = _free_run(3)
     base = port + 1
