@@ -83,7 +83,7 @@ def haproxy_config(backends: list[Backend], *, host: str = "127.0.0.1", port: in
         raise ValueError(f"backend names must be unique, got {names}")
     inter = f"{int(check_interval_s * 1000)}ms"
     servers = "\n".join(
-        f"    server {b.name} {_hap_addr(b.host, b.port)} cookie {b.name} check inter {inter} fall 3 rise 2"
+        f"    server {b.name} {_hap_addr(b.host, b.port)} cookie {b.name} check inter {inter} fall 3 rise 1"
         for b in backends)
     return f"""\
 # written by `python -m ctxlib serve` for this run only; see ctxlib/serve.py
@@ -110,15 +110,20 @@ frontend ctxlab
     default_backend streamlit
 
 backend streamlit
-    # a new browser goes to the backend with the fewest open connections (websockets: the fewest students);
+    # each new browser (no cookie yet) goes to the next backend in turn, so a class that opens the link at once is
+    # split evenly (leastconn split 30 simultaneous students 12/18 here: idle keep-alive connections count);
     # the cookie then keeps all of that browser's requests, the websocket included, on the same backend
-    balance leastconn
+    balance roundrobin
     cookie {COOKIE} insert indirect nocache httponly
     # which backend answered, for the teacher's browser tools and the tests
     http-response set-header X-Ctxlab-Backend %[srv_name]
     option httpchk
     http-check send meth GET uri {HEALTH}
     http-check expect status 200
+    # a busy backend is not a dead one: with 30 students on 2 cores /_stcore/health took over 2 s, and a 2 s check
+    # timeout marked both backends down (503 for everyone). A dead backend refuses the connection at once, so it is
+    # still out within fall x inter; a hung one within fall x 30 s
+    timeout check 30s
     # a backend that is down: its students are sent to another one (their session starts again there)
     option redispatch
     retries 2
@@ -244,9 +249,12 @@ def _port_in_use(host: str, port: int) -> bool:
     return False
 
 
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through $http_proxy
+
+
 def _healthy(url: str, timeout: float = 2.0) -> bool:
     try:
-        with urllib.request.urlopen(url + HEALTH, timeout=timeout) as r:
+        with _DIRECT.open(url + HEALTH, timeout=timeout) as r:
             return r.status == 200
     except OSError:
         return False
@@ -256,7 +264,7 @@ def _served_by(proxy_url: str, name: str) -> str | None:
     """Which backend the proxy sends a browser holding the cookie for `name` to (None: no answer)."""
     req = urllib.request.Request(proxy_url + HEALTH, headers={"Cookie": f"{COOKIE}={name}"})
     try:
-        with urllib.request.urlopen(req, timeout=1.0) as r:
+        with _DIRECT.open(req, timeout=1.0) as r:
             return r.headers.get("X-Ctxlab-Backend") if r.status == 200 else None
     except OSError:
         return None
@@ -360,6 +368,10 @@ class Supervisor:
                     continue
                 n = self.restarts.get(b.name, 0)
                 if n >= MAX_RESTARTS:
+                    if n == MAX_RESTARTS:
+                        self.restarts[b.name] = n + 1
+                        self.say(f"backend {b.name} exited again with code {p.returncode}; not restarting it "
+                                 f"(log: {self.plan.run_dir / (b.name + '.log')}); the others go on", file=sys.stderr)
                     continue
                 self.restarts[b.name] = n + 1
                 self.say(f"backend {b.name} (port {b.port}) exited with code {p.returncode}; restarting it "
@@ -432,30 +444,35 @@ def main(args, say=print) -> int:
     conf_path = run_dir / "haproxy.cfg"
     conf_path.write_text(plan.config, encoding="utf-8")
     plan.commands["proxy"] = proxy_command(haproxy, conf_path)
-    check = subprocess.run([haproxy, "-c", "-q", "-f", str(conf_path)], capture_output=True, text=True)
-    if check.returncode != 0:
-        say(f"error: haproxy rejects the config {conf_path}: {(check.stderr or check.stdout).strip()}", file=sys.stderr)
-        return 1
+    check = subprocess.run([haproxy, "-c", "-f", str(conf_path)], capture_output=True, text=True)
+    if check.returncode != 0:  # e.g. a --remote host name that does not resolve
+        lines = [ln.strip() for ln in (check.stderr + check.stdout).splitlines() if ln.strip()]
+        why = " | ".join([ln for ln in lines if "ALERT" in ln] or lines)
+        say(f"error: haproxy rejects the config {conf_path}: {why}", file=sys.stderr)
+        return 2
 
     sup = Supervisor(plan, haproxy, say)
-    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, the terminal closed
+    old = {s: signal.signal(s, _raise_stop) for s in stop_signals}
     rc = 0
     try:
         sup.start(args.start_timeout)
         n_local = sum(b.local for b in plan.backends)
         where = f"{n_local} local" + (f" + {len(plan.backends) - n_local} remote" if n_local < len(plan.backends) else "")
-        say(f"ctxlab is serving at {public_url(plan.host, plan.port)} ({where} Streamlit processes behind haproxy, {plan.threads} torch threads each; "
-            f"logs in {run_dir}; Ctrl-C stops)", flush=True)
+        say(f"ctxlab is serving at {public_url(plan.host, plan.port)} ({where} Streamlit processes behind haproxy, "
+            f"{plan.threads} torch threads each; logs in {run_dir}; Ctrl-C stops)", flush=True)
         rc = sup.watch()
     except _Stop:
-        say("stopping: haproxy, then the backends", file=sys.stderr)
+        say("stopping: haproxy, then the backends (at most ~15 s)", file=sys.stderr)
     except ServeError as e:
         say(f"error: {e}", file=sys.stderr)
         rc = 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave children behind
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for s in stop_signals:  # a second Ctrl-C must not leave children behind
+            signal.signal(s, signal.SIG_IGN)
+        t0 = time.monotonic()
         sup.stop()
+        say(f"stopped ({time.monotonic() - t0:.1f} s)", file=sys.stderr)
         for s, h in old.items():
             signal.signal(s, h)
     return rc

@@ -34,6 +34,8 @@ def test_config_has_one_sticky_server_per_backend():
     assert re.search(rf"^\s+cookie {serve.COOKIE} insert indirect nocache", cfg, re.M)  # cookie stickiness, not IP hash
     assert "balance source" not in cfg and "hash" not in cfg
     assert re.search(r"^\s+http-check send meth GET uri /_stcore/health$", cfg, re.M)
+    check = re.search(r"^\s+timeout check (\d+)s$", cfg, re.M)  # a busy backend must not count as down
+    assert check and int(check.group(1)) >= 10
     # websockets: HAProxy passes the upgrade by itself in http mode; a closing mode would break it, a tunnel timeout
     # shorter than a lesson would cut it
     assert "httpclose" not in cfg and "http-server-close" not in cfg
@@ -67,6 +69,14 @@ def test_haproxy_accepts_the_config(haproxy_or_skip, tmp_path):
     r = subprocess.run([serve.find_haproxy(), "-c", "-f", str(conf)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[WARNING]" not in r.stdout + r.stderr
+
+
+def test_unresolvable_remote_is_a_user_error(haproxy_or_skip, tmp_path, capsys):
+    port = _free_run(3)
+    assert main(["serve", "--port", str(port), "--remote", "no-such-host.invalid:8502", "--run-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "haproxy rejects the config" in err and "no-such-host.invalid" in err
+    assert not serve._port_in_use("127.0.0.1", port + 1)  # no backend was started
 
 
 def test_plan_ports_threads_and_remotes():
@@ -207,6 +217,8 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
         first = headers["X-Ctxlab-Backend"]
         assert first in ("s1", "s2") and f"{serve.COOKIE}={first}" in " ".join(headers.get_all("Set-Cookie"))
         assert _get(url + "/_stcore/health")[2] == b"ok"
+        new = [_get(url + "/_stcore/health")[1]["X-Ctxlab-Backend"] for _ in range(4)]  # four new browsers
+        assert sorted(new) == ["s1", "s1", "s2", "s2"], new  # split evenly
         for name in ("s1", "s2", "s2", "s1"):  # both backends are reached, each browser stays on its own
             status, headers, body = _get(url + "/_stcore/health", cookie=name)
             assert (status, headers["X-Ctxlab-Backend"], body) == (200, name, b"ok")
