@@ -222,6 +222,28 @@ def test_wait_estimates_use_the_kinds_last_run(monkeypatch):
     assert jobs.wait_if_started_now() == 0.0
 
 
+def test_the_elmo_mix_job_reports_steps_and_keeps_the_weights_reached(monkeypatch):
+    from ctxlib.evaluation import tasks
+
+    def fake_train(enc, task, l2, n_train, n_test, max_seconds, callback):
+        for s in range(1, 1000):
+            time.sleep(0.005)
+            callback(s, 1000, [0.5, 0.5 - s / 1e4, s / 1e4])
+        return {"mix_weights": [0.5, 0.4, 0.1]}
+
+    monkeypatch.setattr(tasks, "train_mix_live", fake_train)
+    job = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, None, "ner", 0.1, max_seconds=60))
+    _until(lambda: len(job.points) >= 5)
+    assert job.phase == "train" and 0.05 < job.progress < 1
+    job.cancel()
+    assert job.wait(10) and job.state == jobs.CANCELLED
+    n = len(job.points)
+    assert job.points[-1] == {"step": n, "weights": [0.5, 0.5 - n / 1e4, n / 1e4]}
+    assert job.partial == {"task": "ner", "l2": 0.1, "step": n, "mix_weights": [0.5, 0.5 - n / 1e4, n / 1e4]}
+    done = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, None, "pos", 0.0, max_seconds=60))
+    assert done.wait(30) and done.result == {"task": "pos", "l2": 0.0, "mix_weights": [0.5, 0.4, 0.1]}
+
+
 def test_the_job_runs_torch_on_one_thread_without_changing_others():
     old = torch.get_num_threads()
     torch.set_num_threads(2)  # whatever OMP_NUM_THREADS says, so that "unchanged" can fail

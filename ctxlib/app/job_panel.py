@@ -11,6 +11,7 @@ cancelling, running, cancelled, failed, lost) and `phase_ids` (one per phase the
 """
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any, Callable
 
@@ -24,18 +25,21 @@ from .i18n import escape_md, msg
 def job_panel(kind: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: str, phase_ids: str,
               live_view: Callable[[jobs.Job], None] | None = None,
               partial_view: Callable[[jobs.Job], None] | None = None, poll_s: float = 2.0,
-              expected_s: float | None = None) -> Any:
+              expected_s: float | None = None, args: Callable[[], dict] | None = None) -> Any:
     """Draw the controls of this session's job of `kind`; returns this session's last result (or None).
 
     `work(job)` goes into the server's job line when Start is clicked; `live_view(job)` draws the running job's
-    partial results on every poll; `partial_view(job)` draws what a cancelled job had done."""
+    partial results on every poll; `partial_view(job)` draws what a cancelled job had done. With `args`, the job
+    runs `work(job, **args())`, args() being called when Start is clicked: read widget values from st.session_state
+    there, since a click in the same rerun as a widget change would otherwise start the previous run's values."""
     owner = st.session_state.setdefault(f"{prefix}_owner", uuid.uuid4().hex)
     k_job, k_res, k_note, k_part = f"{prefix}_job", f"{prefix}_result", f"{prefix}_note", f"{prefix}_partial"
 
     def start():  # a callback: runs before the page is drawn, so the button is drawn disabled at once
         for k in (k_note, k_part, k_res):
             st.session_state.pop(k, None)
-        st.session_state[k_job] = jobs.start(kind, work, owner=owner, expected_s=expected_s).id
+        run = work if args is None else functools.partial(work, **args())
+        st.session_state[k_job] = jobs.start(kind, run, owner=owner, expected_s=expected_s).id
 
     mine = jobs.get(kind, st.session_state.get(k_job, -1))
     active = mine is not None and not mine.finished

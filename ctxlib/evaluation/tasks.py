@@ -161,6 +161,24 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_
             "seconds": round(time.time() - t0, 1)}
 
 
+def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 200, n_test: int = 200,
+                  max_seconds: float = 20) -> dict:
+    """`train_mix_live` as a ctxlib.jobs work: phase "features" (progress 0, cannot stop until the features are
+    extracted), then "train" with one point {step, weights} per step, progress by steps or seconds, whichever is
+    further, and the latest weights as the job's partial result {task, l2, step, mix_weights} (kept on a cancel)."""
+    job.report(0.0, phase="features", partial={"task": task, "l2": l2, "step": 0, "mix_weights": None})
+    t0: list[float] = []
+
+    def step(s, total, w):
+        t0 or t0.append(time.time())
+        done = max(s / max(total, 1), (time.time() - t0[0]) / max(max_seconds, 1e-9))
+        job.report(0.05 + 0.95 * min(done, 1.0), {"step": s, "weights": list(w)}, phase="train",
+                   partial={"task": task, "l2": l2, "step": s, "mix_weights": list(w)})
+
+    res = train_mix_live(encoder, task, l2, n_train=n_train, n_test=n_test, max_seconds=max_seconds, callback=step)
+    return {"task": task, "l2": l2, **res}
+
+
 # -- the full evaluation --------------------------------------------------------------------------------------
 
 def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = N_TRAIN,
