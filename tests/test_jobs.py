@@ -225,7 +225,8 @@ def test_wait_estimates_use_the_kinds_last_run(monkeypatch):
 def test_the_elmo_mix_job_reports_steps_and_keeps_the_weights_reached(monkeypatch):
     from ctxlib.evaluation import tasks
 
-    def fake_train(enc, task, l2, n_train, n_test, max_seconds, callback):
+    def fake_train(enc, task, l2, n_train, n_test, max_seconds, callback, features_callback):
+        features_callback(n_train + n_test, n_train + n_test)
         for s in range(1, 1000):
             time.sleep(0.005)
             callback(s, 1000, [0.5, 0.5 - s / 1e4, s / 1e4])
@@ -234,7 +235,7 @@ def test_the_elmo_mix_job_reports_steps_and_keeps_the_weights_reached(monkeypatc
     monkeypatch.setattr(tasks, "train_mix_live", fake_train)
     job = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, None, "ner", 0.1, max_seconds=60))
     _until(lambda: len(job.points) >= 5)
-    assert job.phase == "train" and 0.05 < job.progress < 1
+    assert job.phase == "train" and 0.4 < job.progress < 1
     job.cancel()
     assert job.wait(10) and job.state == jobs.CANCELLED
     n = len(job.points)
@@ -320,3 +321,36 @@ def test_full_size_rows_read_the_eval_records():
     assert [(k, v) for k, v, _ in rows] == [("bert_finetuned", 0.75), ("bert_probe", 0.74), ("elmo_input", 0.8),
                                              ("elmo_probe", 0.76), ("w2v_input", 0.79), ("w2v_probe", 0.76)]
     assert fl.full_size_rows(None, None) == []
+
+
+class _SlowFake:
+    """app_fakes.FakeEncoder, 20 ms per batch: a feature extraction long enough to cancel in."""
+
+    def __init__(self):
+        from app_fakes import FakeEncoder
+
+        self.inner = FakeEncoder("elmo", 3)
+        self.name, self.layer_names = "slow-fake", self.inner.layer_names
+
+    def _encode_tokens(self, batch, texts):
+        time.sleep(0.02)
+        return self.inner._encode_tokens(batch, texts)
+
+
+def test_the_elmo_mix_job_on_fake_features_runs_and_stops_inside_the_extraction():
+    """(Sentiment: the reviews are loaded already by the fine-tuning tests above.)"""
+    from ctxlib.evaluation import tasks
+
+    job = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, _SlowFake(), "sentiment", 0.0, n_train=200, n_test=200,
+                                                               max_seconds=60), threads=1)
+    _until(lambda: job.progress > 0.05, timeout=60)
+    assert job.phase == "features" and not job.points
+    job.cancel()
+    assert job.wait(10) and job.state == jobs.CANCELLED and job.progress < 0.4 and not job.points
+    done = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, _SlowFake(), "sentiment", 0.0, n_train=40, n_test=40,
+                                                                max_seconds=5))
+    assert done.wait(120) and done.state == jobs.DONE, done.error
+    r = done.result
+    assert r["task"] == "sentiment" and len(r["mix_weights"]) == 3 and abs(sum(r["mix_weights"]) - 1) < 1e-5
+    assert [p["step"] for p in done.points] == list(range(1, len(r["history"]) + 1))
+    assert done.points[-1]["weights"] == r["history"][-1] == done.partial["mix_weights"]
