@@ -100,8 +100,9 @@ seconds = lc3.slider(msg("elmo.live.seconds"), 5, 60, 20, key="elmo_live_sec")
 
 def mix_plot(job):  # the weights so far, while the job runs and after a cancel
     p = job.partial or {}
-    st.plotly_chart(ve.mix_history_figure(list(job.points), short, f"{TASKS.get(p.get('task'), '')}, λ = {p.get('l2')}",
-                                          msg("labels.axis.step")), width="stretch", key=f"elmo_live_plot_{job.state}")
+    if job.points:
+        st.plotly_chart(ve.mix_history_figure(list(job.points), short, f"{TASKS.get(p.get('task'), '')}, λ = {p.get('l2')}",
+                                              msg("labels.axis.step")), width="stretch", key=f"elmo_live_plot_{job.state}")
 
 
 def mix_kept(job):

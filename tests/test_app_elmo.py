@@ -1,5 +1,6 @@
 """AppTest for the ELMo layers page: defaults, eval files present or missing, live mix as a queued job (result; cancel keeps the weights reached), bad input."""
 import json
+import threading
 import time
 
 import pytest
@@ -90,7 +91,12 @@ def test_live_mix_button_shows_history(elmo, monkeypatch, no_job_left):
 
 
 def test_live_mix_cancel_keeps_the_weights_reached(elmo, monkeypatch, no_job_left):
-    def slow_train(enc, task, l2, n_train, max_seconds, callback, **kw):
+    features = threading.Event()
+
+    def slow_train(enc, task, l2, n_train, max_seconds, callback, features_callback, **kw):
+        while not features.is_set():  # the features phase: progress, no points yet
+            features_callback(100, 400)
+            time.sleep(0.01)
         for s in range(1, 100_000):
             time.sleep(0.01)
             callback(s, 100_000, [0.5 + s / 1e6, 0.3, 0.2 - s / 1e6])
@@ -101,6 +107,13 @@ def test_live_mix_cancel_keeps_the_weights_reached(elmo, monkeypatch, no_job_lef
     at.run()
     job = jobs.owned_by(at.session_state["elmo_live_owner"], "elmo_mix")[-1]
     t0 = time.time()
+    while job.progress < 0.1:
+        assert time.time() - t0 < 30
+        time.sleep(0.02)
+    at.run()
+    assert not at.exception, at.exception
+    assert "extracting ELMo features of 400 sentences" in at.get("progress")[0].proto.text and not job.points
+    features.set()
     while len(job.points) < 3:
         assert time.time() - t0 < 30
         time.sleep(0.02)
