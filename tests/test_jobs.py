@@ -193,7 +193,7 @@ def test_the_reaper_frees_an_abandoned_job(monkeypatch):
     anonymous = jobs.start("another-kind", _steps(1))  # no owner: nobody polls it, it is never reaped
     _until(lambda: started == ["gone"])
     t0 = time.time()
-    while time.time() - t0 < 5 and not (gone.finished and waiting.finished):
+    while time.time() - t0 < 10 and not (gone.finished and waiting.finished and here.finished):
         here.touch()
         time.sleep(0.02)
     assert gone.state == waiting.state == jobs.CANCELLED
