@@ -168,6 +168,20 @@ def test_two_more_sessions_wait_in_line_and_see_their_place(models):
     assert "ft_result" not in other.session_state and not _texts(other, "success")  # the result is its owner's
 
 
+def test_a_page_that_stopped_polling_loses_its_job(models, monkeypatch):
+    monkeypatch.setattr(fl, "run", lambda job, *a, **kw: _slow_work(job))
+    at = _run()
+    at.button(key="ft_start").click()
+    at.run()
+    job = jobs.get("finetune", at.session_state["ft_job"])
+    assert jobs.reap(now=time.time() + jobs.STALE_S / 2) == []  # polled recently: kept
+    assert jobs.reap(now=time.time() + jobs.STALE_S + 1) == [job]  # as if the page had been closed
+    assert job.wait(10) and job.state == jobs.CANCELLED and job.cancel_reason == "owner left"
+    at.run()
+    assert "Your job was stopped because this page stopped checking on it" in _texts(at, "warning")
+    assert at.button(key="ft_start").disabled is False
+
+
 def test_page_in_chinese_after_a_run(models):
     from streamlit.testing.v1 import AppTest
     from test_app_chinese import _english
