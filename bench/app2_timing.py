@@ -92,12 +92,18 @@ def time_live(seconds: int) -> dict:
     at.query_params["lang"] = "en"
     at.run()
     at.slider(key="elmo_live_sec").set_value(seconds)
-    at.button(key="elmo_live_go").click()
+    at.button(key="elmo_live_start").click()
     t0 = time.perf_counter()
-    at.run()
+    at.run()  # the training goes into the server's job line (ctxlib.jobs); wait for it, then let the page pick it up
+    from ctxlib import jobs
+
+    job = jobs.owned_by(at.session_state["elmo_live_owner"], "elmo_mix")[-1]
+    job.wait()
     wall = time.perf_counter() - t0
+    at.run()
     assert not at.exception, at.exception
-    task, lam, res = at.session_state["elmo_live"]
+    res = at.session_state["elmo_live_result"]
+    task, lam = res["task"], res["l2"]
     return {"task": task, "lambda": lam, "max_seconds": seconds, "wall_s": round(wall, 1),
             "library_seconds": res.get("seconds"), "steps": len(res.get("history") or []),
             "mix_weights": [round(x, 3) for x in res["mix_weights"]], "gamma": round(res["gamma"], 3),

@@ -4,8 +4,9 @@ import time
 import streamlit as st
 
 from ctxlib import records
-from ctxlib.app import explain, loaders, state, widgets
+from ctxlib.app import loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
+from ctxlib.app.job_panel import job_panel
 from ctxlib.encoder import MAX_CHARS
 from ctxlib.evaluation import tasks
 from ctxlib.viz import elmo as ve
@@ -92,22 +93,32 @@ if evals:
 st.subheader(msg("elmo.head.live"))
 st.markdown(msg("elmo.live.intro"))
 lc1, lc2, lc3 = st.columns([1, 1, 1])
-live_task = lc1.selectbox(msg("elmo.live.task"), list(TASKS), format_func=TASKS.get, key="elmo_live_task")
-lam = lc2.select_slider("λ", options=[0.0, 0.001, 0.01, 0.1, 1.0, 10.0], value=0.0, key="elmo_live_lam")
+lc1.selectbox(msg("elmo.live.task"), list(TASKS), format_func=TASKS.get, key="elmo_live_task")
+lc2.select_slider("λ", options=[0.0, 0.001, 0.01, 0.1, 1.0, 10.0], value=0.0, key="elmo_live_lam")
 seconds = lc3.slider(msg("elmo.live.seconds"), 5, 60, 20, key="elmo_live_sec")
-if st.button(msg("elmo.live.train"), key="elmo_live_go", type="primary"):
-    bar = st.progress(0.0, text=msg("elmo.live.extracting"))
-    try:
-        res = tasks.train_mix_live(enc, live_task, lam, n_train=200, n_test=200, max_seconds=seconds, callback=lambda s, n, w:
-                                   bar.progress(min(1.0, s / max(n, 1)), text=f"{s}/{n}  s = " + ", ".join(f"{x:.2f}" for x in w)))
-        st.session_state["elmo_live"] = (live_task, lam, res)
-    except Exception as e:  # a failed run must not take the page down
-        widgets.show_error(msg("elmo.live.failed", error=explain.error_text(e)))
-    bar.empty()
-if "elmo_live" in st.session_state:
-    task0, lam0, res = st.session_state["elmo_live"]
-    st.plotly_chart(ve.mix_history_figure(res.get("history"), short, f"{TASKS.get(task0, task0)}, λ = {lam0}",
-                                        msg("labels.axis.step")), width="stretch")
+
+
+def mix_plot(job):  # the weights so far, while the job runs and after a cancel
+    p = job.partial or {}
+    if job.points:
+        st.plotly_chart(ve.mix_history_figure(list(job.points), short, f"{TASKS.get(p.get('task'), '')}, λ = {p.get('l2')}",
+                                              msg("labels.axis.step")), width="stretch", key=f"elmo_live_plot_{job.state}")
+
+
+def mix_kept(job):
+    mix_plot(job)
+    if (job.partial or {}).get("mix_weights"):
+        st.write(msg("elmo_live.kept", step=job.partial["step"], weights=", ".join(f"{x:.3f}" for x in job.partial["mix_weights"])))
+
+
+res = job_panel("elmo_mix", "elmo_live", lambda j, **kw: tasks.train_mix_job(j, enc, n_train=200, n_test=200, **kw),
+                args=lambda: {"task": st.session_state["elmo_live_task"], "l2": st.session_state["elmo_live_lam"],
+                              "max_seconds": st.session_state["elmo_live_sec"]},
+                ids="elmo_live", phase_ids="elmo_live.phase", live_view=mix_plot, partial_view=mix_kept,
+                expected_s=seconds + 45)  # the first run per task extracts the features (~44 s), later runs do not
+if res:
+    st.plotly_chart(ve.mix_history_figure(res.get("history"), short, f"{TASKS.get(res['task'], res['task'])}, λ = {res['l2']}",
+                                          msg("labels.axis.step")), width="stretch")
     st.write(msg("elmo.live.final", **ve.live_summary(res)))
 
 st.subheader(msg("elmo.head.usage"))

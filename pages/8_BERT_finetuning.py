@@ -1,4 +1,4 @@
-"""BERT fine-tuning, live: the [CLS] head on the architecture, a background fine-tuning job (one per server) with
+"""BERT fine-tuning, live: the [CLS] head on the architecture, a fine-tuning job in the server's job line with
 its loss and accuracy per step, the result beside frozen features on the same reviews; then TagLM and CoVe."""
 import time
 
@@ -49,7 +49,7 @@ def live_plot(job):
 
 elmo, w2v = loaders.try_load("elmo")[0], loaders.try_load("word2vec")[0]
 job_panel("finetune", "ft", lambda j: fl.run(j, bert, elmo, w2v, n_train=fl.N_TRAIN, n_test=fl.N_TEST),
-          ids="finetune.live", phase_ids="finetune.phase", live_view=live_plot)
+          ids="finetune.live", phase_ids="finetune.phase", live_view=live_plot, partial_view=live_plot)
 
 st.subheader(msg("finetune.head.compare"))
 if res:

@@ -1,8 +1,12 @@
-"""AppTest for the ELMo layers page: defaults, eval files present or missing, live mix wiring, bad input."""
+"""AppTest for the ELMo layers page: defaults, eval files present or missing, live mix as a queued job (result; cancel keeps the weights reached), bad input."""
+import json
+import threading
+import time
+
 import pytest
 from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
-from ctxlib import records
+from ctxlib import jobs, records
 from ctxlib.evaluation import tasks
 
 PAGE = "3_ELMo_layers.py"
@@ -51,7 +55,16 @@ def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
         assert f"python -m ctxlib eval elmo --task {task}" in infos
 
 
-def test_live_mix_button_shows_history(elmo, monkeypatch):
+@pytest.fixture
+def no_job_left():
+    yield
+    running, waiting = jobs.line()
+    for job in waiting + running:
+        job.cancel()
+        assert job.wait(60)
+
+
+def test_live_mix_button_shows_history(elmo, monkeypatch, no_job_left):
     calls = []
 
     def fake_train(enc, task, l2, n_train, max_seconds, callback, **kw):
@@ -64,13 +77,60 @@ def test_live_mix_button_shows_history(elmo, monkeypatch):
     monkeypatch.setattr(tasks, "train_mix_live", fake_train)
     at = _run()
     at.selectbox(key="elmo_live_task").set_value("ner")
-    at.button(key="elmo_live_go").click()
+    at.button(key="elmo_live_start").click()
+    at.run()
+    assert not at.exception, at.exception
+    job = jobs.owned_by(at.session_state["elmo_live_owner"], "elmo_mix")[-1]  # the training ran as a job in the line
+    assert job.wait(30) and job.state == jobs.DONE, job.error
     at.run()
     assert not at.exception, at.exception
     assert calls == [("ner", 0.0, 20)]
     hist = [s for s in chart_specs(at) if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "step"]
-    assert hist and len(hist[0]["data"]) == 3
+    assert hist and len(hist[0]["data"]) == 3 and "(NER), λ = 0.0" in json.dumps(hist[0]["layout"]["title"], ensure_ascii=False)
     assert any("γ = 1.500" in m.value for m in at.markdown)
+
+
+def test_live_mix_cancel_keeps_the_weights_reached(elmo, monkeypatch, no_job_left):
+    features = threading.Event()
+
+    def slow_train(enc, task, l2, n_train, max_seconds, callback, features_callback, **kw):
+        while not features.is_set():  # the features phase: progress, no points yet
+            features_callback(100, 400)
+            time.sleep(0.01)
+        for s in range(1, 100_000):
+            time.sleep(0.01)
+            callback(s, 100_000, [0.5 + s / 1e6, 0.3, 0.2 - s / 1e6])
+
+    monkeypatch.setattr(tasks, "train_mix_live", slow_train)
+    at = _run()
+    at.button(key="elmo_live_start").click()
+    at.run()
+    job = jobs.owned_by(at.session_state["elmo_live_owner"], "elmo_mix")[-1]
+    t0 = time.time()
+    while job.progress < 0.1:
+        assert time.time() - t0 < 30
+        time.sleep(0.02)
+    at.run()
+    assert not at.exception, at.exception
+    assert "extracting ELMo features of 400 sentences" in at.get("progress")[0].proto.text and not job.points
+    features.set()
+    while len(job.points) < 3:
+        assert time.time() - t0 < 30
+        time.sleep(0.02)
+    at.run()
+    assert at.get("progress") and "training s_j and γ" in at.get("progress")[0].proto.text
+    at.button(key="elmo_live_cancel").click()
+    at.run()
+    assert job.wait(10) and job.state == jobs.CANCELLED
+    at.run()
+    assert not at.exception, at.exception
+    assert "Training cancelled after" in " ".join(i.value for i in at.info)
+    step, w = job.partial["step"], job.partial["mix_weights"]
+    assert step == len(job.points) >= 3
+    assert f"at step {step}: s = [{w[0]:.3f}, {w[1]:.3f}, {w[2]:.3f}]" in " ".join(m.value for m in at.markdown)
+    hist = [s for s in chart_specs(at) if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "step"]
+    assert hist and len(hist[0]["data"][0]["x"]) == step
+    assert at.button(key="elmo_live_start").disabled is False
 
 
 def test_bad_inputs_give_messages(elmo):

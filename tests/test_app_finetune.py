@@ -1,7 +1,8 @@
 """AppTest for the BERT fine-tuning page: the [CLS] head drawing, a live run with a tiny BERT (progress, the result
-beside the frozen baselines), Cancel, a second user refused while a run holds the server, the full-size figures
-read from the eval files, and the TagLM / CoVe sections."""
+beside the frozen baselines), Cancel (the steps done stay), a second and third session waiting in the server's job
+line with their places, the full-size figures read from the eval files, and the TagLM / CoVe sections."""
 import json
+import re
 import threading
 import time
 
@@ -25,8 +26,8 @@ def models(monkeypatch, tiny_bert):
     monkeypatch.setattr(fl, "N_TRAIN", 24)
     monkeypatch.setattr(fl, "N_TEST", 16)
     yield encs
-    job = jobs.current("finetune")
-    if job is not None:
+    running, waiting = jobs.line()
+    for job in waiting + running:
         job.cancel()
         assert job.wait(60)
 
@@ -115,36 +116,70 @@ def test_cancel_stops_the_run(models, monkeypatch):
     at.run()
     assert job.wait(10) and job.state == jobs.CANCELLED
     at.run()
-    assert "Fine-tuning cancelled" in _texts(at, "info")
+    assert "Fine-tuning cancelled after" in _texts(at, "info")
     assert "ft_result" not in at.session_state and not at.get("progress")
+    kept = [s for s in chart_specs(at) if any(tr.get("name") == "loss per step" for tr in s["data"])]
+    assert kept and len(kept[0]["data"][0]["x"]) == len(job.points) >= 3  # the steps done before the cancel stay
     assert at.button(key="ft_start").disabled is False  # free to start again
 
 
-def test_a_second_user_is_refused_while_a_run_holds_the_server(models):
+def test_two_more_sessions_wait_in_line_and_see_their_place(models):
     gate = threading.Event()
 
     def other_users_run(job):
         job.report(0.3, phase="finetune")
-        gate.wait(60)
+        while not gate.wait(0.02):
+            job.report(0.3)
 
     theirs = jobs.start("finetune", other_users_run, owner="someone else")
     try:
         _wait_for(lambda: theirs.progress >= 0.3)
         at = _run()
-        assert "Someone is fine-tuning right now (30% done" in _texts(at, "info")
+        assert "Heavy jobs on this server now: 1 running, 0 waiting" in _texts(at, "info")
         at.button(key="ft_start").click()
         at.run()
         assert not at.exception, at.exception
-        warning = _texts(at, "warning")
-        assert "Another fine-tuning is running on this server (30% done). Try again in about" in warning
-        assert jobs.current("finetune") is theirs and "ft_job" not in at.session_state
+        mine = jobs.get("finetune", at.session_state["ft_job"])
+        assert mine.state == jobs.QUEUED and mine.owner == at.session_state["ft_owner"] and mine.place() == 1
+        wait = re.search(r"Waiting in line: place 1 of 1, your job starts in about (\d+) s", _texts(at, "info"))
+        # the estimate when the page was drawn: the running job's remaining time, which only grows while its
+        # progress stays at 30 %
+        assert wait and int(wait.group(1)) <= mine.wait_s() + 1
+        assert at.button(key="ft_start").disabled and not at.get("progress")
+        other = _run()  # a third student
+        other.button(key="ft_start").click()
+        other.run()
+        assert "Waiting in line: place 2 of 2" in _texts(other, "info")
+        at.run()
+        assert "Waiting in line: place 1 of 2" in _texts(at, "info")
+        other.button(key="ft_leave").click()  # the third one gives up: out of the line, nothing ran
+        other.run()
+        other.run()
+        assert "You left the line; nothing was run." in _texts(other, "info")
+        assert "ft_job" not in other.session_state and other.button(key="ft_start").disabled is False
+        assert jobs.line()[1] == [mine]
     finally:
         gate.set()
-        assert theirs.wait(10)
-    at.button(key="ft_start").click()  # their run is over: this user's starts
+    assert theirs.wait(10) and mine.wait(120) and mine.state == jobs.DONE, mine.error
     at.run()
-    assert jobs.current("finetune") is not theirs
-    assert jobs.current("finetune").owner == at.session_state["ft_owner"]
+    assert not at.exception, at.exception
+    assert at.session_state["ft_result"] is mine.result and "test accuracy" in _texts(at, "success")
+    other.run()
+    assert "ft_result" not in other.session_state and not _texts(other, "success")  # the result is its owner's
+
+
+def test_a_page_that_stopped_polling_loses_its_job(models, monkeypatch):
+    monkeypatch.setattr(fl, "run", lambda job, *a, **kw: _slow_work(job))
+    at = _run()
+    at.button(key="ft_start").click()
+    at.run()
+    job = jobs.get("finetune", at.session_state["ft_job"])
+    assert jobs.reap(now=time.time() + jobs.STALE_S / 2) == []  # polled recently: kept
+    assert jobs.reap(now=time.time() + jobs.STALE_S + 1) == [job]  # as if the page had been closed
+    assert job.wait(10) and job.state == jobs.CANCELLED and job.cancel_reason == "owner left"
+    at.run()
+    assert "Your job was stopped because this page stopped checking on it" in _texts(at, "warning")
+    assert at.button(key="ft_start").disabled is False
 
 
 def test_page_in_chinese_after_a_run(models):

@@ -1,13 +1,17 @@
-"""The Streamlit side of a background job (ctxlib.jobs): a Start button, the "someone else is running one" notes, a
-fragment that polls the session's job (progress bar, a live view, Cancel), and the job's outcome kept in the session.
+"""The Streamlit side of a queued job (ctxlib.jobs): a Start button, how busy the server's line is, a fragment that
+polls the session's job (its place in line while it waits; progress, a live view and Cancel while it runs), and the
+job's outcome kept in the session (the result, or what was done before a cancel).
 
-Session keys, for a `prefix`: <prefix>_owner (this session's id), <prefix>_job (the id of its running job),
-<prefix>_result (the last finished job's result), <prefix>_note (what to tell after a cancel, failure or refusal).
-Texts are catalogue ids under `ids` (start, cancel, cancelling, busy, busy_now, running, cancelled, failed, lost) and
-`phase_ids` (one per phase the work reports).
+Session keys, for a `prefix`: <prefix>_owner (this session's id), <prefix>_job (the id of its queued or running job),
+<prefix>_result (the last finished job's result), <prefix>_note (what to tell after a cancel, failure or loss),
+<prefix>_partial (the cancelled job, for `partial_view`). Every poll calls `job.touch()`: a session that stops
+polling (its page closed) loses its job to the queue's reaper (ctxlib.jobs.STALE_S).
+Texts are catalogue ids: the queue's own under `jobs.` (strings/*/jobs.toml), the page's under `ids` (start, cancel,
+cancelling, running, cancelled, failed, lost) and `phase_ids` (one per phase the work reports).
 """
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any, Callable
 
@@ -18,36 +22,48 @@ from ctxlib import jobs
 from .i18n import escape_md, msg
 
 
-def job_panel(slot: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: str, phase_ids: str,
-              live_view: Callable[[jobs.Job], None] | None = None, poll_s: float = 2.0) -> Any:
-    """Draw the controls of the server-wide job `slot`; returns this session's last result (or None).
+def job_panel(kind: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: str, phase_ids: str,
+              live_view: Callable[[jobs.Job], None] | None = None,
+              partial_view: Callable[[jobs.Job], None] | None = None, poll_s: float = 2.0,
+              expected_s: float | None = None, args: Callable[[], dict] | None = None) -> Any:
+    """Draw the controls of this session's job of `kind`; returns this session's last result (or None).
 
-    `work(job)` runs in the job's thread when Start is clicked (refused with a note while any session's job holds
-    the slot); `live_view(job)` draws the running job's partial results on every poll."""
+    `work(job)` goes into the server's job line when Start is clicked; `live_view(job)` draws the running job's
+    partial results on every poll; `partial_view(job)` draws what a cancelled job had done. With `args`, the job
+    runs `work(job, **args())`, args() being called when Start is clicked: read widget values from st.session_state
+    there, since a click in the same rerun as a widget change would otherwise start the previous run's values."""
     owner = st.session_state.setdefault(f"{prefix}_owner", uuid.uuid4().hex)
-    k_job, k_res, k_note = f"{prefix}_job", f"{prefix}_result", f"{prefix}_note"
+    k_job, k_res, k_note, k_part = f"{prefix}_job", f"{prefix}_result", f"{prefix}_note", f"{prefix}_partial"
 
     def start():  # a callback: runs before the page is drawn, so the button is drawn disabled at once
-        st.session_state.pop(k_note, None)
-        try:
-            job = jobs.start(slot, work, owner=owner)
-        except jobs.Busy as b:
-            st.session_state[k_note] = ("warning", msg(f"{ids}.busy", pct=round(100 * b.job.progress), eta=round(b.job.eta_s())))
-            return
-        st.session_state[k_job] = job.id
-        st.session_state.pop(k_res, None)
+        for k in (k_note, k_part, k_res):
+            st.session_state.pop(k, None)
+        run = work if args is None else functools.partial(work, **args())
+        st.session_state[k_job] = jobs.start(kind, run, owner=owner, expected_s=expected_s).id
 
-    mine = jobs.get(slot, st.session_state.get(k_job, -1))
-    other = jobs.current(slot)
-    if other is not None and other.running and other.owner != owner:
-        st.info(msg(f"{ids}.busy_now", pct=round(100 * other.progress), eta=round(other.eta_s())))
-    st.button(msg(f"{ids}.start"), key=f"{prefix}_start", type="primary", disabled=mine is not None and mine.running,
-              on_click=start)
+    mine = jobs.get(kind, st.session_state.get(k_job, -1))
+    active = mine is not None and not mine.finished
+    if active:
+        mine.touch()
+    else:
+        running, waiting = jobs.line()
+        if running or waiting:
+            st.info(msg("jobs.line_now", running=len(running), waiting=len(waiting), wait=round(jobs.wait_if_started_now())))
+    st.button(msg(f"{ids}.start"), key=f"{prefix}_start", type="primary", disabled=active, on_click=start)
 
     @st.fragment(run_every=poll_s)
     def poll():
-        job = jobs.get(slot, st.session_state.get(k_job, -1))
-        if job is not None and job.running:
+        job = jobs.get(kind, st.session_state.get(k_job, -1))
+        place = None if job is None else job.place()
+        if place:  # waiting in line
+            job.touch()
+            st.info(msg("jobs.queued", place=place, n=len(jobs.line()[1]), wait=round(job.wait_s())))
+            if st.button(msg("jobs.leave"), key=f"{prefix}_leave"):
+                job.cancel()
+                st.rerun()
+            return
+        if place == 0:  # running
+            job.touch()
             st.progress(job.progress, text=msg(f"{ids}.running", phase=msg(f"{phase_ids}.{job.phase or 'data'}"),
                                                pct=round(100 * job.progress), eta=round(job.eta_s())))
             if live_view is not None:
@@ -57,12 +73,19 @@ def job_panel(slot: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: s
                 st.caption(msg(f"{ids}.cancelling"))
             return
         st.session_state.pop(k_job, None)
-        if job is None:  # the server restarted, or the slot has a newer job
+        if job is None:  # the server restarted, or the job was forgotten
             st.session_state[k_note] = ("warning", msg(f"{ids}.lost"))
         elif job.state == jobs.DONE:
             st.session_state[k_res] = job.result
         elif job.state == jobs.CANCELLED:
-            st.session_state[k_note] = ("info", msg(f"{ids}.cancelled", steps=len(job.points)))
+            if job.cancel_reason == "owner left":
+                st.session_state[k_note] = ("warning", msg("jobs.reaped"))
+            elif job.started is None:
+                st.session_state[k_note] = ("info", msg("jobs.left_line"))
+            else:
+                st.session_state[k_note] = ("info", msg(f"{ids}.cancelled", steps=len(job.points)))
+            if job.points or job.partial is not None:
+                st.session_state[k_part] = job
         else:
             st.session_state[k_note] = ("error", msg(f"{ids}.failed", error=escape_md(job.error)))
         st.rerun()
@@ -71,4 +94,6 @@ def job_panel(slot: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: s
         poll()
     if note := st.session_state.get(k_note):
         getattr(st, note[0])(note[1])
+    if partial_view is not None and (done := st.session_state.get(k_part)) is not None:
+        partial_view(done)
     return st.session_state.get(k_res)

@@ -66,9 +66,11 @@ def task_sentences(task: str, split: str, limit: int, seed: int = 0) -> tuple[li
     return [w for w, _ in sents], [[NER_MAP.get(x, "O") for x in t] for _, t in sents]
 
 
-def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32) -> list[np.ndarray]:
+def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32,
+                 callback: Callable | None = None) -> list[np.ndarray]:
     """Frozen features for given word lists (no re-segmentation): a list of (n_i, n_layers, dim) float16 arrays.
-    Sentences are batched by length (padding costs LSTM steps) and returned in the given order."""
+    Sentences are batched by length (padding costs LSTM steps) and returned in the given order.
+    callback(done, total) after each batch (a job's report: it may raise to stop)."""
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     out: list = [None] * len(sentences)
     for i in range(0, len(order), batch_size):
@@ -83,19 +85,21 @@ def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32) -> l
             texts.append("".join(sentences[j]))
         for j, e in zip(chunk, encoder._encode_tokens(toks, texts)):
             out[j] = np.ascontiguousarray(e.layers.transpose(1, 0, 2)).astype(np.float16)  # (T, L, D)
+        if callback is not None:
+            callback(min(i + batch_size, len(order)), len(order))
     return out
 
 
-def task_features(encoder, task: str, split: str, limit: int, seed: int = 0) -> dict:
+def task_features(encoder, task: str, split: str, limit: int, seed: int = 0, callback: Callable | None = None) -> dict:
     """{"words", "labels", "feats": [(n_i, L, D) float16], "layer_names"} for a sample of a split; cached in memory
-    (POS and NER share the People's Daily sentences)."""
+    (POS and NER share the People's Daily sentences). callback(done, total) per batch while extracting."""
     words, labels = task_sentences(task, split, limit, seed)
     src = "reviews" if task == "sentiment" else "pd"
     where = getattr(encoder, "path", None)  # a loaded checkpoint is keyed by its folder, so POS and NER runs share
     key = (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
     if key not in _FEATURES:
         t0 = time.time()
-        _FEATURES[key] = encode_words(encoder, words)
+        _FEATURES[key] = encode_words(encoder, words, callback=callback)
         log.info("features %s %s/%s: %d sentences in %.1fs", encoder.name, src, split, len(words), time.time() - t0)
     return {"words": words, "labels": labels, "feats": _FEATURES[key], "layer_names": list(encoder.layer_names)}
 
@@ -132,17 +136,23 @@ def score(task: str, pred: np.ndarray, gold: np.ndarray, classes: list[str]) -> 
 # -- the app's "train the mix live" button ----------------------------------------------------------------------
 
 def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_seconds: float = 60,
-                   callback: Callable | None = None, seed: int = 0, n_test: int = 150, epochs: int = 10) -> dict:
+                   callback: Callable | None = None, seed: int = 0, n_test: int = 150, epochs: int = 10,
+                   features_callback: Callable | None = None) -> dict:
     """Train only a ScalarMix and a linear head on frozen features of a small sample (the ELMo page's live mix).
 
     The features come first (cached in memory per task, so only the first run pays); `max_seconds` then bounds
-    the training alone. callback(step, total, weights) reports progress.
+    the training alone. callback(step, total, weights) reports progress; features_callback(done, total) the
+    extraction's, in sentences of both samples (only when they are extracted).
     Returns {mix_weights, gamma, score, history, ...}."""
     _check_task(task)
     t0 = time.time()
     sentence = task == "sentiment"
-    tr = task_features(encoder, task, "train", n_train, seed)
-    te = task_features(encoder, task, "test", n_test, seed)
+
+    def features(split: str, limit: int, before: int) -> dict:
+        cb = None if features_callback is None else (lambda d, n: features_callback(before + d, n_train + n_test))
+        return task_features(encoder, task, split, limit, seed, callback=cb)
+
+    tr, te = features("train", n_train, 0), features("test", n_test, n_train)
     t_train = time.time()
     xtr, ytr = _flat(tr, sentence)
     xte, yte = _flat(te, sentence)
@@ -159,6 +169,27 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_
             "score": score(task, pred, gold, [str(c) for c in classes]), "history": hist, "l2": l2,
             "layer_names": tr["layer_names"], "n_train": len(xtr), "n_test": int(keep.sum()),
             "seconds": round(time.time() - t0, 1)}
+
+
+def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 200, n_test: int = 200,
+                  max_seconds: float = 20) -> dict:
+    """`train_mix_live` as a ctxlib.jobs work: phase "features" (progress up to 0.4 while they are extracted, only on
+    a task's first run), then "train" with one point {step, weights} per step, progress by steps or seconds,
+    whichever is further, and the latest weights as the job's partial result {task, l2, step, mix_weights} (kept on
+    a cancel). A cancel stops it at the next batch of sentences or the next step."""
+    job.report(0.0, phase="features", partial={"task": task, "l2": l2, "step": 0, "mix_weights": None})
+    t0: list[float] = []
+
+    def step(s, total, w):
+        if not t0:
+            t0.extend((time.time(), job.progress))
+        done = max(s / max(total, 1), (time.time() - t0[0]) / max(max_seconds, 1e-9))
+        job.report(t0[1] + (1 - t0[1]) * min(done, 1.0), {"step": s, "weights": list(w)}, phase="train",
+                   partial={"task": task, "l2": l2, "step": s, "mix_weights": list(w)})
+
+    res = train_mix_live(encoder, task, l2, n_train=n_train, n_test=n_test, max_seconds=max_seconds, callback=step,
+                         features_callback=lambda d, n: job.report(0.4 * d / max(n, 1)))
+    return {"task": task, "l2": l2, **res}
 
 
 # -- the full evaluation --------------------------------------------------------------------------------------
