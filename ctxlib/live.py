@@ -209,23 +209,29 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
         if run.first_step_s is None:
             run.first_step_s = round(time.time() - t0, 1)
         now = time.time()
-        if now - last[0] < REPORT_EVERY_S:
-            report(min(1.0, elapsed / budget), None, "train")  # checks for a cancel without a new point
-            return
-        last[0] = now
         frac = elapsed / budget if words_total is None else max(elapsed / budget, tokens / max(words_total, 1))
+        if now - last[0] < REPORT_EVERY_S:
+            report(min(1.0, frac), None, "train")  # checks for a cancel without a new point
+            return False
+        last[0] = now
         report(min(1.0, frac), {"s": round(elapsed, 2), "step": int(step), "loss": None if loss is None else round(float(loss), 4),
                                 "tokens": int(tokens), "tokens_s": round(tokens / max(elapsed, 1e-9), 1)}, "train")
+        return True
 
     corpus_path = str(spec.corpus_file) if spec.corpus_file is not None else None
     try:
         if spec.kind == "word2vec":
-            t_fit = [None]
+            t_fit, seen = [None], [0.0, 0]
 
             def w2v_cb(info: dict):
                 if t_fit[0] is None:
                     t_fit[0] = time.time() - info["words"] / max(info["words_per_s"], 1e-9)
-                emit(info.get("steps", 0), info.get("loss"), info["words"], time.time() - t_fit[0], info["total"])
+                s, n = info.get("loss_sum", 0.0), info.get("loss_n", 0)
+                if n < seen[1]:  # a new epoch: its sums start again
+                    seen[:] = [0.0, 0]
+                loss = (s - seen[0]) / (n - seen[1]) if n > seen[1] else None  # the mean since the last point
+                if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
+                    seen[:] = [s, n]
 
             with _registered(mod, f"live-{run.id}", PRESETS["word2vec"]) as name:
                 mod.train(name, device="cpu", out=out, seed=spec.seed, time_limit=budget, callback=w2v_cb,

@@ -106,7 +106,7 @@ def start_job_panel(spec: live.LiveSpec | None):
         st.button(msg("live.job.start"), key=f"{PREFIX}_start", type="primary", disabled=True)
         return None
     return job_panel(SLOT, PREFIX, live.make_work(sess, spec), ids="live.job", phase_ids="live.phase",
-                     live_view=_live_view, poll_s=1.0)
+                     live_view=_live_view, poll_s=2.0)
 
 
 def finished_run() -> live.LiveRun | None:
