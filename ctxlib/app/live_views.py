@@ -135,10 +135,11 @@ def outcome(run: live.LiveRun) -> None:
             st.dataframe(rows, hide_index=True)
     name = f"live: {run.label}"
     c1, c2 = st.columns(2)
-    used = name in loaders.live_models()
-    if c1.button(msg("live.use"), key="lv_use", disabled=used, help=msg("live.use_help")):
+    def use():  # a callback: the button is drawn disabled in the same run
         st.session_state[loaders.LIVE_KEY] = {**loaders.live_models(), name: str(run.out)}
-        used = True
+
+    used = name in loaders.live_models()
+    c1.button(msg("live.use"), key="lv_use", disabled=used, help=msg("live.use_help"), on_click=use)
     if used:
         c1.caption(msg("live.used", name=escape_md(name)))
     c2.download_button(msg("live.download"), _zip(str(run.out), run.id), file_name=f"ctxlab-{run.label}.zip",
