@@ -52,6 +52,8 @@ if mode == "replay":
 c1, c2, c3 = st.columns([2, 2, 2])
 if mode == "replay":
     name = c1.radio(msg("training.model"), have, key="tr_model", horizontal=True)
+else:
+    c1.markdown(f"**live: {run.label}**")
 stamp = replay.stamp(name)
 try:
     rp = rv.load(name, stamp)

@@ -301,3 +301,29 @@ def test_live_in_chinese(live_short):
     at.run()
     assert not at.exception and at.button(key="lv_start").label == "开始训练"
     assert at.radio(key="lv_kind").options[2] == "BERT（微型）"
+
+
+def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, monkeypatch):
+    """A run that leaves a checkpoint and a timeline (written here in the recorder's schema) gets the replay views."""
+    def recorded(session, spec):
+        def work(job):
+            run = session.new_run(spec)
+            write_timeline(run.out)
+            for f in ("config.json", "vocab.json", "model.pt"):
+                (run.out / f).write_bytes(b"{}")
+            run.summary, run.state, run.first_step_s = {"steps": 1000, "tokens_seen": 5000}, "done", 2.0
+            job.report(1.0, None, "save")
+            return run
+        return work
+
+    monkeypatch.setattr(live, "make_work", recorded)
+    at = _live()
+    at.radio(key="lv_kind").set_value("bert").run()
+    at.button(key="lv_start").click().run()
+    _until_done(at)
+    run = at.session_state["lv_session"].latest()
+    assert "BERT (tiny) trained: 1,000 steps, 5,000 tokens" in _texts(at, "success")
+    assert [s.value for s in at.subheader][0] == "Replay of your run"
+    assert f"live: {run.label}" in _texts(at, "markdown")
+    assert at.select_slider[-1].value == len(STEPS) - 1 and len(chart_specs(at)) == 6
+    assert at.query_params.get("mode") in ("live", ["live"]) and "model" not in at.query_params
