@@ -205,3 +205,12 @@ def test_zip_bytes_leave_out_resume_state(w2v_dir):
     (w2v_dir / "resume.pt").write_bytes(b"optimizer state")
     names = zipfile.ZipFile(io.BytesIO(live.zip_bytes(w2v_dir))).namelist()
     assert sorted(names) == ["config.json", "model.pt", "vocab.json"]
+
+
+def test_word2vec_trains_on_an_uploaded_gb18030_file(short, tmp_path):
+    text = "今天天气很好，我们去公园散步吧。\n苹果手机很好用，就是价格有点贵。\n他在银行存了一笔钱。\n" * 200
+    path = live.save_upload(text.encode("gb18030"), tmp_path / "up", "mine.txt")
+    run = live.LiveRun(live.LiveSpec("word2vec", 2, corpus_file=path), tmp_path / "w")
+    live.train(run.spec, run, lambda *a, **k: None)
+    enc = ctxlib.load(run.out)
+    assert run.state == "done" and enc.in_vocab("苹果") and not enc.in_vocab("中国")  # its words, not the corpus's
