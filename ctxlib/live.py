@@ -233,9 +233,15 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
                 if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
                     seen[:] = [s, n]
 
-            with _registered(mod, f"live-{run.id}", PRESETS["word2vec"]) as name:
-                mod.train(name, device="cpu", out=out, seed=spec.seed, time_limit=budget, callback=w2v_cb,
-                          paragraphs=None if corpus_path else subset(spec.words, spec.seed), corpus_path=corpus_path)
+            try:
+                with _registered(mod, f"live-{run.id}", PRESETS["word2vec"]) as name:
+                    mod.train(name, device="cpu", out=out, seed=spec.seed, time_limit=budget, callback=w2v_cb,
+                              paragraphs=None if corpus_path else subset(spec.words, spec.seed), corpus_path=corpus_path)
+            finally:
+                if corpus_path:  # an upload's segmented copy (user_text.UserSentences) goes with the session, not to the cache
+                    from .user_text import UserSentences, user_files
+
+                    UserSentences(user_files(corpus_path)).path.unlink(missing_ok=True)
         else:
             P = PRESETS[spec.kind]
             data = dict(P.data)

@@ -212,5 +212,6 @@ def test_word2vec_trains_on_an_uploaded_gb18030_file(short, tmp_path):
     path = live.save_upload(text.encode("gb18030"), tmp_path / "up", "mine.txt")
     run = live.LiveRun(live.LiveSpec("word2vec", 2, corpus_file=path), tmp_path / "w")
     live.train(run.spec, run, lambda *a, **k: None)
+    assert not user_text.UserSentences(user_text.user_files(path)).path.exists()  # no copy left in the cache
     enc = ctxlib.load(run.out)
     assert run.state == "done" and enc.in_vocab("苹果") and not enc.in_vocab("中国")  # its words, not the corpus's
