@@ -8,9 +8,12 @@ half-written file behind.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,10 +38,93 @@ def rebuild_command(kind: str | None) -> str:
 
 
 def resolve(name_or_path: str | os.PathLike) -> Path:
+    """The folder of a checkpoint name (under CHECKPOINT_DIR) or path; a .zip file is unpacked first (`unzip`)."""
     p = Path(name_or_path)
+    if p.suffix.lower() == ".zip" and p.is_file():
+        return unzip(p)
     if p.is_dir() or p.is_absolute() or len(p.parts) > 1:
         return p
     return CHECKPOINT_DIR / str(name_or_path)
+
+
+# -- a checkpoint as a zip (the training page's download): read without pickles, size-limited, no path traversal --
+ZIP_MEMBERS = ("config.json", "vocab.json", "model.pt", "timeline.json", "timeline.npz")  # the names a zip may hold
+ZIP_MAX_BYTES = 1024 * 1024 * 1024  # unpacked size of all members together
+ZIP_MAX_RATIO = 200  # unpacked / packed size of one member (a zip bomb is refused before it is unpacked)
+_UNZIPPED: dict[tuple, Path] = {}  # (path, size, mtime) -> its unpacked folder, once per process
+_UNZIP_LOCK = threading.Lock()
+
+
+def _zip_error(path: Path, why: str) -> CheckpointError:
+    return CheckpointError(f"{path} is corrupt or not a checkpoint zip ({why}). Download it again, or rebuild with: "
+                           f"{rebuild_command(None)}")
+
+
+def unzip(path: str | os.PathLike) -> Path:
+    """A checkpoint zip unpacked into a temporary folder (the same folder for the same file in one process).
+
+    Only the flat names in ZIP_MEMBERS are allowed (optionally all inside one top folder); anything else (other
+    names, "..", absolute paths, links, duplicates) is refused, as are sizes over ZIP_MAX_BYTES or a suspicious
+    compression ratio. Weights are then read as any checkpoint's (`torch.load(weights_only=True)`, no pickles).
+    Errors are CheckpointErrors worded as a corrupt checkpoint's."""
+    import stat
+    import zipfile
+
+    p = Path(path).resolve()
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise CheckpointError(f"No checkpoint at {p} ({type(e).__name__}).") from e
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    with _UNZIP_LOCK:
+        if key in _UNZIPPED and (_UNZIPPED[key] / "config.json").is_file():
+            return _UNZIPPED[key]
+        try:
+            with zipfile.ZipFile(p) as zf:
+                infos = [i for i in zf.infolist() if not i.is_dir()]
+                names = [i.filename for i in infos]
+                tops = {n.split("/")[0] for n in names if "/" in n}
+                prefix = (tops.pop() + "/") if len(tops) == 1 and all(n.count("/") == 1 for n in names) else ""
+                members, total = {}, 0
+                for i in infos:
+                    name = i.filename[len(prefix):]
+                    if (name not in ZIP_MEMBERS or "\\" in i.filename or i.filename.startswith("/") or ".." in i.filename
+                            or name in members):
+                        raise _zip_error(p, f"unexpected member {i.filename!r}")
+                    if stat.S_ISLNK(i.external_attr >> 16):
+                        raise _zip_error(p, f"{i.filename!r} is a link")
+                    total += i.file_size
+                    if total > ZIP_MAX_BYTES or i.file_size > ZIP_MAX_RATIO * max(i.compress_size, 1024):
+                        raise _zip_error(p, f"{i.filename!r} unpacks too large")
+                    members[name] = i
+                if "config.json" not in members:
+                    raise _zip_error(p, "no config.json")
+                stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in p.stem)[:64].lstrip(".") or "checkpoint"
+                out = Path(tempfile.mkdtemp(prefix="ctxlab-zip-")) / stem  # the folder's name is the model's name
+                out.mkdir()
+                try:
+                    for name, i in members.items():
+                        with zf.open(i) as src, open(out / name, "wb") as dst:  # CRC checked on read
+                            left = i.file_size
+                            while chunk := src.read(min(1 << 20, left + 1)):
+                                left -= len(chunk)
+                                if left < 0:
+                                    raise _zip_error(p, f"{name!r} is longer than its header says")
+                                dst.write(chunk)
+                except BaseException:
+                    shutil.rmtree(out.parent, ignore_errors=True)
+                    raise
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, ValueError, OSError) as e:
+            raise _zip_error(p, f"{type(e).__name__}: {e}") from e
+        _UNZIPPED[key] = out
+        if len(_UNZIPPED) == 1:
+            atexit.register(_remove_unzipped)
+        return out
+
+
+def _remove_unzipped() -> None:
+    for d in _UNZIPPED.values():
+        shutil.rmtree(d.parent, ignore_errors=True)
 
 
 def available() -> list[str]:

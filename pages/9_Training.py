@@ -1,10 +1,12 @@
 """Training: replay how the shipped models learned, from the timeline their training recorded
-(checkpoints/<model>/timeline.json + timeline.npz). One slider over the recorded steps drives every view."""
+(checkpoints/<model>/timeline.json + timeline.npz), or train a small model live (ctxlib.live, a background job) and
+replay its timeline with the same views. One slider over the recorded steps drives every view."""
 import time
 
 import streamlit as st
 
 from ctxlib import checkpoint, replay
+from ctxlib.app import live_views as lv
 from ctxlib.app import replay_views as rv
 from ctxlib.app import state, widgets
 from ctxlib.app.i18n import msg
@@ -12,21 +14,46 @@ from ctxlib.app.i18n import msg
 PLAY_S = 1.5  # seconds per recorded step while playing
 _t0 = time.perf_counter()
 widgets.page_header("Training", "training.title")
-st.markdown(msg("training.intro"))
+MODES = ["replay", "live"]
+state.choice("tr_mode", "mode", MODES, what=msg("live.url.mode"))
+mode = st.radio(msg("live.mode"), MODES, key="tr_mode", horizontal=True, format_func=lambda m: msg(f"live.mode_{m}"),
+                label_visibility="collapsed")
+st.query_params["mode"] = mode
+if mode == "live":
+    st.markdown(msg("live.intro"))
+    spec = lv.choices()
+    lv.start_job_panel(spec)
+    run = lv.finished_run()
+    if run is None:
+        widgets.record_time("training_live", _t0)
+        st.stop()
+    lv.outcome(run)
+    if not run.has_timeline():
+        st.caption(msg("live.no_timeline"))
+        widgets.record_time("training_live", _t0)
+        st.stop()
+    st.subheader(msg("live.replay_header"))
+    name = str(run.out)
+    have = [name]
+else:
+    st.markdown(msg("training.intro"))
 
-found = replay.find(checkpoint.KINDS)
+found = replay.find(checkpoint.KINDS) if mode == "replay" else {}
 for m, path in found.items():
     if path is None:
         st.caption(msg("training.none_w2v") if m not in replay.TIMELINE_KINDS else
                    msg("training.none", model=m, command=f"`{checkpoint.rebuild_command(m)}`"))
-have = [m for m, path in found.items() if path is not None]
-if not have:
-    st.warning(msg("training.no_timeline"))
-    st.stop()
-
-state.choice("tr_model", "model", have, what=msg("training.url.model"))
+if mode == "replay":
+    have = [m for m, path in found.items() if path is not None]
+    if not have:
+        st.warning(msg("training.no_timeline"))
+        st.stop()
+    state.choice("tr_model", "model", have, what=msg("training.url.model"))
 c1, c2, c3 = st.columns([2, 2, 2])
-name = c1.radio(msg("training.model"), have, key="tr_model", horizontal=True)
+if mode == "replay":
+    name = c1.radio(msg("training.model"), have, key="tr_model", horizontal=True)
+else:
+    c1.markdown(f"**live: {run.label}**")
 stamp = replay.stamp(name)
 try:
     rp = rv.load(name, stamp)
@@ -38,7 +65,7 @@ word = c2.selectbox(msg("training.word"), rp.words, key="tr_word")
 layer_names = widgets.layer_labels(rp.layer_names)
 state.layer("tr_layer", "layer", len(layer_names))
 layer = c3.selectbox(msg("training.layer"), list(range(len(layer_names))), format_func=layer_names.__getitem__, key="tr_layer")
-st.query_params.update({"model": name, "word": word, "layer": str(layer)})
+st.query_params.update({"word": word, "layer": str(layer), **({"model": name} if mode == "replay" else {})})
 steps = rp.steps
 rv.ensure_index(steps)
 

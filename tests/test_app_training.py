@@ -104,3 +104,226 @@ def test_gpt_timeline_with_next_characters(tmp_path, monkeypatch):
     hits = next(s for s in chart_specs(at) if "intended" in s["layout"]["title"]["text"])
     assert [t["name"] for t in hits["data"]] == ["GPT: next character"] and hits["data"][0]["y"] == [1, 1, 1, 1]
     assert len(chart_specs(at)) == 6  # its attention is there too: map and head shares
+
+
+# -- Train live ------------------------------------------------------------------------------------------------------
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import streamlit  # noqa: E402
+
+from ctxlib import corpus, jobs, live, user_text  # noqa: E402
+from ctxlib.app import live_views, loaders  # noqa: E402
+from ctxlib.app.i18n import escape_md  # noqa: E402
+
+
+@pytest.fixture
+def live_short(monkeypatch):
+    """Live runs of a second or two on 300 paragraphs of the train split; no job left running afterwards."""
+    monkeypatch.setattr(live, "BUDGET_MIN_S", 1)
+    pars = corpus.load("all", "train")[:300]
+    monkeypatch.setattr(live, "subset", lambda words, seed=0: pars)
+    yield
+    job = jobs.current(live_views.SLOT)
+    if job is not None:
+        job.cancel()
+        assert job.wait(60), "a test left a live training running"
+
+
+def _live(at=None, **qp):
+    at = _run(at, mode="live", **qp)
+    assert at.radio(key="tr_mode").value == "live"
+    return at
+
+
+def _until_done(at, timeout=120):
+    """Rerun the page (the poll fragment's job) until this session's job has ended and the page has seen it."""
+    t0 = time.time()
+    while "lv_job" in at.session_state:
+        assert time.time() - t0 < timeout, "the live run did not end"
+        time.sleep(0.2)
+        at.run()
+        assert not at.exception, at.exception
+    return at
+
+
+def _texts(at, kind):
+    return " ".join(e.value for e in getattr(at, kind))
+
+
+def test_live_word2vec_run_start_to_end_then_use_and_download(live_short):
+    at = _live()
+    assert at.radio(key="lv_kind").options == ["word2vec", "ELMo (tiny)", "BERT (tiny)", "GPT (tiny)"]
+    assert at.slider(key="lv_budget").value == 60 and at.button(key="lv_start").disabled is False
+    at.radio(key="lv_kind").set_value("word2vec")
+    at.slider(key="lv_budget").set_value(1).run()
+    at.button(key="lv_start").click().run()
+    assert not at.exception, at.exception
+    job = jobs.current(live_views.SLOT)
+    assert job is not None and job.owner == at.session_state["lv_owner"]
+    _until_done(at)
+    assert job.state == jobs.DONE, job.error
+    run = job.result
+    assert run.state == "done" and run.loadable() and run.spec.budget_s == 1
+    assert f"word2vec trained: {run.summary['steps']:,} steps" in _texts(at, "success")
+    near = at.dataframe[0].value
+    assert list(near.columns) == ["word", "nearest words (cosine)"] and "中国" in list(near["word"])
+    assert "records no timeline" in _texts(at, "caption") and not chart_specs(at)  # word2vec: nothing to replay
+    # the loss curve was drawn from the job's points while it ran: they have losses
+    assert job.points and any(p["loss"] is not None for p in job.points)
+    assert at.get("download_button")
+    at.button(key="lv_use").click().run()
+    name = f"live: {run.label}"
+    assert at.session_state[loaders.LIVE_KEY] == {name: str(run.out)}
+    assert f"offer “{escape_md(name)}”" in _texts(at, "caption") and at.button(key="lv_use").disabled
+    # the other pages' pickers offer it, in this session only
+    tt = AppTest.from_file(str(PAGES / "1_Type_vs_token.py"), default_timeout=120)
+    tt.query_params["lang"] = "en"
+    tt.session_state[loaders.LIVE_KEY] = {name: str(run.out)}
+    tt.run()
+    assert not tt.exception, tt.exception
+    assert name in tt.multiselect(key="tt_models").options
+    other = AppTest.from_file(str(PAGES / "1_Type_vs_token.py"), default_timeout=120)
+    other.query_params["lang"] = "en"
+    other.run()
+    assert name not in other.multiselect(key="tt_models").options
+
+
+def _slow_work(session, spec):
+    def work(job):
+        run = session.new_run(spec)
+        for k in range(1, 100_000):
+            time.sleep(0.01)
+            job.report(k / 100_000, {"s": k / 100, "step": k, "loss": 5.0 - k / 1000, "tokens": 10 * k, "tokens_s": 1000.0},
+                       phase="train")
+        return run
+    return work
+
+
+def test_cancel_leaves_the_page_usable(live_short, monkeypatch):
+    monkeypatch.setattr(live, "make_work", _slow_work)
+    at = _live()
+    at.button(key="lv_start").click().run()
+    job = jobs.current(live_views.SLOT)
+    t0 = time.time()
+    while len(job.points) < 5:
+        assert time.time() - t0 < 30
+        time.sleep(0.05)
+    at.run()
+    assert at.get("progress") and at.metric[1].label == "Step"
+    live_plot = [s for s in chart_specs(at) if s["layout"]["title"]["text"] == "Training loss as it trains"]
+    assert live_plot and len(live_plot[0]["data"][0]["x"]) >= 5
+    at.button(key="lv_cancel").click().run()
+    assert job.wait(10) and job.state == jobs.CANCELLED
+    _until_done(at)
+    assert "Training cancelled." in _texts(at, "info") and not at.get("progress")
+    assert at.button(key="lv_start").disabled is False and not at.success
+
+
+def test_a_failed_run_says_why(live_short, monkeypatch):
+    def failing(session, spec):
+        def work(job):
+            session.new_run(spec)
+            raise ValueError("only 1 words reach min_count=3; give more text or lower min_count")
+        return work
+
+    monkeypatch.setattr(live, "make_work", failing)
+    at = _live()
+    at.button(key="lv_start").click().run()
+    _until_done(at)
+    assert "Training failed: ValueError: only 1 words reach min\\_count" in _texts(at, "error")
+    assert at.button(key="lv_start").disabled is False
+
+
+def test_two_sessions_at_once_the_second_is_told_to_wait(live_short):
+    gate = threading.Event()
+
+    def theirs(job):
+        job.report(0.4, None, "train")
+        gate.wait(60)
+
+    job = jobs.start(live_views.SLOT, theirs, owner="someone else")
+    try:
+        while job.progress < 0.4:
+            time.sleep(0.02)
+        at = _live()
+        assert "Someone is training a model right now (40% done" in _texts(at, "info")
+        at.button(key="lv_start").click().run()
+        assert not at.exception, at.exception
+        assert "Another live training is running on this server (40% done)" in _texts(at, "warning")
+        assert jobs.current(live_views.SLOT) is job and "lv_job" not in at.session_state
+    finally:
+        gate.set()
+        assert job.wait(10)
+
+
+class _Upload:
+    def __init__(self, name, data):
+        self.name, self.size, self._data = name, len(data), data
+
+    def getvalue(self):
+        return self._data
+
+
+@pytest.mark.parametrize("case, data, want", [
+    ("empty", b"", "the file is empty"),
+    ("binary", b"\x00\x01\x02PNG" * 100, "looks like a binary file"),
+    ("oversized", "好".encode() * 400, "over the 20 MB cap"),
+    ("encoding", b"\x80\xff" * 50, "not UTF-8 or GB18030 text"),
+    ("gb18030", "今天天气很好，我们去公园散步吧。\n".encode("gb18030") * 20, None),
+])
+def test_uploads(case, data, want, live_short, monkeypatch):
+    monkeypatch.setattr(user_text, "USER_FILE_CAP", 1000)
+    monkeypatch.setattr(streamlit, "file_uploader", lambda *a, **k: _Upload(f"{case}.txt", data))
+    at = _live()
+    at.radio(key="lv_kind").set_value("bert").run()
+    at.radio(key="lv_source").set_value("upload").run()
+    assert not at.exception, at.exception
+    if want is None:
+        assert f"{case}\\.txt: 1 KiB of GB18030 text, ready." in _texts(at, "caption") and not at.error
+        assert at.button(key="lv_start").disabled is False
+    else:
+        assert want in _texts(at, "error") and at.error[0].value.startswith(f"{case}\\.txt: ")
+        assert at.button(key="lv_start").disabled is True
+
+
+def test_gpt_offers_the_built_in_corpus_only(live_short):
+    at = _live()
+    at.radio(key="lv_kind").set_value("gpt").run()
+    assert at.radio(key="lv_source").options == ["Built-in corpus (a random part)"]
+    assert "GPT trains on the built-in corpus only" in _texts(at, "caption")
+
+
+def test_live_in_chinese(live_short):
+    at = AppTest.from_file(str(PAGES / PAGE), default_timeout=60)
+    at.query_params["lang"] = "zh"
+    at.query_params["mode"] = "live"
+    at.run()
+    assert not at.exception and at.button(key="lv_start").label == "开始训练"
+    assert at.radio(key="lv_kind").options[2] == "BERT（微型）"
+
+
+def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, monkeypatch):
+    """A run that leaves a checkpoint and a timeline (written here in the recorder's schema) gets the replay views."""
+    def recorded(session, spec):
+        def work(job):
+            run = session.new_run(spec)
+            write_timeline(run.out)
+            for f in ("config.json", "vocab.json", "model.pt"):
+                (run.out / f).write_bytes(b"{}")
+            run.summary, run.state, run.first_step_s = {"steps": 1000, "tokens_seen": 5000}, "done", 2.0
+            job.report(1.0, None, "save")
+            return run
+        return work
+
+    monkeypatch.setattr(live, "make_work", recorded)
+    at = _live()
+    at.radio(key="lv_kind").set_value("bert").run()
+    at.button(key="lv_start").click().run()
+    _until_done(at)
+    run = at.session_state["lv_session"].latest()
+    assert "BERT (tiny) trained: 1,000 steps, 5,000 tokens" in _texts(at, "success")
+    assert [s.value for s in at.subheader][0] == "Replay of your run"
+    assert f"live: {run.label}" in _texts(at, "markdown")
+    assert at.select_slider[-1].value == len(STEPS) - 1 and len(chart_specs(at)) == 6
+    assert at.query_params.get("mode") in ("live", ["live"]) and "model" not in at.query_params

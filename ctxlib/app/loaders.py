@@ -17,10 +17,31 @@ MODEL_ORDER = ("word2vec", "elmo", "bert", "gpt")  # the order pages list them i
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 
+LIVE_KEY = "ctxlab_live_models"  # session: {"live: bert-3": its checkpoint folder} (the training page's "Use this model")
+
+
+def live_models() -> dict[str, str]:
+    """This session's live-trained models the pickers offer after the shipped ones (name -> checkpoint folder)."""
+    return dict(st.session_state.get(LIVE_KEY) or {})
+
+
 @st.cache_resource(show_spinner=False)
+def _load(name_or_path: str):
+    return ctxlib.load(name_or_path)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _load_live(path: str):
+    return ctxlib.load(path)
+
+
 def load_encoder(name: str):
-    """A loaded Encoder, cached across reruns and sessions."""
-    return ctxlib.load(name)
+    """A loaded Encoder, cached across reruns and sessions (a live model by its folder, so per session)."""
+    path = live_models().get(name)
+    return _load(name) if path is None else _load_live(path)
+
+
+load_encoder.clear = _load.clear
 
 
 def try_load(name: str):
@@ -34,8 +55,8 @@ def try_load(name: str):
 
 
 def model_status() -> dict[str, str | None]:
-    """{model name: None if loadable else the message to show}, for every model in MODEL_ORDER."""
-    return {name: try_load(name)[1] for name in MODEL_ORDER}
+    """{model name: None if loadable else the message to show}, for every model in MODEL_ORDER, then live models."""
+    return {name: try_load(name)[1] for name in (*MODEL_ORDER, *live_models())}
 
 
 def model_stamp(name: str) -> str:

@@ -84,7 +84,7 @@ def require_model(name: str, label: str):
 
 def _available(status: dict) -> list[str]:
     """The loadable models; the missing ones listed in the sidebar with their build command."""
-    ok = [m for m in loaders.MODEL_ORDER if status[m] is None]
+    ok = [m for m in status if status[m] is None]  # MODEL_ORDER, then this session's live models
     if not ok:
         st.warning(msg("common.no_model", command=checkpoint.rebuild_command("word2vec")))
     return ok

@@ -184,7 +184,8 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             bar.update(state.done - shown[0])
         shown[0] = state.done
         if callback is not None:
-            callback({"epoch": ep, "words": state.done, "total": total, "lr": state.lr,
+            callback({"epoch": ep, "words": state.done, "total": total, "lr": state.lr, "steps": state.steps,
+                      "loss_sum": state.loss_sum, "loss_n": state.loss_n,  # this epoch's so far
                       "words_per_s": state.done / max(time.perf_counter() - t_train, 1e-9)})
 
     threads_before = torch.get_num_threads()

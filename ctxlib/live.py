@@ -1,0 +1,339 @@
+"""Training a small model live (the training page's "Train live"), without Streamlit: the choices of a run, its work
+function for a background job, the per-session folder that holds runs, and the zip a run downloads as.
+
+- `LiveSpec`: what to train (word2vec, or a small ELMo, BERT or GPT), on what (a random subset of the built-in train
+  split, `words` words; or a user's file checked as `--corpus` checks it, see `check_upload`) and for how long
+  (`budget_s`, 30-180 s of training; loading the text and the timeline's snapshots come on top).
+- `train(spec, out, report)`: runs the model's own `train()` (ctxlib.training.*) into `out`, calling
+  `report(fraction of the budget, {"s", "step", "loss", "tokens", "tokens_s"}, phase)` at most every
+  `REPORT_EVERY_S` seconds (a job's `report`: raising from it, e.g. jobs.Cancelled, ends the run). ELMo, BERT and GPT
+  record a training timeline (replayed by the same views as the shipped models') and save the folder every
+  `SAVE_EVERY_S` seconds, so a cancelled run keeps its last save.
+- `LiveSession`: a temporary folder per app session with its last `MAX_RUNS` runs (older ones deleted; all of it
+  when the session object is dropped). Nothing is written to checkpoints/.
+- `zip_bytes(folder)`: the checkpoint as a zip that `ctxlib.load("run.zip")` reads (checkpoint.py unpacks it).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import shutil
+import tempfile
+import threading
+import time
+import unicodedata
+import weakref
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import checkpoint
+from .training.presets import Preset
+
+log = logging.getLogger(__name__)
+
+KINDS = ("word2vec", "elmo", "bert", "gpt")
+UPLOAD_KINDS = ("word2vec", "elmo", "bert")  # GPT trains on the built-in corpus only (as `train gpt --corpus`)
+BUDGET_MIN_S, BUDGET_MAX_S = 30, 180
+SUBSETS = (50_000, 200_000, 1_000_000)  # words of the built-in train split a run can use
+REPORT_EVERY_S = 0.5  # at most one progress report (and plot point) per this many seconds
+SAVE_EVERY_S = 5.0  # ELMo, BERT, GPT: the run folder is saved (weights + timeline) this often
+MAX_RUNS = 2  # runs a session keeps on disk (the older ones are deleted)
+ZIP_FILES = checkpoint.ZIP_MEMBERS  # what a downloaded run holds (no resume.pt: it holds pickled optimizer state)
+EXAMPLE_WORDS = ("中国", "发展", "经济")  # common words whose nearest neighbours a live word2vec shows
+
+# the live models' sizes: the tests' tiny models, a little wider, with a timeline; `steps` is planned per run from
+# the budget (STEPS_PER_S, measured on one CPU thread; the time budget ends the run, the plan only spaces the
+# timeline's snapshots and the learning-rate decay)
+PRESETS: dict[str, Preset] = {
+    "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
+                                  max_vocab=20000), data=dict(sentences=None)),
+    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
+                   steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True,
+                   data=dict(batch=16, max_paragraphs=None, min_count=2, whole_word=False)),
+    "gpt": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
+                  steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True,
+                  data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000)),
+    "elmo": Preset(model=dict(filters=[[1, 16], [2, 16], [3, 32]], max_chars=6, dim=32, hidden=64, vocab_size=3000,
+                              cutoffs=[300, 1500], dropout=0.0),
+                   steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True,
+                   data=dict(paragraphs=0, batch_tokens=400, max_len=30, bench_steps=0, valid_sentences=100)),
+}
+STEPS_PER_S = {"bert": 25.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
+_RUN_IDS = itertools.count(1)
+_PRESET_LOCK = threading.Lock()
+
+
+class UploadError(ValueError):
+    """An uploaded corpus that `--corpus` would refuse; `.code` names the case (empty, binary, encoding, too_big)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class LiveSpec:
+    kind: str
+    budget_s: float = 60.0
+    words: int = 200_000  # size of the built-in subset (ignored with corpus_file)
+    corpus_file: Path | None = None  # a user's file, already checked (check_upload + save_upload)
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown model {self.kind!r}; choose one of {list(KINDS)}")
+        if not BUDGET_MIN_S <= self.budget_s <= BUDGET_MAX_S:
+            raise ValueError(f"the time budget must be {BUDGET_MIN_S}-{BUDGET_MAX_S} s, not {self.budget_s}")
+        if self.corpus_file is not None and self.kind not in UPLOAD_KINDS:
+            raise ValueError(f"{self.kind} trains on the built-in corpus only")
+        if self.corpus_file is None and self.words <= 0:
+            raise ValueError("the subset needs a positive number of words")
+
+
+# -- uploads: the limits and messages of `python -m ctxlib train KIND --corpus FILE` ------------------------------
+def check_upload(data: bytes, name: str = "upload") -> str:
+    """The encoding ('utf-8-sig' or 'gb18030') of an uploaded corpus, or UploadError as --corpus would refuse it."""
+    from .user_text import USER_FILE_CAP
+
+    if len(data) > USER_FILE_CAP:
+        raise UploadError("too_big", f"{name}: {len(data) / 1e6:.1f} MB is over the {USER_FILE_CAP // (1024 * 1024)} MB "
+                                     "cap; split the file or use a sample.")
+    if not data.strip():
+        raise UploadError("empty", f"{name}: the file is empty; give one sentence or paragraph per line.")
+    if b"\x00" in data[:65536]:
+        raise UploadError("binary", f"{name}: looks like a binary file (NUL bytes); give a UTF-8 or GB18030 text file.")
+    for enc in ("utf-8-sig", "gb18030"):
+        try:
+            text = data.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise UploadError("encoding", f"{name}: not UTF-8 or GB18030 text; re-save the file as UTF-8.")
+    head = text[:65536]
+    if sum(1 for c in head if unicodedata.category(c) == "Cc" and c not in "\n\r\t") > 0.01 * len(head):
+        raise UploadError("binary", f"{name}: looks like a binary file (control characters); give a text file.")
+    return enc
+
+
+def save_upload(data: bytes, folder: Path, name: str = "upload") -> Path:
+    """Check an upload (check_upload), write it under `folder` and check the file as --corpus does; its path."""
+    from .corpus import CorpusError
+    from .user_text import user_files
+
+    check_upload(data, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "corpus.txt"
+    path.write_bytes(data)
+    try:
+        user_files(path)
+    except CorpusError as e:
+        path.unlink(missing_ok=True)
+        raise UploadError("binary", str(e).replace(str(path), name)) from e
+    return path
+
+
+# -- the built-in subset ---------------------------------------------------------------------------------------
+def subset(words: int, seed: int = 0) -> list:
+    """Paragraphs of the built-in train split in a seeded random order until they hold at least `words` words."""
+    from . import corpus
+
+    pars = corpus.load("all", "train")
+    out, n = [], 0
+    for i in np.random.default_rng(seed).permutation(len(pars)):
+        out.append(pars[int(i)])
+        n += len(pars[int(i)].words)
+        if n >= words:
+            break
+    return out
+
+
+# -- one run -----------------------------------------------------------------------------------------------------
+@dataclass
+class LiveRun:
+    """A run's record, filled as it goes (the page keeps it in the session): its folder, state and last figures."""
+    spec: LiveSpec
+    out: Path
+    id: int = field(default_factory=lambda: next(_RUN_IDS))
+    started: float = field(default_factory=time.time)
+    ended: float | None = None
+    state: str = "running"  # running, done, cancelled, failed
+    first_step_s: float | None = None  # seconds from the start to the first training step (loading, vocabulary)
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.kind}-{self.id}"
+
+    def loadable(self) -> bool:
+        """Whether the folder holds a complete checkpoint (a cancelled run: its last save, if any)."""
+        return all((self.out / f).is_file() for f in ("config.json", "vocab.json", "model.pt"))
+
+    def has_timeline(self) -> bool:
+        return (self.out / "timeline.json").is_file() and (self.out / "timeline.npz").is_file()
+
+
+def plan_steps(kind: str, budget_s: float) -> int:
+    """Optimizer steps planned for a run of `budget_s` seconds (more than it will make: the budget ends it)."""
+    return max(100, int(budget_s * STEPS_PER_S[kind]))
+
+
+@contextmanager
+def _registered(module, name: str, preset: Preset):
+    """`preset` as module.PRESETS[name] while the run lasts: the models' train() take a preset by name."""
+    with _PRESET_LOCK:
+        module.PRESETS[name] = preset
+    try:
+        yield name
+    finally:
+        with _PRESET_LOCK:
+            module.PRESETS.pop(name, None)
+
+
+def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
+    """Train `spec` into run.out; see the module docstring for `report`. Returns `run` (state, summary filled)."""
+    import importlib
+
+    mod = importlib.import_module(f".training.{spec.kind}", __package__)
+    out, budget = run.out, float(spec.budget_s)
+    t0 = time.time()
+    last = [0.0]
+    report(0.0, None, "data")
+
+    def emit(step: int, loss: float | None, tokens: int, elapsed: float, words_total: float | None = None):
+        if run.first_step_s is None:
+            run.first_step_s = round(time.time() - t0, 1)
+        now = time.time()
+        frac = elapsed / budget if words_total is None else max(elapsed / budget, tokens / max(words_total, 1))
+        if now - last[0] < REPORT_EVERY_S:
+            report(min(1.0, frac), None, "train")  # checks for a cancel without a new point
+            return False
+        last[0] = now
+        report(min(1.0, frac), {"s": round(elapsed, 2), "step": int(step), "loss": None if loss is None else round(float(loss), 4),
+                                "tokens": int(tokens), "tokens_s": round(tokens / max(elapsed, 1e-9), 1)}, "train")
+        return True
+
+    corpus_path = str(spec.corpus_file) if spec.corpus_file is not None else None
+    try:
+        if spec.kind == "word2vec":
+            t_fit, seen = [None], [0.0, 0]
+
+            def w2v_cb(info: dict):
+                if t_fit[0] is None:
+                    t_fit[0] = time.time() - info["words"] / max(info["words_per_s"], 1e-9)
+                s, n = info.get("loss_sum", 0.0), info.get("loss_n", 0)
+                if n < seen[1]:  # a new epoch: its sums start again
+                    seen[:] = [0.0, 0]
+                loss = (s - seen[0]) / (n - seen[1]) if n > seen[1] else None  # the mean since the last point
+                if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
+                    seen[:] = [s, n]
+
+            try:
+                with _registered(mod, f"live-{run.id}", PRESETS["word2vec"]) as name:
+                    mod.train(name, device="cpu", out=out, seed=spec.seed, time_limit=budget, callback=w2v_cb,
+                              paragraphs=None if corpus_path else subset(spec.words, spec.seed), corpus_path=corpus_path)
+            finally:
+                if corpus_path:  # an upload's segmented copy (user_text.UserSentences) goes with the session, not to the cache
+                    from .user_text import UserSentences, user_files
+
+                    UserSentences(user_files(corpus_path)).path.unlink(missing_ok=True)
+        else:
+            P = PRESETS[spec.kind]
+            data = dict(P.data)
+            paragraphs = None
+            if corpus_path is None:
+                if spec.kind == "elmo":  # ELMo holds out part of `paragraphs`: a sample of the split keeps its own valid
+                    data["paragraphs"] = len(subset(spec.words, spec.seed))
+                else:
+                    paragraphs = subset(spec.words, spec.seed)
+            preset = replace(P, steps=plan_steps(spec.kind, budget), data=data)
+
+            def cb(step: int, ema: float, info: dict):
+                emit(step, ema, info["tokens"], info["elapsed"])
+
+            kw = dict(device="cpu", out=out, seed=spec.seed, callback=cb, stretch=budget, save_every=SAVE_EVERY_S)
+            if spec.kind == "elmo":  # its time_limit covers the whole command and keeps ~60 s for the perplexity
+                kw.update(time_limit=budget + 60.0 + 0.02 * data["valid_sentences"], corpus_path=corpus_path)
+            else:
+                kw.update(time_limit=budget, paragraphs=paragraphs)
+                if spec.kind == "bert":
+                    kw["corpus_path"] = corpus_path
+            with _registered(mod, f"live-{run.id}", preset) as name:
+                mod.train(name, **kw)
+        report(1.0, None, "save")
+    except BaseException:
+        run.ended = time.time()
+        raise
+    run.ended = time.time()
+    run.summary = checkpoint.read_config(out).get("summary", {})
+    run.state = "done"
+    return run
+
+
+def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str, list[tuple[str, float]]]:
+    """word2vec: each word's `topn` nearest words in the run's model (words it does not know are left out)."""
+    import ctxlib
+
+    kv = ctxlib.load(folder).keyed_vectors
+    return {w: [(x, round(float(s), 3)) for x, s in kv.most_similar(w, topn=topn)] for w in words if w in kv}
+
+
+# -- the session's folder ----------------------------------------------------------------------------------------
+class LiveSession:
+    """A temporary folder for one app session's runs and uploads; keeps the last MAX_RUNS runs' folders."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.dir = Path(tempfile.mkdtemp(prefix="ctxlab-live-", dir=root))
+        self.runs: list[LiveRun] = []
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
+
+    def new_run(self, spec: LiveSpec) -> LiveRun:
+        run = LiveRun(spec, self.dir / "pending")
+        run.out = self.dir / f"run-{run.id}"
+        self.runs.append(run)
+        for old in self.runs[:-MAX_RUNS]:
+            shutil.rmtree(old.out, ignore_errors=True)
+        self.runs = self.runs[-MAX_RUNS:]
+        return run
+
+    def latest(self) -> LiveRun | None:
+        return self.runs[-1] if self.runs else None
+
+    def upload_dir(self) -> Path:
+        return self.dir / "upload"
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def make_work(session: LiveSession, spec: LiveSpec) -> Callable:
+    """The job's work: a new run in the session's folder, trained with the job's `report`."""
+
+    def work(job) -> LiveRun:
+        run = session.new_run(spec)
+        try:
+            return train(spec, run, job.report)
+        except BaseException as e:
+            run.state = "cancelled" if type(e).__name__ == "Cancelled" else "failed"
+            raise
+
+    return work
+
+
+# -- download ----------------------------------------------------------------------------------------------------
+def zip_bytes(folder: Path) -> bytes:
+    """The run's checkpoint (config, vocabulary, weights and the timeline if any) as a zip, flat."""
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in ZIP_FILES:
+            f = Path(folder) / name
+            if f.is_file():
+                zf.write(f, name)
+    return buf.getvalue()

@@ -1,0 +1,217 @@
+"""ctxlib.live (training a small model live from the training page) and reading a checkpoint zip (checkpoint.unzip):
+upload checks as --corpus, a short BERT run with its timeline, a cancelled run keeping its last save, the session
+folder, and zips that are corrupt, traverse paths, hold other files or unpack too large."""
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+import ctxlib
+from ctxlib import checkpoint, corpus, live, replay, user_text
+
+
+class Cancelled(Exception):
+    pass
+
+
+@pytest.fixture
+def short(monkeypatch):
+    """Runs of a few seconds on 300 paragraphs of the train split, saved every 0.3 s."""
+    monkeypatch.setattr(live, "BUDGET_MIN_S", 1)
+    monkeypatch.setattr(live, "SAVE_EVERY_S", 0.3)
+    monkeypatch.setattr(live, "REPORT_EVERY_S", 0.05)
+    pars = corpus.load("all", "train")[:300]
+    monkeypatch.setattr(live, "subset", lambda words, seed=0: pars)
+    return pars
+
+
+# -- uploads -------------------------------------------------------------------------------------------------------
+def test_upload_checks_as_corpus_does(tmp_path, monkeypatch):
+    assert live.check_upload("今天天气很好。\n我们去公园。\n".encode("utf-8")) == "utf-8-sig"
+    assert live.check_upload("今天天气很好。\n".encode("gb18030")) == "gb18030"
+    for data, code in ((b"", "empty"), (b"  \n\n", "empty"), (b"abc\x00def" * 10, "binary"),
+                       (bytes(range(1, 9)) * 50, "binary"), (b"\x80\xff\x80\xff" * 10, "encoding")):
+        with pytest.raises(live.UploadError) as e:
+            live.check_upload(data, "x.txt")
+        assert e.value.code == code and str(e.value).startswith("x.txt: ")
+    monkeypatch.setattr(user_text, "USER_FILE_CAP", 100)
+    with pytest.raises(live.UploadError) as e:
+        live.check_upload("好".encode() * 50, "big.txt")
+    assert e.value.code == "too_big" and "over the 0 MB cap" in str(e.value)
+    # what passes is written to the session folder and is a file `--corpus` accepts
+    p = live.save_upload("第一行。\n第二行。\n".encode("gb18030"), tmp_path / "up", "mine.txt")
+    files = user_text.user_files(p)
+    assert p.parent == tmp_path / "up" and files == [(p, "gb18030")]
+    assert list(user_text.iter_user_lines(files)) == ["第一行。", "第二行。"]
+
+
+def test_spec_limits():
+    live.LiveSpec("bert", 30)
+    live.LiveSpec("word2vec", 180, corpus_file=None)
+    for kw in (dict(kind="bert", budget_s=29), dict(kind="bert", budget_s=181), dict(kind="lstm"),
+               dict(kind="gpt", corpus_file="x.txt"), dict(kind="bert", words=0)):
+        with pytest.raises(ValueError):
+            live.LiveSpec(**kw)
+
+
+def test_subset_holds_at_least_the_words_asked():
+    pars = live.subset(5000, seed=1)
+    n = sum(len(p.words) for p in pars)
+    assert n >= 5000 and n - len(pars[-1].words) < 5000
+    assert [(p.source, p.doc_id) for p in pars] == [(p.source, p.doc_id) for p in live.subset(5000, seed=1)]  # seeded
+
+
+# -- runs ----------------------------------------------------------------------------------------------------------
+def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
+    points = []
+    run = live.LiveRun(live.LiveSpec("bert", 3), tmp_path / "run")
+    out = live.train(run.spec, run, lambda f, p=None, phase=None: points.append((f, p, phase)))
+    assert out is run and run.state == "done" and run.loadable() and run.has_timeline()
+    assert run.summary["steps"] > 0 and run.summary["wall_s"] >= 3 and run.first_step_s is not None
+    pts = [p for _, p, _ in points if p]
+    assert pts and all(set(p) == {"s", "step", "loss", "tokens", "tokens_s"} for p in pts)
+    assert [p["step"] for p in pts] == sorted(p["step"] for p in pts) and pts[-1]["tokens_s"] > 0
+    assert [ph for _, _, ph in points][0] == "data" and points[-1][2] == "save" and points[-1][0] == 1.0
+    assert 0 <= min(f for f, _, _ in points) and max(f for f, _, _ in points) <= 1
+    rp = replay.load(run.out)
+    assert rp.kind == "bert" and rp.steps[0] == 0 and rp.steps[-1] == run.summary["steps"]
+    assert "attention_0" in rp.arrays
+    from ctxlib.training import bert
+    assert not any(k.startswith("live-") for k in bert.PRESETS)  # the run's preset is gone again
+    # the download: a zip that ctxlib.load reads, with the same weights
+    z = tmp_path / "run.zip"
+    z.write_bytes(live.zip_bytes(run.out))
+    assert sorted(zipfile.ZipFile(z).namelist()) == sorted(checkpoint.ZIP_MEMBERS)
+    a, b = ctxlib.load(run.out), ctxlib.load(z)
+    assert b.kind == "bert" and b.name == "run"
+    va, vb = a.word_vectors(["苹果手机很好用"], "苹果"), b.word_vectors(["苹果手机很好用"], "苹果")
+    assert np.allclose(va, vb)
+    assert replay.load(z).steps == rp.steps  # the replay reads the zip too
+
+
+def test_cancel_keeps_the_last_save(short, tmp_path):
+    n = [0]
+
+    def report(frac, point=None, phase=None):
+        if point:
+            n[0] += 1
+            if n[0] == 40:
+                raise Cancelled()
+
+    run = live.LiveRun(live.LiveSpec("gpt", 60), tmp_path / "run")
+    with pytest.raises(Cancelled):
+        live.train(run.spec, run, report)
+    assert run.ended is not None and run.loadable() and run.has_timeline()
+    rp = replay.load(run.out)
+    assert rp.kind == "gpt" and len(rp.steps) >= 2 and rp.steps[-1] < 60 * live.STEPS_PER_S["gpt"]
+
+
+def test_word2vec_run_and_its_nearest_words(short, tmp_path):
+    pts = []
+    run = live.LiveRun(live.LiveSpec("word2vec", 2), tmp_path / "w")
+    live.train(run.spec, run, lambda f, p=None, phase=None: p and pts.append(p))
+    assert run.state == "done" and run.loadable() and not run.has_timeline()
+    assert pts and any(p["loss"] is not None for p in pts) and all(p["loss"] is None or p["loss"] > 0 for p in pts)
+    near = live.nearest_words(run.out, words=("中国", "没有这个词"))
+    assert list(near) == ["中国"] and len(near["中国"]) == 5 and all(w != "中国" for w, _ in near["中国"])
+
+
+def test_work_marks_a_failed_run_and_session_keeps_the_last_runs(short, monkeypatch, tmp_path):
+    sess = live.LiveSession(tmp_path)
+
+    class Job:
+        def report(self, *a, **k):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        live.make_work(sess, live.LiveSpec("word2vec", 2))(Job())
+    assert sess.latest().state == "failed" and sess.dir.parent == tmp_path
+    runs = []
+    for _ in range(3):
+        runs.append(sess.new_run(live.LiveSpec("word2vec", 2)))
+        runs[-1].out.mkdir()
+    assert len(sess.runs) == live.MAX_RUNS and not runs[0].out.exists() and runs[1].out.exists() and runs[2].out.exists()
+    d = sess.dir
+    sess.close()
+    assert not d.exists()
+
+
+# -- checkpoint zips -----------------------------------------------------------------------------------------------
+@pytest.fixture
+def w2v_dir(tmp_path):
+    import torch
+
+    from ctxlib.vocab import Vocab
+
+    vocab = Vocab(["<unk>", "苹果", "手机"], [0, 5, 3])
+    d = tmp_path / "w2v"
+    checkpoint.save(d, "word2vec", {"dim": 4}, vocab.to_json(), {"in_vectors": torch.arange(12.0).reshape(3, 4)}, {})
+    return d
+
+
+def _zip(path, members: dict):
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _members(d):
+    return {f: (d / f).read_bytes() for f in ("config.json", "vocab.json", "model.pt")}
+
+
+def test_zip_in_a_top_folder_loads(w2v_dir, tmp_path):
+    z = _zip(tmp_path / "m.zip", {f"w2v/{k}": v for k, v in _members(w2v_dir).items()})
+    enc = ctxlib.load(z)
+    assert enc.kind == "word2vec" and enc.in_vocab("苹果")
+    assert checkpoint.resolve(z) == checkpoint.resolve(z)  # unpacked once
+
+
+@pytest.mark.parametrize("case", ["corrupt", "truncated", "traversal", "absolute", "pickle", "no_config", "bomb"])
+def test_bad_zips_are_refused_clearly(case, w2v_dir, tmp_path, monkeypatch):
+    z = tmp_path / f"{case}.zip"
+    m = _members(w2v_dir)
+    if case == "corrupt":
+        z.write_bytes(b"PK\x03\x04 not really a zip")
+    elif case == "truncated":
+        _zip(z, m)
+        z.write_bytes(z.read_bytes()[:200])
+    elif case == "traversal":
+        _zip(z, {**m, "../evil.json": b"{}"})
+    elif case == "absolute":
+        _zip(z, {**m, "/tmp/evil.json": b"{}"})
+    elif case == "pickle":
+        _zip(z, {**m, "resume.pt": b"pickle"})
+    elif case == "no_config":
+        _zip(z, {k: v for k, v in m.items() if k != "config.json"})
+    else:
+        _zip(z, {**m, "timeline.json": b"0" * 5_000_000})  # 5 MB of zeros pack to a few KiB
+    with pytest.raises(checkpoint.CheckpointError) as e:
+        ctxlib.load(z)
+    assert str(e.value).startswith(f"{z.resolve()} is corrupt or not a checkpoint zip (")
+    assert "python -m ctxlib train" in str(e.value)
+    assert not (tmp_path.parent / "evil.json").exists() and not (tmp_path / "evil.json").exists()
+
+
+def test_zip_size_cap(w2v_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "ZIP_MAX_BYTES", 100)
+    z = _zip(tmp_path / "big.zip", _members(w2v_dir))
+    with pytest.raises(checkpoint.CheckpointError, match="unpacks too large"):
+        ctxlib.load(z)
+
+
+def test_zip_bytes_leave_out_resume_state(w2v_dir):
+    (w2v_dir / "resume.pt").write_bytes(b"optimizer state")
+    names = zipfile.ZipFile(io.BytesIO(live.zip_bytes(w2v_dir))).namelist()
+    assert sorted(names) == ["config.json", "model.pt", "vocab.json"]
+
+
+def test_word2vec_trains_on_an_uploaded_gb18030_file(short, tmp_path):
+    text = "今天天气很好，我们去公园散步吧。\n苹果手机很好用，就是价格有点贵。\n他在银行存了一笔钱。\n" * 200
+    path = live.save_upload(text.encode("gb18030"), tmp_path / "up", "mine.txt")
+    run = live.LiveRun(live.LiveSpec("word2vec", 2, corpus_file=path), tmp_path / "w")
+    live.train(run.spec, run, lambda *a, **k: None)
+    assert not user_text.UserSentences(user_text.user_files(path)).path.exists()  # no copy left in the cache
+    enc = ctxlib.load(run.out)
+    assert run.state == "done" and enc.in_vocab("苹果") and not enc.in_vocab("中国")  # its words, not the corpus's
