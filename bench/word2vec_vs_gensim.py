@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", nargs="+", default=["numba"], choices=list(VARIANTS), help="ctxlib variants")
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (medians are reported)")
     ap.add_argument("--cbow", action="store_true", help="CBOW instead of skip-gram")
+    ap.add_argument("--roof", action="store_true", help="also estimate the kernel's physical limit on this CPU")
     ap.add_argument("--batch-size", type=int, default=None, help="torch path: windows per SGD step (default: the preset's)")
     ap.add_argument("--max-row-updates", type=int, default=None, help="torch path: per-row update cap (default: the preset's)")
     args = ap.parse_args(argv)
@@ -90,6 +91,8 @@ def main(argv=None) -> int:
     for v in args.variants:  # first-call costs (imports, the kernel's load) stay out of the timed runs
         fit(sents[:200], warm, device="cpu", progress=False, backend=VARIANTS[v][0], sigmoid=VARIANTS[v][1])
 
+    roof = kernel_roof(cfg) if args.roof else None
+
     runs: dict[tuple[int, str], list[dict]] = {}
     gm = kv = None
     for r in range(args.rounds):
@@ -111,7 +114,8 @@ def main(argv=None) -> int:
                 c = {"words_per_s": raw * epochs / c_wall, "words_per_cpu_s": raw * epochs / c_cpu,
                      **pos_agreement(kv.index_to_key, kv.vectors, tags=tags),
                      "pairs_per_s": summary["pairs_seen"] / summary["wall_s"], "train_wall_s": summary["wall_s"],
-                     "pairs_per_cpu_s": summary["pairs_seen"] / max(summary["cpu_s"], 1e-9)}
+                     "pairs_per_cpu_s": summary["pairs_seen"] / max(summary["cpu_s"], 1e-9),
+                     "pairs_per_word": summary["pairs_seen"] / (raw * epochs)}
                 c["ratio"] = c["words_per_s"] / g["words_per_s"]
                 c["cpu_ratio"] = c["words_per_cpu_s"] / g["words_per_cpu_s"]
                 runs.setdefault((w, v), []).append(c)
@@ -139,8 +143,66 @@ def main(argv=None) -> int:
             row[f"{v}_train_pairs_per_s"] = round(median(x["pairs_per_s"] for x in xs))
             row[f"{v}_train_pairs_per_cpu_s"] = round(median(x["pairs_per_cpu_s"] for x in xs))
         out[f"workers_{w}"] = row
+    if roof is not None and (args.workers[0], "numba") in runs:
+        xs = runs[(args.workers[0], "numba")]
+        ppw = median(x["pairs_per_word"] for x in xs)
+        out["roof"] = {**{k: round(v) for k, v in roof.items()}, "pairs_per_raw_word": round(ppw, 3),
+                       "l1_words_per_s_per_core": round(roof["l1_pairs_per_s"] / ppw),
+                       "numba_train_pairs_per_cpu_s": round(median(x["pairs_per_cpu_s"] for x in xs))}
     print(json.dumps(out))
     return 0
+
+
+def kernel_roof(cfg: Word2VecConfig) -> dict:
+    """The kernel's physical limit on this CPU, two ways (pairs = (context, center) updates, each with its negatives).
+
+    1. L1 ports: per pair the kernel loads ((K+1) x 5 + 2) rows of D floats (per target: the dot product reads
+       2 rows; the update reads the output row, the error row and the input row and writes 2; per pair: the input
+       row and the error row once more) and stores ((K+1) x 2 + 2) rows (the error row is zeroed, the input row
+       written). With 32-byte AVX2 accesses, two loads and one store per cycle (Zen 3; Haswell and later alike),
+       that is max(loads / 2, stores) cycles per pair at the clock in /proc/cpuinfo: an upper bound when every
+       row is in L1 and nothing else (the sigmoid, the random numbers, latencies) costs a cycle.
+    2. DRAM: if every row of a pair came from memory and went back ((K+2) rows read and written), a pair moves
+       2 (K+2) D 4 bytes; a single-thread copy of 256 MB measures the bandwidth.
+    Also measured: the kernel itself on a 64-word vocabulary (all rows in L1/L2: no cache misses), per CPU second
+    of its thread (thread_time, so other processes on a loaded machine do not count)."""
+    import numpy as np
+
+    from ctxlib.training.word2vec import negative_table
+
+    D, K = cfg.dim, cfg.negative
+    mhz = 0.0
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("cpu MHz"):
+                mhz = float(line.split(":")[1])
+                break
+    loads, stores = ((K + 1) * 5 + 2) * D / 8, ((K + 1) * 2 + 2) * D / 8
+    l1_pairs = mhz * 1e6 / max(loads / 2, stores) if mhz else float("nan")
+    a, b = np.ones(2 ** 26, np.float32), np.zeros(2 ** 26, np.float32)
+    best = 0.0
+    for _ in range(5):
+        c0 = time.thread_time()
+        np.copyto(b, a)
+        best = max(best, 2 * a.nbytes / max(time.thread_time() - c0, 1e-9))
+    dram_pairs = best / (2 * (K + 2) * D * 4)
+    rng = np.random.default_rng(0)
+    V, n = 64, 200_000
+    ids = rng.integers(0, V, n).astype(np.int64)
+    sid = (np.arange(n) // 20).astype(np.int64)
+    w_in, w_out = ((rng.random((V, D)) - 0.5) / D).astype(np.float32), np.zeros((V, D), np.float32)
+    hot = 0.0
+    for _ in range(3):
+        wk = sgns_numba.Worker(D, K, 1)
+        c0 = time.thread_time()
+        _, _, pairs = wk.run(w_in, w_out, ids, sid, 0, n, cfg, negative_table(np.ones(V)), 0.01)
+        hot = max(hot, pairs / max(time.thread_time() - c0, 1e-9))
+    print(f"roof: L1 load ports {l1_pairs:,.0f} pairs/s ({loads:.0f} 32-byte loads and {stores:.0f} stores per pair, "
+          f"{mhz:.0f} MHz); "
+          f"DRAM {dram_pairs:,.0f} pairs/s (copy {best / 1e9:.1f} GB/s, {2 * (K + 2) * D * 4} bytes per pair); "
+          f"kernel on L1/L2-resident rows {hot:,.0f} pairs per CPU second", flush=True)
+    return {"l1_pairs_per_s": l1_pairs, "dram_pairs_per_s": dram_pairs, "hot_kernel_pairs_per_cpu_s": hot,
+            "copy_bytes_per_s": best}
 
 
 if __name__ == "__main__":

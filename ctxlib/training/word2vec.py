@@ -219,6 +219,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
         nws = [sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2 ** 63)))
                for i in range(workers)]
         exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
+        sgns_numba.kernel()  # the dispatcher is made here, before any worker thread calls it
     total = raw_words * cfg.epochs
     state = _State()
     epoch_loss = []
