@@ -181,11 +181,12 @@ def resolve_backend(backend: str | None, device_type: str) -> str:
 
 def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
         callback: Callable[[dict], None] | None = None, progress: bool = True, workers: int = 1,
-        backend: str | None = None, sigmoid: str = "exact") -> tuple[KeyedVectors, dict]:
+        backend: str | None = None, sigmoid: str = "table") -> tuple[KeyedVectors, dict]:
     """Train on word lists; returns the input vectors as KeyedVectors and a training summary.
 
     backend: "auto" (numba kernel on CPU, torch on CUDA; None reads CTXLIB_W2V_BACKEND), "numba" or "torch".
-    sigmoid (numba only): "exact" or "table" (gensim's 1,000-entry table, |f| >= 6 skipped).
+    sigmoid (numba only): "table" (gensim's 1,000-entry table, updates with |f| >= 6 skipped; the default: as good
+    as "exact" and faster, see ctxlib.training.sgns_numba) or "exact" (1 / (1 + exp(-f)), as the torch path).
     workers > 1 runs that many Hogwild threads (as gensim's workers) that update the shared tables without
     locks; the torch ops then run single-threaded each. workers = 1 is deterministic for a given seed.
     """
