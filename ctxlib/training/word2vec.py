@@ -36,8 +36,8 @@ import numpy as np
 from .. import checkpoint
 from ..models.word2vec import KeyedVectors, Word2VecConfig
 from ..vocab import Vocab
-from .presets import Preset
 from . import sgns_numba
+from .presets import Preset
 from .sgns import _SGNS
 
 log = logging.getLogger(__name__)
@@ -189,6 +189,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     as "exact" and faster, see ctxlib.training.sgns_numba) or "exact" (1 / (1 + exp(-f)), as the torch path).
     workers > 1 runs that many Hogwild threads (as gensim's workers) that update the shared tables without
     locks; the torch ops then run single-threaded each. workers = 1 is deterministic for a given seed.
+    The summary's steps are SGD steps (torch) or chunks of kept words (numba); cpu_s is the process's CPU time.
     """
     import torch
 
