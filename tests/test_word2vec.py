@@ -54,7 +54,7 @@ def test_training_draws_negatives_from_the_unigram_075_table(monkeypatch, kw):
     zipf = 1 / np.arange(1, 21)
     sents = [list(rng.choice(words, size=8, p=zipf / zipf.sum())) for _ in range(300)]
     cfg = Word2VecConfig(dim=8, window=2, epochs=1, min_count=1, sample=0, batch_size=32, negative=5, **kw)
-    fit(sents, cfg, device="cpu", progress=False)
+    fit(sents, cfg, device="cpu", progress=False, backend="torch")  # the numba kernel draws from the same table
     counts = np.array(w2v.build_vocab(sents, cfg).counts, dtype=np.float64)
     neg = np.concatenate(drawn)
     assert len(neg) > 5000
@@ -132,30 +132,164 @@ def _toy_corpus(n=600, seed=0):
     return [list(rng.choice(a if i % 2 else b, size=8)) for i in range(n)]
 
 
+BACKENDS = ["numba", "torch"]
+
+
+@pytest.mark.parametrize("backend", ["numba", "numba-exact", "torch"])
 @pytest.mark.parametrize("kw", [{"sg": True}, {"sg": False}, {"sg": True, "shared_negatives": False}])
-def test_tiny_training_lowers_loss_and_separates_topics(kw):
+def test_tiny_training_lowers_loss_and_separates_topics(kw, backend):
     cfg = Word2VecConfig(dim=16, window=3, epochs=4, min_count=1, sample=0, batch_size=32, lr=0.05, **kw)
-    kv, s = fit(_toy_corpus(), cfg, device="cpu", progress=False)
-    assert s["epoch_loss"][-1] < 0.9 * s["epoch_loss"][0]
+    sigmoid = "table" if backend == "numba" else "exact"  # the numba kernel's default: gensim's table
+    backend = backend.split("-")[0]
+    kv, s = fit(_toy_corpus(), cfg, device="cpu", progress=False, backend=backend, sigmoid=sigmoid)
+    assert s["backend"] == backend and s.get("sigmoid", "exact") == sigmoid
+    loss = s["epoch_loss"]
+    assert loss == sorted(loss, reverse=True) and loss[-1] < loss[0]
+    # an example's loss at the start (zero output vectors): (1 + negative) * log 2 = 4.16
+    assert loss[-1] < 0.5 * (1 + cfg.negative) * math.log(2)
     within = kv.similarity("苹果", "香蕉")
     across = kv.similarity("苹果", "电脑")
     assert within > across + 0.3
     assert s["tokens_seen"] == 4 * 600 * 8 and s["steps"] > 0
 
 
-def test_training_is_deterministic_and_hogwild_runs():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_training_is_deterministic_and_hogwild_runs(backend):
     cfg = Word2VecConfig(dim=8, window=2, epochs=1, min_count=1, batch_size=32)
-    a, _ = fit(_toy_corpus(200), cfg, device="cpu", progress=False)
-    b, _ = fit(_toy_corpus(200), cfg, device="cpu", progress=False)
+    a, _ = fit(_toy_corpus(200), cfg, device="cpu", progress=False, backend=backend)
+    b, _ = fit(_toy_corpus(200), cfg, device="cpu", progress=False, backend=backend)
     np.testing.assert_array_equal(a.vectors, b.vectors)
-    c, s = fit(_toy_corpus(200), cfg, device="cpu", progress=False, workers=2)
+    c, s = fit(_toy_corpus(200), cfg, device="cpu", progress=False, workers=2, backend=backend)
     assert s["workers"] == 2 and np.isfinite(c.vectors).all() and s["tokens_seen"] == 200 * 8
+    assert not np.array_equal(a.vectors, fit(_toy_corpus(200), Word2VecConfig(**{**cfg.__dict__, "seed": 1}), device="cpu",
+                                             progress=False, backend=backend)[0].vectors)  # the seed matters
 
 
-def test_time_limit_stops_early():
-    cfg = Word2VecConfig(dim=8, window=2, epochs=200, min_count=1, batch_size=16)
-    _, s = fit(_toy_corpus(400), cfg, device="cpu", progress=False, time_limit=0.5)
-    assert s["stopped_early"] and len(s["epoch_loss"]) < 200
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_time_limit_stops_early(backend):
+    cfg = Word2VecConfig(dim=8, window=2, epochs=2000, min_count=1, batch_size=16)
+    _, s = fit(_toy_corpus(400), cfg, device="cpu", progress=False, time_limit=0.5, backend=backend)
+    assert s["stopped_early"] and len(s["epoch_loss"]) < 2000
+
+
+def test_backend_choice(monkeypatch):
+    from ctxlib.training.word2vec import resolve_backend
+
+    monkeypatch.delenv("CTXLIB_W2V_BACKEND", raising=False)
+    assert resolve_backend("auto", "cpu") == "numba" and resolve_backend(None, "cuda") == "torch"
+    assert resolve_backend("torch", "cpu") == "torch"
+    monkeypatch.setenv("CTXLIB_W2V_BACKEND", "torch")
+    assert resolve_backend(None, "cpu") == "torch" and resolve_backend("numba", "cpu") == "numba"
+    with pytest.raises(ValueError, match="CPU only"):
+        resolve_backend("numba", "cuda")
+    with pytest.raises(ValueError, match="unknown"):
+        resolve_backend("cython", "cpu")
+
+
+def test_numba_cache_never_inside_checkpoints(monkeypatch):
+    import numba
+
+    from ctxlib.training import sgns_numba
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(checkpoint.CHECKPOINT_DIR / "numba"))
+    sgns_numba._cache_outside_checkpoints()
+    assert numba.config.CACHE_DIR == ""
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "/tmp/somewhere")
+    sgns_numba._cache_outside_checkpoints()
+    assert numba.config.CACHE_DIR == "/tmp/somewhere"
+
+
+# -- the numba kernel against a plain Python loop ---------------------------------------------------------
+def _lcg(state: int) -> int:
+    return (state * 25214903917 + 11) % 2 ** 64  # word2vec.c's generator on 64 bits
+
+
+def _reference_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, table, lr, state, exp_table=None):
+    """word2vec.c's loop, written plainly in float64: returns the new tables, the pair count and the generator state."""
+    w_in, w_out = w_in.astype(np.float64), w_out.astype(np.float64)
+    pairs = 0
+
+    def draw():
+        nonlocal state
+        state = _lcg(state)
+        return int(table[(state >> 16) % len(table)])
+
+    def sigmoid(f):
+        if exp_table is None:
+            return _sigmoid(f)
+        if abs(f) >= 6:
+            return None  # gensim skips the update
+        return float(exp_table[int((f + 6) * (len(exp_table) / 12))])
+
+    for p in range(lo, hi):
+        state = _lcg(state)
+        e = window - state % window
+        ctx = [j for j in range(max(p - e, 0), min(p + e + 1, len(ids))) if j != p and sid[j] == sid[p]]
+        if not sg or shared:
+            negs = [draw() for _ in range(negative)]
+        targets = lambda: [(ids[p], 1.0)] + [(t, 0.0) for t in negs if t != ids[p]]  # noqa: E731
+        if sg:
+            for j in ctx:
+                if not shared:
+                    negs = [draw() for _ in range(negative)]
+                h, neu1e = w_in[ids[j]].copy(), np.zeros(w_in.shape[1])
+                for t, label in targets():
+                    s = sigmoid(h @ w_out[t])
+                    if s is None:
+                        continue
+                    g = (label - s) * lr
+                    neu1e += g * w_out[t]
+                    w_out[t] += g * h
+                w_in[ids[j]] += neu1e
+                pairs += 1
+        elif ctx:
+            h, neu1e = w_in[ids[ctx]].mean(0), np.zeros(w_in.shape[1])
+            for t, label in targets():
+                s = sigmoid(h @ w_out[t])
+                if s is None:
+                    continue
+                g = (label - s) * lr
+                neu1e += g * w_out[t]
+                w_out[t] += g * h
+            for j in ctx:
+                w_in[ids[j]] += neu1e
+            pairs += len(ctx)
+    return w_in, w_out, pairs, state
+
+
+@pytest.mark.parametrize("sigmoid", ["exact", "table"])
+@pytest.mark.parametrize("kw", [{"sg": True}, {"sg": False}, {"sg": True, "shared_negatives": False}])
+def test_numba_kernel_matches_a_python_loop(kw, sigmoid):
+    """The compiled kernel's sequential SGD on a small chunk = the same loop in plain Python (float64), with the same
+    windows, negatives (one equal to a center word is skipped) and generator state."""
+    from ctxlib.training import sgns_numba
+
+    rng = np.random.default_rng(0)
+    V, D = 7, 6
+    cfg = Word2VecConfig(dim=D, window=3, negative=3, **kw)
+    w_in = ((rng.random((V, D)) - 0.5) * 1.5).astype(np.float32)  # large enough that sigmoids are not all 1/2
+    w_out = rng.normal(0, 0.8, (V, D)).astype(np.float32)
+    w_out[0] *= 12  # dot products with word 0 often pass +-6, where gensim's table skips the update
+    ids = rng.integers(0, V, 14).astype(np.int64)
+    sid = np.repeat([0, 1, 2], [6, 1, 7]).astype(np.int64)  # a one-word sentence has no context
+    table = np.repeat(np.arange(V), [5, 4, 3, 3, 2, 1, 1]).astype(np.int64)
+    exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
+    lr, seed = 0.2, 12345
+    ref_in, ref_out, ref_pairs, ref_state = _reference_chunk(w_in, w_out, ids, sid, 1, 13, cfg.window, cfg.negative,
+                                                             cfg.sg, cfg.shared_negatives, table, lr, seed, exp_table)
+    worker = sgns_numba.Worker(D, cfg.negative, seed)
+    got_in, got_out = w_in.copy(), w_out.copy()
+    loss, loss_n, pairs = worker.run(got_in, got_out, ids, sid, 1, 13, cfg, table, lr, exp_table, loss_every=1)
+    assert pairs == ref_pairs > 20 and int(worker.rng[0]) == ref_state
+    assert loss_n == (pairs if cfg.sg else 12 - 1) and loss > 0  # every position is in the loss; CBOW: one window is empty
+    tol = 1e-5 if sigmoid == "exact" else 2e-3  # the table: float32 and float64 dots can fall in neighbouring bins
+    assert np.abs(got_in - w_in).max() > 0.05  # the updates are not negligible next to the tolerance
+    np.testing.assert_allclose(got_in, ref_in, atol=tol)
+    np.testing.assert_allclose(got_out, ref_out, atol=tol)
+    if sigmoid == "table":  # the table (and its skips) really was used: the exact sigmoid gives other vectors
+        ex_in, *_ = _reference_chunk(w_in, w_out, ids, sid, 1, 13, cfg.window, cfg.negative, cfg.sg,
+                                     cfg.shared_negatives, table, lr, seed)
+        assert np.abs(ex_in - ref_in).max() > 0.02
 
 
 # -- the encoder --------------------------------------------------------------------------------------

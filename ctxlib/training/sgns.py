@@ -1,5 +1,7 @@
 """word2vec's two embedding tables and their negative-sampling updates (`_SGNS`), driven by
-ctxlib.training.word2vec.
+ctxlib.training.word2vec. These batched torch updates train on CUDA (and on CPU with backend="torch");
+the CPU default is the compiled sequential kernel in ctxlib.training.sgns_numba, which uses the tables
+made here (same initialisation) but neither the batches nor the row cap.
 
 For speed the updates are hand-written (no autograd) and batched: a batch holds the
 windows of `batch_size` center words, gathered with index_select, scored with bmm and

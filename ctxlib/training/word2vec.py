@@ -12,14 +12,19 @@ their Compositionality", as implemented in word2vec.c and gensim:
   the center word; for CBOW the mean of the context input vectors does, and each
   context word receives the whole error (cbow_mean=1).
 
-The batched, hand-written updates (the two tables, bmm and index_add_) are in
-ctxlib.training.sgns; the config, the vectors and the Encoder in ctxlib.models.word2vec.
-On CPU, `workers` Hogwild threads play the part of gensim's worker threads. Only the input
-vectors are shipped; the Encoder reads them without importing torch.
+Two backends train the same tables (`fit(backend=...)`, or the environment variable
+CTXLIB_W2V_BACKEND): on CPU ("auto" = "numba") a compiled kernel in ctxlib.training.sgns_numba runs
+word2vec.c's loop, one center word after the other with sequential SGD updates; on CUDA ("auto" =
+"torch") the batched, hand-written updates in ctxlib.training.sgns (bmm and index_add_, a row cap
+for the summed updates). `backend="torch"` forces the torch path on CPU too, for comparison.
+On CPU, `workers` Hogwild threads play the part of gensim's worker threads. The config, the vectors
+and the Encoder are in ctxlib.models.word2vec. Only the input vectors are shipped; the Encoder reads
+them without importing torch.
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import asdict
@@ -31,6 +36,7 @@ import numpy as np
 from .. import checkpoint
 from ..models.word2vec import KeyedVectors, Word2VecConfig
 from ..vocab import Vocab
+from . import sgns_numba
 from .presets import Preset
 from .sgns import _SGNS
 
@@ -136,18 +142,63 @@ def _worker(model: _SGNS, ids, sid, chunks, state: _State, rng, table, total: in
             report()
 
 
+def _worker_numba(model: _SGNS, ids, sid, chunks, state: _State, nw: sgns_numba.Worker, table, exp_table, total: int,
+                  raw_per_kept: float, deadline: float, report: Callable[[], None] | None):
+    """The numba kernel on chunks (lo, hi) of kept positions taken from the shared iterator `chunks` (one chunk = one step)."""
+    cfg = model.cfg
+    w_in, w_out = model.w_in.numpy(), model.w_out.numpy()  # views: the kernel updates the tables in place
+    while not state.stop:
+        with state.lock:
+            lo, hi = next(chunks, (None, None))
+        if lo is None:
+            return
+        lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * state.done / total)  # linear decay by words done
+        loss_sum, loss_n, pairs = nw.run(w_in, w_out, ids, sid, lo, hi, cfg, table, lr, exp_table, LOSS_EVERY)
+        with state.lock:
+            state.done += round((hi - lo) * raw_per_kept)
+            state.steps, state.pairs, state.lr = state.steps + 1, state.pairs + pairs, lr
+            state.loss_sum, state.loss_n = state.loss_sum + loss_sum, state.loss_n + loss_n
+            if deadline and time.perf_counter() > deadline:
+                state.stop = True
+        if report is not None:
+            report()
+
+
+BACKENDS = ("auto", "numba", "torch")
+
+
+def resolve_backend(backend: str | None, device_type: str) -> str:
+    """"numba" or "torch": auto (or None, read from CTXLIB_W2V_BACKEND) picks numba on CPU when it imports."""
+    backend = backend or os.environ.get("CTXLIB_W2V_BACKEND") or "auto"
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown word2vec backend {backend!r}; choose one of {BACKENDS}")
+    if backend == "numba" and device_type != "cpu":
+        raise ValueError("the numba backend runs on CPU only; use device='cpu' or backend='torch'")
+    if backend == "auto":
+        return "numba" if device_type == "cpu" and sgns_numba.available() else "torch"
+    return backend
+
+
 def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
-        callback: Callable[[dict], None] | None = None, progress: bool = True, workers: int = 1) -> tuple[KeyedVectors, dict]:
+        callback: Callable[[dict], None] | None = None, progress: bool = True, workers: int = 1,
+        backend: str | None = None, sigmoid: str = "table") -> tuple[KeyedVectors, dict]:
     """Train on word lists; returns the input vectors as KeyedVectors and a training summary.
 
-    On CPU the torch ops run single-threaded; workers > 1 runs that many Hogwild threads (as gensim's
-    workers) that update the shared tables without locks. workers = 1 is deterministic for a given seed.
+    backend: "auto" (numba kernel on CPU, torch on CUDA; None reads CTXLIB_W2V_BACKEND), "numba" or "torch".
+    sigmoid (numba only): "table" (gensim's 1,000-entry table, updates with |f| >= 6 skipped; the default: as good
+    as "exact" and faster, see ctxlib.training.sgns_numba) or "exact" (1 / (1 + exp(-f)), as the torch path).
+    workers > 1 runs that many Hogwild threads (as gensim's workers) that update the shared tables without
+    locks; the torch ops then run single-threaded each. workers = 1 is deterministic for a given seed.
+    The summary's steps are SGD steps (torch) or chunks of kept words (numba); cpu_s is the process's CPU time.
     """
     import torch
 
     from .trainer import resolve_device
 
     dev = resolve_device(device) if isinstance(device, str) else device
+    backend = resolve_backend(backend, dev.type)
+    if sigmoid not in ("exact", "table"):
+        raise ValueError(f"sigmoid must be 'exact' or 'table', not {sigmoid!r}")
     t0 = time.perf_counter()
     deadline = t0 + time_limit if time_limit else 0.0
     vocab = build_vocab(sentences, cfg)
@@ -166,6 +217,11 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     rng = np.random.default_rng(cfg.seed)
     rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
     model = _SGNS(len(vocab), cfg, dev)
+    if backend == "numba":  # one random state per worker, from the seed (worker 0 is the whole run with workers=1)
+        nws = [sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2 ** 63)))
+               for i in range(workers)]
+        exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
+        sgns_numba.kernel()  # the dispatcher is made here, before any worker thread calls it
     total = raw_words * cfg.epochs
     state = _State()
     epoch_loss = []
@@ -175,7 +231,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="word", unit_scale=True, desc="word2vec", mininterval=2.0, smoothing=0.1)
-    t_train = time.perf_counter()
+    t_train, cpu_train = time.perf_counter(), time.process_time()
     shown = [0]
     ep = 0
 
@@ -199,11 +255,15 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             chunks = iter([(lo, min(lo + chunk, len(ids))) for lo in range(0, len(ids), chunk)])
             state.loss_sum, state.loss_n = 0.0, 0
             args = (model, ids, sid, chunks, state)
-            if workers == 1:
-                _worker(*args, rng, table, total, raw_per_kept, deadline, report)
+            if backend == "numba":
+                target, per_worker, extra = _worker_numba, nws, (table, exp_table)
             else:
-                ts = [threading.Thread(target=_worker, args=(*args, r, table, total, raw_per_kept, deadline, None), daemon=True)
-                      for r in rngs]
+                target, per_worker, extra = _worker, rngs, (table,)
+            if workers == 1:
+                target(*args, per_worker[0], *extra, total, raw_per_kept, deadline, report)
+            else:
+                ts = [threading.Thread(target=target, args=(*args, r, *extra, total, raw_per_kept, deadline, None), daemon=True)
+                      for r in per_worker]
                 for t in ts:
                     t.start()
                 while alive := [t for t in ts if t.is_alive()]:
@@ -220,12 +280,14 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
         torch.set_num_threads(threads_before)
         if bar is not None:
             bar.close()
-    wall = time.perf_counter() - t_train
+    wall, cpu = time.perf_counter() - t_train, time.process_time() - cpu_train
     kv = KeyedVectors(vocab.itos, model.w_in.float().cpu().numpy(), vocab.counts)
     summary = {"steps": state.steps, "tokens_seen": int(state.done), "pairs_seen": int(state.pairs), "device": str(dev),
-               "workers": workers, "wall_s": round(wall, 2), "words_per_s": round(state.done / max(wall, 1e-9)),
+               "backend": backend, "workers": workers, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "words_per_s": round(state.done / max(wall, 1e-9)),
                "vocab_size": len(vocab), "raw_words_per_epoch": raw_words, "epoch_loss": epoch_loss,
                "stopped_early": state.stop}
+    if backend == "numba":
+        summary["sigmoid"] = sigmoid
     return kv, summary
 
 
