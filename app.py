@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from ctxlib import checkpoint
-from ctxlib.app import loaders, triple_demo, widgets
+from ctxlib.app import loaders, triple_demo, warmup, widgets
 from ctxlib.app.i18n import msg, prose
 
 
@@ -43,7 +43,6 @@ def home() -> None:
         if (hint := widgets.page_hint(page.stem)) is not None:
             st.caption(hint)
     widgets.record_time("home", _t0)
-    loaders.prewarm_corpus()  # after the page is drawn: the atlas page needs the corpus
 
 
 def navigation() -> None:
@@ -54,7 +53,10 @@ def navigation() -> None:
         pages.append(st.Page(str(f.relative_to(root)), title=widgets.page_label(f.stem), url_path=f.stem.split("_", 1)[1]))
     page = st.navigation(pages)
     st.session_state[widgets.TAB_TITLE] = "ctxlab" if page.url_path == "" else f"{page.title} · ctxlab"
-    page.run()
+    try:
+        page.run()
+    finally:  # after the first page is drawn: corpus, UMAP's compiled code, nearest words, the atlas (once a process)
+        warmup.start()
 
 
 navigation()

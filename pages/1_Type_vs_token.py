@@ -47,7 +47,7 @@ if any(note.level == "error" for note in notes) or not models:
 texts, labels = tuple(s for s, _ in pairs), [lab for _, lab in pairs]
 hover = [explorer.mark_word(s, *explore.find_first(s, word)) for s in texts]
 data, stamps = {}, {m: loaders.model_stamp(m) for m in models}
-with st.spinner(msg("type_token.maps.encoding")):
+with loaders.busy(msg("type_token.maps.encoding"), ("word_tokens", tuple(stamps.items()), word, texts)):
     for m in models:
         try:
             data[m] = loaders.word_tokens(m, word, texts, stamps[m])

@@ -5,6 +5,8 @@ are keyed by plain strings and tuples; `model_stamp` changes when a model's chec
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import streamlit as st
 
@@ -17,10 +19,34 @@ MODEL_ORDER = ("word2vec", "elmo", "bert", "gpt")  # the order pages list them i
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 
+LOADED: set[str] = set()  # models load_encoder has loaded in this process (their spinners can be skipped)
+
+
 @st.cache_resource(show_spinner=False)
 def load_encoder(name: str):
     """A loaded Encoder, cached across reruns and sessions."""
-    return ctxlib.load(name)
+    enc = ctxlib.load(name)
+    LOADED.add(name)
+    return enc
+
+
+_DONE: dict = {}  # keys of blocks `busy` has seen finish (insertion-ordered, the oldest dropped past 4096)
+
+
+@contextlib.contextmanager
+def busy(text: str, key=None, needed: bool = True):
+    """st.spinner(text) around a block that may be slow; none when `needed` is False or the block already finished once
+    for `key` (hashable: what the block computes, so a cached result comes back at once). A spinner costs a thread and
+    two messages per script run, which a rerun with everything cached does not need."""
+    if not needed or (key is not None and key in _DONE):
+        yield
+        return
+    with st.spinner(text):
+        yield
+    if key is not None:
+        _DONE[key] = None
+        if len(_DONE) > 4096:
+            _DONE.pop(next(iter(_DONE)))
 
 
 def try_load(name: str):
@@ -90,7 +116,7 @@ def projected(key: str, X: np.ndarray, method: str) -> np.ndarray:
     t-SNE and UMAP get a spinner: UMAP's first use in a server compiles numba code (up to a minute on a busy CPU)."""
     if method == "pca":
         return _projected(key, X, method)
-    with st.spinner(msg("common.computing_umap" if method == "umap" else "common.computing_tsne")):
+    with busy(msg("common.computing_umap" if method == "umap" else "common.computing_tsne"), ("projected", key, method)):
         return _projected(key, X, method)
 
 
