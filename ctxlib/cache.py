@@ -9,7 +9,7 @@ use is as fast as a later one.
   cannot be read (cut short, corrupt, wrong contents) is removed and rebuilt; a cache that cannot be written is
   skipped. A cache problem never raises.
 - Writes go to a unique temporary file first and are renamed into place, so processes sharing the folder never read
-  half a file.
+  half a file. Each kind keeps its newest MAX_ENTRIES entries.
 """
 from __future__ import annotations
 
@@ -73,6 +73,21 @@ def checkpoint_key(path) -> str | None:
         return None
 
 
+MAX_ENTRIES = {"atlas": 64, "task_features": 24, "type_matrix": 24, "corpus": 12}  # per kind; others: DEFAULT_MAX
+DEFAULT_MAX = 64
+
+
+def prune(kind: str) -> None:
+    """Keep the newest MAX_ENTRIES[kind] entries of a kind (every word typed into the atlas makes one: ~2 MB each)."""
+    try:
+        files = sorted(((f.stat().st_mtime, f) for f in (cache_dir() / kind).iterdir()
+                        if f.suffix in (".npz", ".json") and not f.name.startswith(".")), reverse=True)
+        for _, f in files[MAX_ENTRIES.get(kind, DEFAULT_MAX):]:
+            f.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def _path(kind: str, k: str) -> Path:
     return cache_dir() / kind / f"{k}.npz"
 
@@ -111,6 +126,7 @@ def save(kind: str, k: str, arrays: dict[str, np.ndarray], data=None) -> bool:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays, **{_META: np.array(json.dumps({"version": VERSION, "data": data}, ensure_ascii=False))})
         os.replace(tmp, path)
+        prune(kind)
         return True
     except Exception as e:  # a full disk, a read-only folder, an array that would need pickling
         log.warning("could not write cache entry %s: %s", path, e)
@@ -163,6 +179,7 @@ def save_json(kind: str, k: str, data) -> bool:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump({"version": VERSION, "data": data}, f, ensure_ascii=False, separators=(",", ":"))
         os.replace(tmp, path)
+        prune(kind)
         return True
     except Exception as e:
         log.warning("could not write cache entry %s: %s", path, e)

@@ -211,3 +211,12 @@ def test_serving_threads(monkeypatch):
     monkeypatch.setenv("CTXLAB_TORCH_THREADS", "lots")
     assert 1 <= warmup.serving_threads() <= 4
     assert os.environ.get("NUMBA_CACHE_DIR")  # set (if it was not) before anything imports numba
+
+
+def test_prune_keeps_the_newest(monkeypatch, _cache_dir):
+    monkeypatch.setitem(cache.MAX_ENTRIES, "demo", 2)
+    for i in range(4):
+        cache.save("demo", f"k{i}", {"x": np.full(2, i)})
+        os.utime(_cache_dir / "demo" / f"k{i}.npz", (1000 + i, 1000 + i))
+    cache.prune("demo")
+    assert sorted(f.name for f in (_cache_dir / "demo").iterdir()) == ["k2.npz", "k3.npz"]
