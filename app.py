@@ -23,7 +23,8 @@ def home() -> None:
             col.markdown(prose(part))
         st.page_link("pages/7_Results.py", label=msg("home.results_link"), icon="📏")
 
-    status = triple_demo.section()  # the live demo; {model: load error or None}
+    triple_demo.fragment()  # the live demo; its inputs rerun only it
+    status = loaders.model_status()  # {model: load error or None}
     loaded = [m for m, err in status.items() if err is None]
 
     st.header(msg("home.models.header"))

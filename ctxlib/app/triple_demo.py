@@ -123,3 +123,9 @@ def section() -> dict[str, str | None]:
         if stored:
             st.caption(msg("triple.ranking_file", models=", ".join(stored)))
     return status
+
+
+@st.fragment
+def fragment() -> None:
+    """`section()` as a fragment: editing the demo's word or sentences reruns the demo, not the whole home page."""
+    section()

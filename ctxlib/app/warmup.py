@@ -8,7 +8,8 @@ priority (one torch thread, `nice` +10), in this order:
 2. compiles UMAP's numba code with a tiny fit (numba keeps compiled code under $NUMBA_CACHE_DIR, which this module
    points into the ctxlab cache folder when it is not set; pages import umap only later);
 3. builds or reads from disk each loaded model's vocabulary type vectors (the nearest-words tables);
-4. builds or reads from disk the atlas's opening map (ELMo, 地, 300 occurrences).
+4. builds or reads from disk the atlas's opening map (ELMo, 地, 300 occurrences);
+5. builds or reads from disk the frozen ELMo features of the ELMo page's live mix (its first task).
 A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests).
 """
 from __future__ import annotations
@@ -66,6 +67,18 @@ def umap_warm() -> None:
     project(X, "umap")
 
 
+LIVE_MIX = ("pos", 200, 200)  # the ELMo page's live mix: first task, training and test sentences
+
+
+def _mix_features(enc) -> None:
+    """The frozen ELMo features the live mix trains on (its first task), in memory and on disk."""
+    from ctxlib.evaluation import tasks
+
+    task, n_train, n_test = LIVE_MIX
+    tasks.task_features(enc, task, "train", n_train)
+    tasks.task_features(enc, task, "test", n_test)
+
+
 def _lower_priority() -> None:
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # Linux: this thread only
@@ -104,6 +117,8 @@ def warm(models=None) -> dict[str, float]:
         _step(f"nearest:{m}", lambda enc=enc: enc.type_matrix(loaders.NEAREST_VOCAB))
         if m == explore.ATLAS_DEFAULT["model"]:
             _step(f"atlas:{m}", lambda enc=enc: explore.atlas_sample(enc, explore.ATLAS_DEFAULT["word"], 300))
+        if enc.kind == "elmo":
+            _step(f"mix:{m}", lambda enc=enc: _mix_features(enc))
     log.info("warm-up done: %s", TIMES)
     return dict(TIMES)
 
