@@ -143,6 +143,17 @@ def cached_figure(key: str, build):
     return _figure_cache(f"{lang()}|{key}", build)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _bytes_cache(key: str, _build) -> bytes:
+    return _build()
+
+
+def cached_bytes(key: str, build) -> bytes:
+    """`build()` (a download's bytes) once per `key`, a string naming everything in it: a CSV of a few hundred
+    vectors takes ~0.1 s to format, on every rerun otherwise."""
+    return _bytes_cache(key, build)
+
+
 @st.cache_resource(show_spinner=False)
 def prewarm_corpus():
     """Load the corpus once per server in a background thread, so the atlas's first visit does not wait ~10 s.

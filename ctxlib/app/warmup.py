@@ -10,7 +10,8 @@ priority (one torch thread, `nice` +10), in this order:
 3. builds or reads from disk each loaded model's vocabulary type vectors (the nearest-words tables);
 4. builds or reads from disk the atlas's opening map (ELMo, 地, 300 occurrences);
 5. builds or reads from disk the frozen ELMo features of the ELMo page's live mix (its first task).
-A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests).
+A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests). With
+CTXLAB_TIMING_LOG set, each step's time is appended there as page "warmup:<step>".
 """
 from __future__ import annotations
 
@@ -99,6 +100,13 @@ def _step(name: str, fn) -> None:
     except Exception as e:  # a warm-up step must never take the server down
         log.warning("warm-up step %s failed: %s: %s", name, type(e).__name__, e)
     TIMES[name] = round(time.perf_counter() - t0, 2)
+    log_path = os.environ.get("CTXLAB_TIMING_LOG")  # beside the pages' server times (widgets.record_time's format)
+    if log_path:
+        try:
+            with open(log_path, "a", encoding="utf-8") as f:
+                f.write(f"{time.time():.3f}\twarmup:{name}\t{TIMES[name] * 1000:.1f}\n")
+        except OSError:
+            pass
 
 
 def warm(models=None) -> dict[str, float]:
