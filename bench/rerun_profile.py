@@ -5,7 +5,8 @@
 Each "student" opens the page with its own sentences in the URL (a new input: the encodes miss the cache), then
 reruns it `--reps - 1` times unchanged (everything cached), as a class does. Models load before the clock starts
 (one untimed warm-up run per page). Server time is the page script's own wall time (widgets.record_time, kept in
-session state), so AppTest's polling does not count. `--profile P` prints cProfile's top costs of page P's timed
+session state), so AppTest's polling does not count; cpu_* is the script thread's CPU time over the same span (with
+OMP_NUM_THREADS=1 torch computes in that thread), which waiting for a core on a loaded machine does not inflate. `--profile P` prints cProfile's top costs of page P's timed
 runs. Prints one JSON object: per page, the first run's and the reruns' median/max ms.
 """
 from __future__ import annotations
@@ -58,23 +59,27 @@ def main() -> int:
     files = {"home": (ROOT / "app.py", "home"), "tt": (ROOT / "pages" / "1_Type_vs_token.py", "type_token")}
     out = {"uptime": os.popen("uptime").read().strip()}
     prof = cProfile.Profile()
-    if a.profile:  # the page runs in AppTest's script thread: profile from its header to its record_time
-        from ctxlib.app import widgets
+    # The page runs in AppTest's script thread: from its header to its record_time, profile it (--profile) and take
+    # the thread's CPU time, which a loaded machine's waiting for a core does not inflate (wall time does).
+    from ctxlib.app import widgets
 
-        header, record = widgets.page_header, widgets.record_time
+    header, record = widgets.page_header, widgets.record_time
+    cpu: list[float] = []
 
-        def page_header(*args, **kw):
-            if profiling[0]:
-                prof.enable()
-            return header(*args, **kw)
+    def page_header(*args, **kw):
+        cpu.append(time.thread_time())
+        if profiling[0]:
+            prof.enable()
+        return header(*args, **kw)
 
-        def record_time(*args, **kw):
-            ms = record(*args, **kw)
-            if profiling[0]:
-                prof.disable()
-            return ms
+    def record_time(*args, **kw):
+        ms = record(*args, **kw)
+        if profiling[0]:
+            prof.disable()
+        cpu[-1] = (time.thread_time() - cpu[-1]) * 1000
+        return ms
 
-        widgets.page_header, widgets.record_time = page_header, record_time
+    widgets.page_header, widgets.record_time = page_header, record_time
     profiling = [False]
     for page, (path, key) in files.items():
         warm = AppTest.from_file(str(path), default_timeout=300)
@@ -83,18 +88,23 @@ def main() -> int:
         t0 = time.perf_counter()
         run_once(warm, key)
         out[f"{page}_warmup_s"] = round(time.perf_counter() - t0, 1)
-        first, again = [], []
+        first, again, cpu_first, cpu_again = [], [], [], []
         for i in range(a.students):
             at = AppTest.from_file(str(path), default_timeout=300)
             for k, v in student_params(i)[page].items():
                 at.query_params[k] = v
             profiling[0] = a.profile == page
             first.append(run_once(at, key))
-            again += [run_once(at, key) for _ in range(a.reps - 1)]
+            cpu_first.append(cpu[-1])
+            for _ in range(a.reps - 1):
+                again.append(run_once(at, key))
+                cpu_again.append(cpu[-1])
             profiling[0] = False
         out[page] = {"first_ms": [round(x) for x in first], "first_median_ms": round(statistics.median(first)),
                      "rerun_median_ms": round(statistics.median(again)) if again else None,
-                     "rerun_max_ms": round(max(again)) if again else None}
+                     "rerun_max_ms": round(max(again)) if again else None,
+                     "cpu_first_median_ms": round(statistics.median(cpu_first)),
+                     "cpu_rerun_median_ms": round(statistics.median(cpu_again)) if cpu_again else None}
     if a.profile:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(a.top)
