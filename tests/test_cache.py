@@ -220,3 +220,17 @@ def test_prune_keeps_the_newest(monkeypatch, _cache_dir):
         os.utime(_cache_dir / "demo" / f"k{i}.npz", (1000 + i, 1000 + i))
     cache.prune("demo")
     assert sorted(f.name for f in (_cache_dir / "demo").iterdir()) == ["k2.npz", "k3.npz"]
+
+
+def test_frozen_figure_dict_made_once_and_never_changed():
+    import plotly.graph_objects as go
+
+    from ctxlib.app.loaders import freeze
+    from ctxlib.viz.common import scale_fonts
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout={"title": {"text": "t", "font": {"size": 10}}})
+    want = fig.to_dict()
+    frozen = freeze(fig)
+    assert frozen.to_dict() is frozen.to_dict() and frozen.to_dict() == want
+    big = scale_fonts(frozen, 1.5)  # presentation mode works on a copy
+    assert big["layout"]["title"]["font"]["size"] == 15 and frozen.to_dict() == want
