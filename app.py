@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from ctxlib import checkpoint
-from ctxlib.app import loaders, triple_demo, widgets
+from ctxlib.app import loaders, triple_demo, warmup, widgets
 from ctxlib.app.i18n import msg, prose
 
 
@@ -23,7 +23,8 @@ def home() -> None:
             col.markdown(prose(part))
         st.page_link("pages/7_Results.py", label=msg("home.results_link"), icon="📏")
 
-    status = triple_demo.section()  # the live demo; {model: load error or None}
+    triple_demo.fragment()  # the live demo; its inputs rerun only it
+    status = loaders.model_status()  # {model: load error or None}
     loaded = [m for m, err in status.items() if err is None]
 
     st.header(msg("home.models.header"))
@@ -43,7 +44,6 @@ def home() -> None:
         if (hint := widgets.page_hint(page.stem)) is not None:
             st.caption(hint)
     widgets.record_time("home", _t0)
-    loaders.prewarm_corpus()  # after the page is drawn: the atlas page needs the corpus
 
 
 def navigation() -> None:
@@ -54,7 +54,10 @@ def navigation() -> None:
         pages.append(st.Page(str(f.relative_to(root)), title=widgets.page_label(f.stem), url_path=f.stem.split("_", 1)[1]))
     page = st.navigation(pages)
     st.session_state[widgets.TAB_TITLE] = "ctxlab" if page.url_path == "" else f"{page.title} · ctxlab"
-    page.run()
+    try:
+        page.run()
+    finally:  # after the first page is drawn: corpus, UMAP's compiled code, nearest words, the atlas (once a process)
+        warmup.start()
 
 
 navigation()

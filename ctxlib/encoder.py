@@ -141,18 +141,27 @@ class Encoder:
     # -- nearest vocabulary words ------------------------------------------------------
     def type_matrix(self, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
         """(words, (n, n_layers, dim) unit vectors): the `max_words` most frequent vocabulary words, each encoded
-        alone (no context), every layer from one encoding pass. Cached per `max_words`."""
+        alone (no context), every layer from one encoding pass. Cached per `max_words` in memory and, for a loaded
+        checkpoint, on disk (ctxlib.cache, keyed by the checkpoint's files), so a fresh server does not recompute it."""
         cache = self.__dict__.setdefault("_type_cache", {})
         if max_words not in cache:
-            words = self.vocab_words(max_words)
-            mats = []
-            for i in range(0, len(words), 256):
-                encs = self.encode(words[i:i + 256], batch_size=256)
-                # pooled over the word's own tokens (BERT's [CLS]/[SEP] left out), as `word_vectors` pools a token
-                mats.append(np.stack([e.layers[:, e.word_indices(e.text) or slice(None)].mean(1) for e in encs]))
-            m = (np.concatenate(mats) if mats else np.zeros((0, len(self.layer_names), self.dim))).astype(np.float32)
-            cache[max_words] = (words, m / np.maximum(np.linalg.norm(m, axis=2, keepdims=True), 1e-12))
+            from . import cache as disk
+
+            ck = disk.checkpoint_key(self.path) if self.path is not None else None
+            k = disk.key("type_matrix", self.kind, self.name, ck, max_words) if ck else None
+            arrays, _ = disk.cached("type_matrix", k, lambda: self._type_matrix(max_words))
+            cache[max_words] = ([str(w) for w in arrays["words"]], arrays["matrix"])
         return cache[max_words]
+
+    def _type_matrix(self, max_words: int) -> tuple[dict[str, np.ndarray], None]:
+        words = self.vocab_words(max_words)
+        mats = []
+        for i in range(0, len(words), 256):
+            encs = self.encode(words[i:i + 256], batch_size=256)
+            # pooled over the word's own tokens (BERT's [CLS]/[SEP] left out), as `word_vectors` pools a token
+            mats.append(np.stack([e.layers[:, e.word_indices(e.text) or slice(None)].mean(1) for e in encs]))
+        m = (np.concatenate(mats) if mats else np.zeros((0, len(self.layer_names), self.dim))).astype(np.float32)
+        return {"words": np.array(list(words), dtype=str), "matrix": m / np.maximum(np.linalg.norm(m, axis=2, keepdims=True), 1e-12)}, None
 
     def type_vectors(self, layer: int, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
         """(words, (n, dim) unit vectors): `type_matrix` read at `layer`."""

@@ -166,13 +166,42 @@ def _crop(o, size: int):
 def atlas_sample(enc, word: str, cap: int, seed: int = 0) -> AtlasSample:
     """Token vectors of `word` at up to `cap` corpus occurrences, plus one random other token per sentence."""
     from . import corpus
-    from .tokens import segment
 
     occ, total = corpus.occurrences(word, cap=cap, seed=seed)
-    rng = np.random.default_rng(seed)
-    vecs, base, contexts, keep = [], [], [], []
     window = min(ATLAS_WINDOW, enc.max_len - 4)
     occ = [_crop(o, window) for o in occ]  # the word must fall inside the model's length limit
+    return _atlas_cached(enc, word, occ, total, seed)
+
+
+def _atlas_cached(enc, word: str, occ: list, total: int, seed: int) -> AtlasSample:
+    """`_atlas_encode`, kept on disk (ctxlib.cache) for a loaded checkpoint, keyed by its files and the occurrences."""
+    from . import cache
+
+    path = getattr(enc, "path", None)
+    ck = cache.checkpoint_key(path) if path is not None else None
+    k = cache.key("atlas", enc.kind, enc.name, ck, word, seed, total,
+                  [(o.text, o.start, o.end, o.tag, o.source) for o in occ]) if ck else None
+
+    def build():
+        d = _atlas_encode(enc, word, occ, total, seed)
+        return {"vecs": d.vecs, "base": d.base}, {"texts": d.texts, "spans": d.spans, "tags": d.tags,
+                                                   "sources": d.sources, "total": d.total, "contexts": d.contexts,
+                                                   "layer_names": d.layer_names}
+
+    arrays, m = cache.cached("atlas", k, build)
+    try:
+        return AtlasSample(texts=list(m["texts"]), spans=[tuple(x) for x in m["spans"]], tags=list(m["tags"]),
+                           sources=list(m["sources"]), total=int(m["total"]), vecs=arrays["vecs"], base=arrays["base"],
+                           contexts=[list(c) for c in m["contexts"]], layer_names=list(m["layer_names"]))
+    except (KeyError, TypeError, ValueError):  # an entry with the wrong contents: compute afresh
+        return _atlas_encode(enc, word, occ, total, seed)
+
+
+def _atlas_encode(enc, word: str, occ: list, total: int, seed: int) -> AtlasSample:
+    from .tokens import segment
+
+    rng = np.random.default_rng(seed)
+    vecs, base, contexts, keep = [], [], [], []
     # One batch for all: a batch-size-independent result (ELMo's char-CNN pads words to the batch's longest word,
     # so its context-free layer otherwise differs between batches), and on CPU no slower than batches of 64.
     encs = enc.encode([o.text for o in occ], target=word, batch_size=max(1, len(occ))) if occ else []

@@ -37,7 +37,7 @@ if not word or model is None:
     st.info(msg("atlas.inputs.type_a_word") if model else msg("atlas.inputs.no_model"))
     st.stop()
 
-with st.spinner(msg("atlas.map.finding", word=word)):
+with loaders.busy(msg("atlas.map.finding", word=word), ("atlas", model, word, int(cap), loaders.model_stamp(model))):
     d = loaders.atlas_vectors(model, word, int(cap), loaders.model_stamp(model))
 n = len(d.texts)
 if n < 3:
@@ -49,12 +49,14 @@ if len(names) > 1:  # another model's layer moves to the same relative depth (th
     state.layer("at_layer", "layer", len(names))
 layer = st.select_slider(msg("atlas.map.layer"), list(range(len(names))), key="at_layer",
                          format_func=[f"{j}: {n}" for j, n in enumerate(widgets.layer_labels(names))].__getitem__) if len(names) > 1 else 0
-xy = loaders.projected(f"atlas|{loaders.model_stamp(model)}|{word}|{cap}|{layer}", d.vecs[:, layer], method)
+view = f"atlas|{loaders.model_stamp(model)}|{word}|{cap}|{layer}"  # names the data every cached result below is of
+xy = loaders.projected(view, d.vecs[:, layer], method)
 cats, words = explore.atlas_colouring(d, colour, layer, k, word, msg("atlas.map.no_tag"), {s: msg(f"labels.source.{s}") for s in SOURCE_NAMES})
 hover = [explorer.mark_word(s, a, b) + f"<br>{escape(c)} · {escape(msg(f'labels.source.{src}'))}" for s, (a, b), c, src in
          zip(d.texts, d.spans, cats, d.sources)]
-st.plotly_chart(explorer.atlas_map(xy, hover, cats, title=f"{word} · {model} · {widgets.layer_label(names[layer])} · {METHOD_NAMES[method]}",
-                                   cluster_words=words), config=PLOTLY_CONFIG, key="atlas")
+st.plotly_chart(loaders.cached_figure(f"{view}|{method}|{colour}|{k}", lambda: explorer.atlas_map(
+    xy, hover, cats, title=f"{word} · {model} · {widgets.layer_label(names[layer])} · {METHOD_NAMES[method]}",
+    cluster_words=words)), config=PLOTLY_CONFIG, key="atlas")
 if colour == "pos":
     explain.tag_legend(cats)
 if (tag_acc := explore.atlas_tag_accuracy(d, layer)) is not None:
@@ -67,14 +69,14 @@ others = [m for m in loaders.MODEL_ORDER if m != model and loaders.try_load(m)[1
 compare = st.checkbox(msg("atlas.selfsim.compare"), key="at_compare", disabled=not others)
 sims = {}
 for m in [m for m in loaders.MODEL_ORDER if m == model or (compare and m in others)]:  # one order in every chart
-    with st.spinner(msg("atlas.selfsim.encoding", model=m)):
+    with loaders.busy(msg("atlas.selfsim.encoding", model=m), ("atlas", m, word, int(cap), loaders.model_stamp(m))):
         dm = d if m == model else loaders.atlas_vectors(m, word, int(cap), loaders.model_stamp(m))
     sims[m] = (widgets.layer_labels(dm.layer_names), *explore.self_similarity_curves(dm)[1:])
 st.caption(msg("atlas.selfsim.caption"))
-st.plotly_chart(explorer.self_similarity_chart(
+st.plotly_chart(loaders.cached_figure(f"selfsim|{word}|{sims}", lambda: explorer.self_similarity_chart(
     sims, title=msg("atlas.selfsim.chart_title", word=word), self_name=msg("atlas.selfsim.self_name"),
-    base_name=msg("atlas.selfsim.base_name"), x_title=msg("atlas.selfsim.x_title")), config=PLOTLY_CONFIG, key="selfsim")
-st.download_button(msg("atlas.map.download"), explore.atlas_csv(d, layer, cats),
+    base_name=msg("atlas.selfsim.base_name"), x_title=msg("atlas.selfsim.x_title"))), config=PLOTLY_CONFIG, key="selfsim")
+st.download_button(msg("atlas.map.download"), loaders.cached_bytes(f"{view}|{colour}|{k}|{cats}", lambda: explore.atlas_csv(d, layer, cats)),
                    file_name=f"ctxlab_atlas_{word}_{model}_layer{layer}.csv", mime="text/csv")
 st.query_params.update({"word": word, "cap": str(cap), "model": model, "layer": str(layer), "colour": colour, "k": str(k),
                         "proj": method})

@@ -5,6 +5,8 @@ are keyed by plain strings and tuples; `model_stamp` changes when a model's chec
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import streamlit as st
 
@@ -25,9 +27,14 @@ def live_models() -> dict[str, str]:
     return dict(st.session_state.get(LIVE_KEY) or {})
 
 
+LOADED: set[str] = set()  # models load_encoder has loaded in this process (their spinners can be skipped)
+
+
 @st.cache_resource(show_spinner=False)
 def _load(name_or_path: str):
-    return ctxlib.load(name_or_path)
+    enc = ctxlib.load(name_or_path)
+    LOADED.add(name_or_path)
+    return enc
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -42,6 +49,25 @@ def load_encoder(name: str):
 
 
 load_encoder.clear = _load.clear
+
+
+_DONE: dict = {}  # keys of blocks `busy` has seen finish (insertion-ordered, the oldest dropped past 4096)
+
+
+@contextlib.contextmanager
+def busy(text: str, key=None, needed: bool = True):
+    """st.spinner(text) around a block that may be slow; none when `needed` is False or the block already finished once
+    for `key` (hashable: what the block computes, so a cached result comes back at once). A spinner costs a thread and
+    two messages per script run, which a rerun with everything cached does not need."""
+    if not needed or (key is not None and key in _DONE):
+        yield
+        return
+    with st.spinner(text):
+        yield
+    if key is not None:
+        _DONE[key] = None
+        if len(_DONE) > 4096:
+            _DONE.pop(next(iter(_DONE)))
 
 
 def try_load(name: str):
@@ -111,7 +137,7 @@ def projected(key: str, X: np.ndarray, method: str) -> np.ndarray:
     t-SNE and UMAP get a spinner: UMAP's first use in a server compiles numba code (up to a minute on a busy CPU)."""
     if method == "pca":
         return _projected(key, X, method)
-    with st.spinner(msg("common.computing_umap" if method == "umap" else "common.computing_tsne")):
+    with busy(msg("common.computing_umap" if method == "umap" else "common.computing_tsne"), ("projected", key, method)):
         return _projected(key, X, method)
 
 
@@ -128,14 +154,34 @@ def vectors_csv(data: dict, texts: tuple, labels: list, word: str) -> bytes:
 
 @st.cache_resource(show_spinner=False, max_entries=512)
 def _figure_cache(key: str, _build):
-    return _build()
+    return freeze(_build())
+
+
+def freeze(fig):
+    """`fig` whose to_dict() returns one dict made once (shared: read it, never change it), instead of a deep copy
+    per call. st.plotly_chart calls to_dict() on every run: ~2 ms a figure, ~15% of a Type vs token run."""
+    if hasattr(fig, "to_dict"):
+        spec = fig.to_dict()
+        fig.to_dict = lambda: spec  # an instance attribute shadows the method; plotly allows it (the name exists)
+    return fig
 
 
 def cached_figure(key: str, build):
-    """`build()` once per `key` (a string naming everything the figure shows; the language is added here).
+    """`build()` once per `key` (a string naming everything the figure shows; the language is added here), frozen.
 
     Building Plotly figures (validation) is most of a warm rerun's time; st.plotly_chart does not mutate them."""
     return _figure_cache(f"{lang()}|{key}", build)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _bytes_cache(key: str, _build) -> bytes:
+    return _build()
+
+
+def cached_bytes(key: str, build) -> bytes:
+    """`build()` (a download's bytes) once per `key`, a string naming everything in it: a CSV of a few hundred
+    vectors takes ~0.1 s to format, on every rerun otherwise."""
+    return _bytes_cache(key, build)
 
 
 @st.cache_resource(show_spinner=False)

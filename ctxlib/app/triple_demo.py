@@ -74,8 +74,8 @@ def section() -> dict[str, str | None]:
     blocked = any(n.level == "error" for n in notes)
     status, rows, found, stored, kinds = {}, [], {}, [], set()
     chart, verdicts = st.empty(), st.container()
-    for m in loaders.MODEL_ORDER:  # model by model, so word2vec's row shows while the others still load
-        with st.spinner(msg("home.demo.loading", model=m)):
+    for m in loaders.MODEL_ORDER:  # model by model, each with its spinner while it loads
+        with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
             enc, status[m] = loaders.try_load(m)
         if enc is None or blocked:
             continue
@@ -91,7 +91,7 @@ def section() -> dict[str, str | None]:
         except Exception as e:  # one broken model must not hide the others
             st.warning(escape_md(msg("common.model_failed", model=m, error=e)))
             continue
-        with st.spinner(msg("triple.computing", model=m)):
+        with loaders.busy(msg("triple.computing", model=m), ("heldout", m, stamp)):
             ranks, from_file = heldout(m, stamp)
         stored += [m] if from_file else []
         kinds.add(enc.kind)
@@ -103,9 +103,10 @@ def section() -> dict[str, str | None]:
         if best is not None:
             verdicts.markdown("- " + escape_md(msg(key, model=m, layer=view_label(d.layer_names, best.view),
                                                    margin=best.margin)))
-        chart.plotly_chart(explorer.margin_chart(
+    if rows:  # drawn once, when every model is in (a figure per model meant building and sending it four times)
+        chart.plotly_chart(loaders.cached_figure(f"margin|{word}|{rows}", lambda: explorer.margin_chart(
             rows, title=msg("triple.chart_title", word=word), margin_title=msg("triple.margin_axis"),
-            rank_title=msg("triple.rank_axis"), chance_text=msg("triple.chance")), config=PLOTLY_CONFIG)
+            rank_title=msg("triple.rank_axis"), chance_text=msg("triple.chance"))), config=PLOTLY_CONFIG)
     if not any(err is None for err in status.values()):
         st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
     if blocked:
@@ -122,3 +123,9 @@ def section() -> dict[str, str | None]:
         if stored:
             st.caption(msg("triple.ranking_file", models=", ".join(stored)))
     return status
+
+
+@st.fragment
+def fragment() -> None:
+    """`section()` as a fragment: editing the demo's word or sentences reruns the demo, not the whole home page."""
+    section()

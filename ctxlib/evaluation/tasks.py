@@ -99,9 +99,32 @@ def task_features(encoder, task: str, split: str, limit: int, seed: int = 0, cal
     key = (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
     if key not in _FEATURES:
         t0 = time.time()
-        _FEATURES[key] = encode_words(encoder, words, callback=callback)
+        _FEATURES[key] = _disk_features(encoder, words, src, callback=callback)
         log.info("features %s %s/%s: %d sentences in %.1fs", encoder.name, src, split, len(words), time.time() - t0)
     return {"words": words, "labels": labels, "feats": _FEATURES[key], "layer_names": list(encoder.layer_names)}
+
+
+def _disk_features(encoder, words: list[list[str]], src: str, callback=None) -> list[np.ndarray]:
+    """`encode_words(encoder, words)`, kept on disk (ctxlib.cache) for a loaded checkpoint: keyed by the checkpoint's
+    files and the sentences themselves, so a retrained model or another sample is encoded afresh."""
+    from .. import cache
+
+    where = getattr(encoder, "path", None)
+    ck = cache.checkpoint_key(where) if where is not None else None
+    k = cache.key("task_features", getattr(encoder, "kind", ""), getattr(encoder, "name", ""), ck, src,
+                  cache.key(words)) if ck else None
+
+    def build():
+        feats = encode_words(encoder, words, callback=callback)
+        flat = np.concatenate(feats) if feats else np.zeros((0, len(encoder.layer_names), encoder.dim), np.float16)
+        return {"feats": flat, "lengths": np.array([len(f) for f in feats], dtype=np.int64)}, None
+
+    arrays, _ = cache.cached("task_features", k, build)
+    flat, lengths = arrays["feats"], arrays["lengths"]
+    if len(lengths) != len(words) or int(lengths.sum()) != len(flat):
+        arrays, _ = build()  # an entry that does not fit these sentences: encode (and do not trust the file)
+        flat, lengths = arrays["feats"], arrays["lengths"]
+    return list(np.split(flat, np.cumsum(lengths)[:-1])) if len(lengths) else []
 
 
 # -- feature preparation -------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def scale_fonts(fig, factor: float, cap: float = 20) -> dict:
     is not changed (cached figures are shared)."""
     import copy
 
-    d = fig.to_dict() if hasattr(fig, "to_dict") else copy.deepcopy(dict(fig))
+    d = copy.deepcopy(fig.to_dict() if hasattr(fig, "to_dict") else dict(fig))  # a frozen figure's dict is shared
     lay = d.setdefault("layout", {})
     lay.setdefault("font", {}).setdefault("size", PLOTLY_FONT_SIZE)
 

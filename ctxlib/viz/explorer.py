@@ -50,15 +50,20 @@ def short_label(text: str, n: int = 10) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
-def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.08, wrap: int | None = None) -> go.Figure:
+def _layout(title: str, height: int, legend_y: float = -0.08, wrap: int | None = None) -> dict:
     """Title, size, fonts and legend; `wrap`: a title longer than this many characters breaks at its " · "s
     (plots side by side in narrow columns, where Plotly would cut it off; room for two lines in each, so they align)."""
     text = escape(title)
     if wrap and len(title) > wrap and " · " in title:
         text = "<br>".join(escape(part) for part in title.split(" · "))
-    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", font=dict(size=15)), height=height,
-                      margin=dict(l=10, r=10, t=63 if wrap else 45, b=10), font=dict(family=CJK_FONT),
-                      hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=legend_y))
+    return dict(title=dict(text=text, x=0.0, xanchor="left", font=dict(size=15)), height=height,
+                margin=dict(l=10, r=10, t=63 if wrap else 45, b=10), font=dict(family=CJK_FONT),
+                hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=legend_y))
+
+
+def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.08, wrap: int | None = None) -> go.Figure:
+    """`fig` with `_layout`'s title, size, fonts and legend."""
+    fig.update_layout(**_layout(title, height, legend_y, wrap))
     return fig
 
 
@@ -84,30 +89,29 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
     if len(hover) != len(T):
         raise ValueError("one hover text per token is needed")
     labels = list(labels) if labels is not None else [None] * len(T)
-    fig = go.Figure()
     lx, ly = [], []
     for x, y in T:
         lx += [P[0, 0], x, None]
         ly += [P[0, 1], y, None]
-    fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="rgba(120,120,120,0.35)", width=1),
-                             hoverinfo="skip", showlegend=False))
-    colours = _colour_map(labels)
-    for lab, col in colours.items():
+    # traces and layout as plain dicts, validated once by go.Figure (half the time of add_trace/update_* calls)
+    data = [dict(type="scatter", x=lx, y=ly, mode="lines", line=dict(color="rgba(120,120,120,0.35)", width=1),
+                 hoverinfo="skip", showlegend=False)]
+    for lab, col in _colour_map(labels).items():
         idx = [i for i, v in enumerate(labels) if v == lab]
         name = escape(lab) if lab is not None else token_name
-        fig.add_trace(go.Scatter(
-            x=T[idx, 0], y=T[idx, 1], mode="markers", name=name,
-            marker=dict(size=11, color=col, line=dict(width=1, color="white"), opacity=0.9),
-            text=[hover[i] for i in idx], hovertemplate="%{text}<extra>" + name + "</extra>"))
+        data.append(dict(type="scatter", x=T[idx, 0], y=T[idx, 1], mode="markers", name=name,
+                         marker=dict(size=11, color=col, line=dict(width=1, color="white"), opacity=0.9),
+                         text=[hover[i] for i in idx], hovertemplate="%{text}<extra>" + name + "</extra>"))
+    data.append(dict(type="scatter", x=[P[0, 0]], y=[P[0, 1]], mode="markers", name=escape(type_name),
+                     marker=dict(symbol="star", size=20, color=TYPE_COLOUR, line=dict(width=1, color="white")),
+                     text=[type_hover or escape(type_name)], hovertemplate="%{text}<extra></extra>"))
+    layout = dict(xaxis=dict(showticklabels=False, zeroline=False),
+                  yaxis=dict(showticklabels=False, zeroline=False, scaleanchor="x", scaleratio=1),
+                  **_layout(title, height, wrap=24))  # four models: four narrow columns
     if len(T) and np.allclose(T, P[0], atol=1e-9 * (1 + float(np.abs(P).max()))):
-        fig.add_annotation(x=P[0, 0], y=P[0, 1], text=f"×{len(T)}", showarrow=True, arrowhead=0, ax=28, ay=-22,
-                           font=dict(size=13))  # every token sits on the type point (word2vec)
-    fig.add_trace(go.Scatter(x=[P[0, 0]], y=[P[0, 1]], mode="markers", name=escape(type_name),
-                             marker=dict(symbol="star", size=20, color=TYPE_COLOUR, line=dict(width=1, color="white")),
-                             text=[type_hover or escape(type_name)], hovertemplate="%{text}<extra></extra>"))
-    fig.update_xaxes(showticklabels=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, zeroline=False, scaleanchor="x", scaleratio=1)
-    return _base_layout(fig, title, height, wrap=24)  # four models: four narrow columns
+        layout["annotations"] = [dict(x=P[0, 0], y=P[0, 1], text=f"×{len(T)}", showarrow=True, arrowhead=0, ax=28,
+                                      ay=-22, font=dict(size=13))]  # every token sits on the type point (word2vec)
+    return go.Figure(data=data, layout=layout)
 
 
 def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
@@ -125,14 +129,13 @@ def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, titl
     axis = [f"{i + 1} {escape(short_label(lab, 4))}" if lab else f"{i + 1}" for i, lab in enumerate(labels)]
     lo = float(np.nanmin(S)) if n else 0.0
     show = n <= 8  # numbers in the cells only while they fit
-    fig = go.Figure(go.Heatmap(
-        z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99) if zmin is None else zmin, zmax=1.0, colorscale="Viridis",
-        hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
+    return go.Figure(data=[dict(
+        type="heatmap", z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99) if zmin is None else zmin, zmax=1.0,
+        colorscale="Viridis", hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
         text=np.round(S, 2) if show else None, texttemplate="%{text}" if show else None,
-        textfont=dict(size=9), colorbar=dict(thickness=10)))
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10), type="category")
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category")
-    return _base_layout(fig, title, height)
+        textfont=dict(size=9), colorbar=dict(thickness=10))],
+        layout=dict(yaxis=dict(autorange="reversed", tickfont=dict(size=10), type="category"),
+                    xaxis=dict(tickangle=-60, tickfont=dict(size=10), type="category"), **_layout(title, height)))
 
 
 def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chance: float | None = None,

@@ -1,0 +1,144 @@
+"""Server start: torch threads for serving, and a background warm-up so a page's first use is as fast as a later one.
+
+`start()` (app.py calls it after each page run; a module-level guard makes it once per process) sets torch's thread
+count for the page scripts (CTXLAB_TORCH_THREADS, default half the cores, at most 4: many sessions encode small
+batches at once, and more threads per call only fight over the cores) and starts one daemon thread that, at low
+priority (one torch thread, `nice` +10), in this order:
+1. loads the corpus (the atlas needs it; parsed once and kept in the disk cache, ctxlib.cache);
+2. compiles UMAP's numba code with a tiny fit (numba keeps compiled code under $NUMBA_CACHE_DIR, which this module
+   points into the ctxlab cache folder when it is not set; pages import umap only later);
+3. builds or reads from disk each loaded model's vocabulary type vectors (the nearest-words tables);
+4. builds or reads from disk the atlas's opening map (ELMo, 地, 300 occurrences);
+5. builds or reads from disk the frozen ELMo features of the ELMo page's live mix (its first task).
+A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests). With
+CTXLAB_TIMING_LOG set, each step's time is appended there as page "warmup:<step>".
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from ctxlib import cache
+
+log = logging.getLogger(__name__)
+
+if not os.environ.get("NUMBA_CACHE_DIR"):  # before anything imports numba (umap, pynndescent)
+    os.environ["NUMBA_CACHE_DIR"] = str(cache.cache_dir() / "numba")
+
+_LOCK = threading.Lock()
+_THREAD: threading.Thread | None = None
+TIMES: dict[str, float] = {}  # step -> seconds taken (read by tests and the bench)
+
+
+def serving_threads() -> int:
+    """Torch threads per page script: $CTXLAB_TORCH_THREADS, else half the cores (at least 1, at most 4)."""
+    try:
+        n = int(os.environ.get("CTXLAB_TORCH_THREADS", "0"))
+    except ValueError:
+        n = 0
+    return n if n > 0 else max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+def _set_serving_threads() -> None:
+    try:
+        import torch
+
+        torch.set_num_threads(serving_threads())  # also the count new threads (each script run's) start with
+    except Exception as e:  # no torch: nothing to set
+        log.info("torch threads not set: %s", e)
+
+
+def umap_warm() -> None:
+    """A tiny UMAP fit through ctxlib.projection (the pages' code path): compiles numba's functions, or loads them
+    from numba's disk cache. Without umap or numba installed, nothing happens."""
+    import importlib
+
+    import numpy as np
+
+    try:
+        importlib.import_module("umap")
+    except Exception as e:  # not installed, or numba missing: the pages fall back and say so
+        log.info("umap not warmed: %s", e)
+        return
+    from ctxlib.projection import project
+
+    X = np.random.default_rng(0).normal(size=(40, 16)).astype(np.float32)
+    project(X, "umap")
+
+
+LIVE_MIX = ("pos", 200, 200)  # the ELMo page's live mix: first task, training and test sentences
+
+
+def _mix_features(enc) -> None:
+    """The frozen ELMo features the live mix trains on (its first task), in memory and on disk."""
+    from ctxlib.evaluation import tasks
+
+    task, n_train, n_test = LIVE_MIX
+    tasks.task_features(enc, task, "train", n_train)
+    tasks.task_features(enc, task, "test", n_test)
+
+
+def _lower_priority() -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # Linux: this thread only
+    except (AttributeError, OSError):
+        pass
+    try:
+        from ctxlib.jobs import _limit_torch_threads
+
+        _limit_torch_threads(1)
+    except Exception:
+        pass
+
+
+def _step(name: str, fn) -> None:
+    t0 = time.perf_counter()
+    try:
+        fn()
+    except Exception as e:  # a warm-up step must never take the server down
+        log.warning("warm-up step %s failed: %s: %s", name, type(e).__name__, e)
+    TIMES[name] = round(time.perf_counter() - t0, 2)
+    log_path = os.environ.get("CTXLAB_TIMING_LOG")  # beside the pages' server times (widgets.record_time's format)
+    if log_path:
+        try:
+            with open(log_path, "a", encoding="utf-8") as f:
+                f.write(f"{time.time():.3f}\twarmup:{name}\t{TIMES[name] * 1000:.1f}\n")
+        except OSError:
+            pass
+
+
+def warm(models=None) -> dict[str, float]:
+    """Run the warm-up steps in this thread (see the module docstring); returns {step: seconds}."""
+    from ctxlib import corpus, explore
+
+    from . import loaders
+
+    _lower_priority()
+    _step("corpus", lambda: corpus.load("all"))
+    _step("umap", umap_warm)
+    for m in models if models is not None else loaders.MODEL_ORDER:
+        enc, err = loaders.try_load(m)
+        if enc is None:
+            continue
+        _step(f"nearest:{m}", lambda enc=enc: enc.type_matrix(loaders.NEAREST_VOCAB))
+        if m == explore.ATLAS_DEFAULT["model"]:
+            _step(f"atlas:{m}", lambda enc=enc: explore.atlas_sample(enc, explore.ATLAS_DEFAULT["word"], 300))
+        if enc.kind == "elmo":
+            _step(f"mix:{m}", lambda enc=enc: _mix_features(enc))
+    log.info("warm-up done: %s", TIMES)
+    return dict(TIMES)
+
+
+def start() -> threading.Thread | None:
+    """Once per process: set the serving torch threads and start the warm-up thread (None when CTXLAB_NO_PREWARM)."""
+    global _THREAD
+    if os.environ.get("CTXLAB_NO_PREWARM"):
+        return None
+    with _LOCK:
+        if _THREAD is None:
+            _set_serving_threads()
+            _THREAD = threading.Thread(target=warm, daemon=True, name="ctxlab-warmup")
+            _THREAD.start()
+    return _THREAD
