@@ -131,7 +131,7 @@ async def one_session(uri: str, query: str, page: str, runs: int, timeout: float
     async with connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout, close_timeout=5,
                        ping_interval=None, compression=None) as ws:
         page_hash = ""
-        for _ in range(runs):
+        for run in range(runs):
             tally = new_tally()
             t0 = time.perf_counter()
             await ws.send(rerun_msg(query, page, page_hash))
@@ -149,7 +149,7 @@ async def one_session(uri: str, query: str, page: str, runs: int, timeout: float
                 if fwd.WhichOneof("type") == "new_session":
                     page_hash = fwd.new_session.page_script_hash or page_hash
                 done = scan(fwd, tally)
-            out.append({"s": time.perf_counter() - t0, "timed_out": done is None, **tally})
+            out.append({"s": time.perf_counter() - t0, "run": run + 1, "timed_out": done is None, **tally})
             if done is None:
                 break  # a session stuck past --timeout is not rerun
     return out
@@ -206,22 +206,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_health(host: str, port: int, wait_s: float, proc: subprocess.Popen | None = None) -> bool:
+    """Poll http://host:port/_stcore/health until it answers 200 (True) or `wait_s` pass (False)."""
+    t0 = time.time()
+    while time.time() - t0 < wait_s:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
 def start_server(app: str, port: int, wait_s: float, env: dict | None = None) -> subprocess.Popen:
     """`streamlit run app` on 127.0.0.1:port, headless; returns once /_stcore/health answers (or raises)."""
     cmd = [sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port), "--server.address", "127.0.0.1",
            "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    t0 = time.time()
-    while time.time() - t0 < wait_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}: {proc.stderr.read()[-500:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.3)
+    if wait_health("127.0.0.1", port, wait_s, proc):
+        return proc
+    if proc.poll() is not None:
+        raise RuntimeError(f"streamlit exited with {proc.returncode}: {proc.stderr.read()[-500:]}")
     stop_server(proc)
     raise RuntimeError(f"streamlit did not answer on port {port} within {wait_s:.0f} s")
 
@@ -275,12 +284,14 @@ async def classroom(uri: str, page: str, students: int, runs: int, timeout: floa
 
 
 async def cycle_load(uri: str, page: str, cycles: int, timeout: float, seed: int, lang: str, pid: int | None,
-                     extra: str = ""):
-    """Connect, run once, disconnect, `cycles` times; RSS after cycles 1, 10, 25, 50, 100, ... and the last."""
+                     extra: str = "", fresh: bool = False, settle: float = 0.0):
+    """Connect, run once, disconnect, `cycles` times; RSS after cycles 1, 10, 25, 50, 100, ... and the last. Every
+    cycle is student 0 reopening the page (the same sentences: what grows is sessions, not the caches), or with
+    `fresh` student k's own sentences (the caches fill too, up to their max_entries)."""
     marks = {1, 10, 25, 50, 100, 200, 500, 1000, cycles}
     results, failures, curve = [], [], []
     for k in range(1, cycles + 1):
-        q = query_for(page, k, seed, lang, extra)
+        q = query_for(page, k if fresh else 0, seed, lang, extra)
         try:
             results.extend(await one_session(uri, q, page, 1, timeout))
         except Exception as e:  # noqa: BLE001 - a failed connection is a counted error, not the end of the bench
@@ -288,6 +299,15 @@ async def cycle_load(uri: str, page: str, cycles: int, timeout: float, seed: int
         if k in marks:
             await asyncio.sleep(0.5)  # let the server run its disconnect
             curve.append([k, rss_mb(pid).get("rss")])
+    if settle > 0:  # past the reconnect TTL, one more student: the stored sessions expire as it is saved
+        await asyncio.sleep(settle)
+        q = query_for(page, 0, seed, lang, extra)
+        try:
+            results.extend(await one_session(uri, q, page, 1, timeout))
+        except Exception as e:  # noqa: BLE001
+            failures.append(f"{type(e).__name__}: {e}"[:200])
+        await asyncio.sleep(0.5)
+        curve.append([f"{cycles}+{settle:.0f}s+1", rss_mb(pid).get("rss")])
     return results, failures, curve
 
 
@@ -300,6 +320,8 @@ def summary(results: list[dict], failures: list[str]) -> dict:
     r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
     return {"n_runs": len(results), "p50_s": r3(percentile(ok_times, 50)), "p95_s": r3(percentile(ok_times, 95)),
             "max_s": r3(max(ok_times, default=None)), "mean_s": r3(sum(ok_times) / len(ok_times) if ok_times else None),
+            "p50_by_run_s": [r3(percentile([r["s"] for r in results if r["run"] == k and not r["timed_out"]], 50))
+                             for k in sorted({r["run"] for r in results})],  # the first run is a fresh session
             "errors": sum(counts.values()), **counts, "first_error": first,
             "elements_per_run": round(sum(r["elements"] for r in results) / max(1, len(results)), 1)}
 
@@ -315,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--students", type=int, default=30, help=f"simultaneous sessions (1..{MAX_STUDENTS})")
     p.add_argument("--runs", type=int, default=3, help=f"runs per student (1..{MAX_RUNS})")
     p.add_argument("--cycles", type=int, default=0, help=f"instead: connect, run once, disconnect, this many times (..{MAX_CYCLES})")
+    p.add_argument("--fresh", action="store_true", help="with --cycles: new sentences every cycle (default: the same)")
+    p.add_argument("--settle", type=float, default=0.0,
+                   help="with --cycles: then wait so many seconds (e.g. 130, past the 120 s reconnect TTL) and run one more")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one run may take before it counts as an error")
     p.add_argument("--max-seconds", type=float, default=1800.0, help="the whole load stops after this (an error)")
     p.add_argument("--ramp", type=float, default=0.0, help="spread the students' first connections over so many seconds")
@@ -354,18 +379,24 @@ def main(argv=None) -> int:
         u = urllib.parse.urlsplit(args.url or f"http://127.0.0.1:{args.port}")
         host, port = u.hostname or "", u.port or (443 if u.scheme == "https" else 80)
         require_loopback(host)
+        if not wait_health(host, port, 120):
+            print(f"error: no Streamlit server answers on {host}:{port} (/_stcore/health)", file=sys.stderr)
+            return 2
     uri = f"ws://{'[' + host + ']' if ':' in host else host}:{port}/_stcore/stream"
     pid = args.pid or (proc.pid if proc else listening_pid(port))
+    warm = []
     try:
         if args.warmup:  # the first run of a fresh server loads the models: not what a class waits for each time
-            asyncio.run(asyncio.wait_for(classroom(uri, page, 1, args.warmup, args.timeout, args.seed + 10_000, args.lang, 0, args.query),
-                                         args.max_seconds))
+            w, wf = asyncio.run(asyncio.wait_for(classroom(uri, page, 1, args.warmup, args.timeout, args.seed + 10_000,
+                                                           args.lang, 0, args.query), args.max_seconds))
+            warm = [r["first_error"] for r in w if r["first_error"] or r["timed_out"]] + wf
         before, t0 = rss_mb(pid), time.perf_counter()
         curve = None
         try:
             if args.cycles:
                 results, failures, curve = asyncio.run(asyncio.wait_for(
-                    cycle_load(uri, page, args.cycles, args.timeout, args.seed, args.lang, pid, args.query), args.max_seconds))
+                    cycle_load(uri, page, args.cycles, args.timeout, args.seed, args.lang, pid, args.query, args.fresh,
+                               args.settle), args.max_seconds))
             else:
                 results, failures = asyncio.run(asyncio.wait_for(
                     classroom(uri, page, args.students, args.runs, args.timeout, args.seed, args.lang, args.ramp, args.query), args.max_seconds))
@@ -380,7 +411,8 @@ def main(argv=None) -> int:
     out = {"page": args.page, "url_path": page, "students": 1 if args.cycles else args.students,
            "runs": 1 if args.cycles else args.runs, "cycles": args.cycles, "seed": args.seed, **summary(results, failures),
            "wall_s": round(wall, 2), "server_pid": pid, "rss_before_mb": before.get("rss"), "rss_after_mb": after.get("rss"),
-           "rss_peak_mb": after.get("peak"), "loadavg": load_avg(), "started": bool(args.start)}
+           "rss_peak_mb": after.get("peak"), "loadavg": load_avg(), "started": bool(args.start),
+           "warmup_errors": len(warm)}
     if curve is not None:
         out["rss_curve_mb"] = curve
     print(json.dumps(out, ensure_ascii=False))

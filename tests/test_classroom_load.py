@@ -53,9 +53,10 @@ def test_scan_counts_exceptions_error_alerts_and_bad_endings():
     assert cl.scan(compile_err, t) == "done" and t["page_errors"] == 2
     clean = cl.new_tally()
     assert cl.scan(ok, clean) == "done" and clean == cl.new_tally()
-    s = cl.summary([{"s": 1.0, "timed_out": False, **t}, {"s": 9.0, "timed_out": True, **clean}], ["OSError: refused"])
+    s = cl.summary([{"s": 1.0, "run": 1, "timed_out": False, **t}, {"s": 9.0, "run": 2, "timed_out": True, **clean}],
+                   ["OSError: refused"])
     assert s["errors"] == 1 + 1 + 2 + 1 + 1 and s["timeouts"] == 1 and s["connect_errors"] == 1
-    assert s["p50_s"] == s["max_s"] == 1.0  # a timed-out run has no time
+    assert s["p50_s"] == s["max_s"] == 1.0 and s["p50_by_run_s"] == [1.0, None]  # a timed-out run has no time
 
 
 def test_rerun_message_carries_the_query_and_page():
