@@ -368,7 +368,7 @@ def main(argv=None) -> int:
         port = args.port or free_port()
         host = "127.0.0.1"
         try:
-            proc = start_server(args.app, port, wait_s=180, env={"CTXLAB_NO_PREWARM": os.environ.get("CTXLAB_NO_PREWARM", "")})
+            proc = start_server(args.app, port, wait_s=180)
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -384,15 +384,14 @@ def main(argv=None) -> int:
             return 2
     uri = f"ws://{'[' + host + ']' if ':' in host else host}:{port}/_stcore/stream"
     pid = args.pid or (proc.pid if proc else listening_pid(port))
-    warm = []
+    warm, curve, before, t0 = [], None, {}, time.perf_counter()
     try:
-        if args.warmup:  # the first run of a fresh server loads the models: not what a class waits for each time
-            w, wf = asyncio.run(asyncio.wait_for(classroom(uri, page, 1, args.warmup, args.timeout, args.seed + 10_000,
-                                                           args.lang, 0, args.query), args.max_seconds))
-            warm = [r["first_error"] for r in w if r["first_error"] or r["timed_out"]] + wf
-        before, t0 = rss_mb(pid), time.perf_counter()
-        curve = None
         try:
+            if args.warmup:  # the first run of a fresh server loads the models: not what a class waits for each time
+                w, wf = asyncio.run(asyncio.wait_for(classroom(uri, page, 1, args.warmup, args.timeout, args.seed + 10_000,
+                                                               args.lang, 0, args.query), args.max_seconds))
+                warm = [r["first_error"] for r in w if r["first_error"] or r["timed_out"]] + wf
+            before, t0 = rss_mb(pid), time.perf_counter()
             if args.cycles:
                 results, failures, curve = asyncio.run(asyncio.wait_for(
                     cycle_load(uri, page, args.cycles, args.timeout, args.seed, args.lang, pid, args.query, args.fresh,

@@ -141,3 +141,12 @@ def test_cycles_report_rss_along_the_way(server, capsys):
     r = _bench(capsys, "--port", str(port), "--page", "Home", "--cycles", "3", "--warmup", "0", "--timeout", "60")
     assert r["n_runs"] == 3 and r["errors"] == 0 and [k for k, _ in r["rss_curve_mb"]] == [1, 3]
     assert all(mb > 50 for _, mb in r["rss_curve_mb"])
+
+
+def test_runs_are_bounded_in_count_and_time(server, capsys):
+    port, _ = server
+    for bad in (["--students", "0"], ["--students", "201"], ["--runs", "0"], ["--timeout", "0"], ["--page", "Nope"]):
+        assert cl.main(["--port", str(port), *bad]) == 2
+    r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--warmup", "0",
+               "--max-seconds", "0.05")
+    assert r["n_runs"] == 0 and r["connect_errors"] == 1 and "max-seconds" in r["first_error"], r
