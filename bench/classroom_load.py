@@ -122,8 +122,10 @@ def rerun_msg(query: str, page: str, page_hash: str = "") -> bytes:
     return back.SerializeToString()
 
 
-async def one_session(uri: str, query: str, page: str, runs: int, timeout: float) -> list[dict]:
-    """Connect, run the page `runs` times (the first a fresh session, the rest reruns), disconnect: a dict per run."""
+async def one_session(uri: str, query: str, page: str, runs: int, timeout: float, leave_after: float | None = None
+                      ) -> list[dict]:
+    """Connect, run the page `runs` times (the first a fresh session, the rest reruns), disconnect: a dict per run.
+    With `leave_after`, the student closes the tab that many seconds into its first run (if it has not ended)."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.asyncio.client import connect
 
@@ -135,7 +137,7 @@ async def one_session(uri: str, query: str, page: str, runs: int, timeout: float
             tally = new_tally()
             t0 = time.perf_counter()
             await ws.send(rerun_msg(query, page, page_hash))
-            deadline, done = t0 + timeout, None
+            deadline, done = t0 + (timeout if leave_after is None else min(timeout, leave_after)), None
             while done is None:
                 left = deadline - time.perf_counter()
                 if left <= 0:
@@ -149,7 +151,9 @@ async def one_session(uri: str, query: str, page: str, runs: int, timeout: float
                 if fwd.WhichOneof("type") == "new_session":
                     page_hash = fwd.new_session.page_script_hash or page_hash
                 done = scan(fwd, tally)
-            out.append({"s": time.perf_counter() - t0, "run": run + 1, "timed_out": done is None, **tally})
+            left_early = done is None and leave_after is not None
+            out.append({"s": None if left_early else time.perf_counter() - t0, "run": run + 1, "left": left_early,
+                        "timed_out": done is None and not left_early, **tally})
             if done is None:
                 break  # a session stuck past --timeout is not rerun
     return out
@@ -198,6 +202,15 @@ def rss_mb(pid: int | None) -> dict:
         return {}
     kb = {ln.split(":")[0]: int(ln.split()[1]) for ln in text.splitlines() if ln.startswith(("VmRSS", "VmHWM"))}
     return {"rss": round(kb.get("VmRSS", 0) / 1024, 1), "peak": round(kb.get("VmHWM", 0) / 1024, 1)}
+
+
+def cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of `pid` so far (/proc/<pid>/stat), or None."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -284,21 +297,25 @@ async def classroom(uri: str, page: str, students: int, runs: int, timeout: floa
 
 
 async def cycle_load(uri: str, page: str, cycles: int, timeout: float, seed: int, lang: str, pid: int | None,
-                     extra: str = "", fresh: bool = False, settle: float = 0.0):
+                     extra: str = "", fresh: bool = False, settle: float = 0.0, leave_after: float | None = None):
     """Connect, run once, disconnect, `cycles` times; RSS after cycles 1, 10, 25, 50, 100, ... and the last. Every
     cycle is student 0 reopening the page (the same sentences: what grows is sessions, not the caches), or with
     `fresh` student k's own sentences (the caches fill too, up to their max_entries)."""
     marks = {1, 10, 25, 50, 100, 200, 500, 1000, cycles}
-    results, failures, curve = [], [], []
+    results, failures, curve, info = [], [], [], {}
     for k in range(1, cycles + 1):
         q = query_for(page, k if fresh else 0, seed, lang, extra)
         try:
-            results.extend(await one_session(uri, q, page, 1, timeout))
+            results.extend(await one_session(uri, q, page, 1, timeout, leave_after))
         except Exception as e:  # noqa: BLE001 - a failed connection is a counted error, not the end of the bench
             failures.append(f"{type(e).__name__}: {e}"[:200])
         if k in marks:
             await asyncio.sleep(0.5)  # let the server run its disconnect
             curve.append([k, rss_mb(pid).get("rss")])
+    if leave_after is not None:  # does the server stop the abandoned runs? its CPU time over the next 3 s
+        c0 = cpu_s(pid)
+        await asyncio.sleep(3)
+        info["server_cpu_s_in_3s_after"] = None if c0 is None else round(cpu_s(pid) - c0, 2)
     if settle > 0:  # past the reconnect TTL, one more student: the stored sessions expire as it is saved
         await asyncio.sleep(settle)
         q = query_for(page, 0, seed, lang, extra)
@@ -308,19 +325,21 @@ async def cycle_load(uri: str, page: str, cycles: int, timeout: float, seed: int
             failures.append(f"{type(e).__name__}: {e}"[:200])
         await asyncio.sleep(0.5)
         curve.append([f"{cycles}+{settle:.0f}s+1", rss_mb(pid).get("rss")])
-    return results, failures, curve
+    return results, failures, {"rss_curve_mb": curve, **info}
 
 
 def summary(results: list[dict], failures: list[str]) -> dict:
-    ok_times = [r["s"] for r in results if not r["timed_out"]]
+    ok_times = [r["s"] for r in results if r["s"] is not None and not r["timed_out"]]
     counts = {k: sum(r[k] for r in results) for k in ("exceptions", "error_alerts", "page_errors")}
     counts["timeouts"] = sum(r["timed_out"] for r in results)
+    left = sum(r.get("left", False) for r in results)  # closed mid-run on purpose (--leave-after): not an error
     counts["connect_errors"] = len(failures)
     first = next((r["first_error"] for r in results if r["first_error"]), None) or (failures[0] if failures else None)
     r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
     return {"n_runs": len(results), "p50_s": r3(percentile(ok_times, 50)), "p95_s": r3(percentile(ok_times, 95)),
-            "max_s": r3(max(ok_times, default=None)), "mean_s": r3(sum(ok_times) / len(ok_times) if ok_times else None),
-            "p50_by_run_s": [r3(percentile([r["s"] for r in results if r["run"] == k and not r["timed_out"]], 50))
+            "max_s": r3(max(ok_times, default=None)), "left_mid_run": left, "mean_s": r3(sum(ok_times) / len(ok_times) if ok_times else None),
+            "p50_by_run_s": [r3(percentile([r["s"] for r in results if r["run"] == k and r["s"] is not None
+                                            and not r["timed_out"]], 50))
                              for k in sorted({r["run"] for r in results})],  # the first run is a fresh session
             "errors": sum(counts.values()), **counts, "first_error": first,
             "elements_per_run": round(sum(r["elements"] for r in results) / max(1, len(results)), 1)}
@@ -340,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true", help="with --cycles: new sentences every cycle (default: the same)")
     p.add_argument("--settle", type=float, default=0.0,
                    help="with --cycles: then wait so many seconds (e.g. 130, past the 120 s reconnect TTL) and run one more")
+    p.add_argument("--leave-after", type=float, default=None,
+                   help="with --cycles: each student closes its tab so many seconds into the run (left mid-run)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one run may take before it counts as an error")
     p.add_argument("--max-seconds", type=float, default=1800.0, help="the whole load stops after this (an error)")
     p.add_argument("--ramp", type=float, default=0.0, help="spread the students' first connections over so many seconds")
@@ -395,7 +416,7 @@ def main(argv=None) -> int:
             if args.cycles:
                 results, failures, curve = asyncio.run(asyncio.wait_for(
                     cycle_load(uri, page, args.cycles, args.timeout, args.seed, args.lang, pid, args.query, args.fresh,
-                               args.settle), args.max_seconds))
+                               args.settle, args.leave_after), args.max_seconds))
             else:
                 results, failures = asyncio.run(asyncio.wait_for(
                     classroom(uri, page, args.students, args.runs, args.timeout, args.seed, args.lang, args.ramp, args.query), args.max_seconds))
@@ -412,8 +433,7 @@ def main(argv=None) -> int:
            "wall_s": round(wall, 2), "server_pid": pid, "rss_before_mb": before.get("rss"), "rss_after_mb": after.get("rss"),
            "rss_peak_mb": after.get("peak"), "loadavg": load_avg(), "started": bool(args.start),
            "warmup_errors": len(warm)}
-    if curve is not None:
-        out["rss_curve_mb"] = curve
+    out.update(curve or {})  # --cycles: the RSS curve (and the CPU after students left mid-run)
     print(json.dumps(out, ensure_ascii=False))
     return 0
 

@@ -150,3 +150,10 @@ def test_runs_are_bounded_in_count_and_time(server, capsys):
     r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--warmup", "0",
                "--max-seconds", "0.05")
     assert r["n_runs"] == 0 and r["connect_errors"] == 1 and "max-seconds" in r["first_error"], r
+
+
+def test_students_who_leave_mid_run_are_not_errors(server, capsys):
+    port, _ = server
+    r = _bench(capsys, "--port", str(port), "--page", "Home", "--cycles", "2", "--leave-after", "0.01", "--warmup", "0")
+    assert r["left_mid_run"] == 2 and r["errors"] == 0 and r["p50_s"] is None, r
+    assert r["server_cpu_s_in_3s_after"] is not None and r["server_cpu_s_in_3s_after"] >= 0
