@@ -3,20 +3,24 @@
     .venv/bin/python bench/classroom_load.py --start --page Home --students 30 --runs 3
     .venv/bin/python bench/classroom_load.py --port 8501 --page "Type vs token" --students 30 --runs 3
     .venv/bin/python bench/classroom_load.py --start --cycles 100          # sessions freed when students leave?
+    .venv/bin/python bench/classroom_load.py --port 8501 --page "Type vs token" --cycles 30 --fresh --leave-after 1
 
 Each student is one browser tab, spoken for by the protocol the frontend uses: a websocket on /_stcore/stream with
 the `streamlit` subprotocol, then BackMsg `rerun_script` (the page's URL query string and page name), then
 ForwardMsgs until `script_finished`. A run's time is from sending the rerun to its `script_finished`. Every student
 sends its own sentences in the query string (the Home demo's ?word=&a=&b=&c=, Type vs token's ?word=&s=), built
 from --seed and the student's number, so no student reuses another's cached results; a student's later runs
-(--runs) are reruns of the same session, like pressing "r".
+(--runs) are reloads of the same URL (a new connection and session each: the first run computes, the later ones
+find the student's results cached). p50_by_run_s gives the median per run number.
 
 Counted as errors: exception elements (a page that raised), error alerts (st.error), page-not-found and
 compile-error endings, runs past --timeout, and connections that failed. RSS is the server process's VmRSS from
 /proc/<pid>/status before and after (the pid: --pid, the one --start launched, or the process listening on the port,
 found through /proc/net/tcp). --cycles K instead connects, runs the page once and disconnects K times in a row, and
 reports the server's RSS along the way (Streamlit keeps a disconnected session for reconnection for
-server.disconnectedSessionTTL seconds, at most 128 of them, so growth should level off).
+server.disconnectedSessionTTL seconds, at most 128 of them, so growth should level off; --settle waits past that
+and runs once more). With --leave-after S each of those students closes the tab S seconds into its run; the server's
+CPU seconds in the 3 s after the last one say whether abandoned runs were stopped.
 
 Loopback only: the script refuses any host that is not 127.0.0.0/8 or ::1, and --start binds 127.0.0.1.
 Prints one JSON line.
@@ -125,7 +129,9 @@ def rerun_msg(query: str, page: str, page_hash: str = "") -> bytes:
 async def one_session(uri: str, query: str, page: str, runs: int, timeout: float, leave_after: float | None = None
                       ) -> list[dict]:
     """Connect, run the page `runs` times (the first a fresh session, the rest reruns), disconnect: a dict per run.
-    With `leave_after`, the student closes the tab that many seconds into its first run (if it has not ended)."""
+    A rerun here sends no widget values (a browser sends them all), so a page whose widgets hold state may draw less
+    than a browser's rerun: the bench uses runs=1 and reloads. With `leave_after`, the student closes the tab that
+    many seconds into its first run (if it has not ended)."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.asyncio.client import connect
 
@@ -284,7 +290,13 @@ async def classroom(uri: str, page: str, students: int, runs: int, timeout: floa
     async def student(i: int):
         await asyncio.sleep(ramp * i / max(1, students))
         q = query_for(page, i, seed, lang, extra)
-        return await one_session(uri, q, page, runs, timeout)
+        out = []
+        for r in range(runs):  # each run a reload: a new connection and session, the same URL
+            got = await one_session(uri, q, page, 1, timeout)
+            out.extend({**g, "run": r + 1} for g in got)
+            if any(g["timed_out"] for g in got):
+                break
+        return out
 
     got = await asyncio.gather(*(student(i) for i in range(students)), return_exceptions=True)
     results, failures = [], []
@@ -368,13 +380,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", default="zh", choices=["zh", "en"])
     p.add_argument("--query", default="", help='extra query parameters over every student\'s, e.g. "proj=pca&models=bert"')
     p.add_argument("--warmup", type=int, default=1, help="runs by one extra session before the class, not timed (0: none)")
+    p.add_argument("--pause", type=float, default=0.0, help="seconds to wait after the warm-up, before RSS and the class")
     return p
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if not (1 <= args.students <= MAX_STUDENTS and 1 <= args.runs <= MAX_RUNS and 0 <= args.cycles <= MAX_CYCLES
-            and 0 < args.timeout <= 3600 and 0 < args.max_seconds <= 4 * 3600 and args.warmup >= 0):
+            and 0 < args.timeout <= 3600 and 0 < args.max_seconds <= 4 * 3600 and args.warmup >= 0
+            and 0 <= args.pause <= 600):
         print(f"error: --students 1..{MAX_STUDENTS}, --runs 1..{MAX_RUNS}, --cycles 0..{MAX_CYCLES}, --timeout and "
               "--max-seconds positive", file=sys.stderr)
         return 2
@@ -412,6 +426,7 @@ def main(argv=None) -> int:
                 w, wf = asyncio.run(asyncio.wait_for(classroom(uri, page, 1, args.warmup, args.timeout, args.seed + 10_000,
                                                                args.lang, 0, args.query), args.max_seconds))
                 warm = [r["first_error"] for r in w if r["first_error"] or r["timed_out"]] + wf
+            time.sleep(args.pause)  # e.g. the home page's corpus prewarm, a background thread, is done by then
             before, t0 = rss_mb(pid), time.perf_counter()
             if args.cycles:
                 results, failures, curve = asyncio.run(asyncio.wait_for(

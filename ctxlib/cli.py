@@ -196,9 +196,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from . import evaluation
-
-    from . import checkpoint
+    from . import checkpoint, evaluation
 
     try:
         result = evaluation.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)

@@ -145,7 +145,8 @@ def test_cycles_report_rss_along_the_way(server, capsys):
 
 def test_runs_are_bounded_in_count_and_time(server, capsys):
     port, _ = server
-    for bad in (["--students", "0"], ["--students", "201"], ["--runs", "0"], ["--timeout", "0"], ["--page", "Nope"]):
+    for bad in (["--students", "0"], ["--students", "201"], ["--runs", "0"], ["--timeout", "0"], ["--page", "Nope"],
+                ["--pause", "601"]):
         assert cl.main(["--port", str(port), *bad]) == 2
     r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--warmup", "0",
                "--max-seconds", "0.05")
