@@ -22,8 +22,14 @@ class UserError(Exception):
 
 
 def _fail(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    print("error: " + " ".join(str(msg).splitlines()), file=sys.stderr)  # one line, whatever the message holds
     return 2
+
+
+def _shown(text: str, n: int = 40) -> str:
+    """User text quoted in a message: at most `n` characters, control characters escaped (no terminal codes)."""
+    t = text if len(text) <= n else text[:n] + "…"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in t)
 
 
 def cmd_corpus(args) -> int:
@@ -37,7 +43,7 @@ def cmd_corpus(args) -> int:
         if args.json:
             print(json.dumps({"word": word, "rows": rows}, ensure_ascii=False, indent=1))
             return 0
-        print(f"'{word}' as a whole word, per source and split (supplement: per sense; it is written for ctxlab)")
+        print(f"'{_shown(word)}' as a whole word, per source and split (supplement: per sense; it is written for ctxlab)")
         print(f"{'source':>12}{'sense':>14}{'train':>9}{'valid':>9}{'test':>9}")
         for r in rows:
             print(f"{r['source']:>12}{r['sense'] or '':>14}{r['train']:>9,}{r['valid']:>9,}{r['test']:>9,}")
@@ -139,16 +145,18 @@ def cmd_embed(args) -> int:
         return _fail(str(e))
     if not lines:
         return _fail("the input has no non-empty lines; give one sentence per line")
+    if not args.word.strip():
+        return _fail("--word is empty; give the word to embed, e.g. --word 苹果")
     for no, ln in lines:
         if not find_all(ln, args.word):
-            return _fail(f"line {no} does not contain '{args.word}': {ln[:40]!r}")
+            return _fail(f"line {no} does not contain '{_shown(args.word)}': {ln[:40]!r}")
     try:
         enc = load(args.model)
     except checkpoint.CheckpointError as e:
         avail = ", ".join(checkpoint.available()) or "none"
         return _fail(f"cannot load model '{args.model}': {e} (available: {avail})")
     if not enc.in_vocab(args.word):
-        return _fail(str(OutOfVocabulary(args.word, enc.name)))
+        return _fail(str(OutOfVocabulary(_shown(args.word), enc.name)))
     texts = [ln for _, ln in lines]
     vecs = enc.word_vectors(texts, args.word)
     buf = io.BytesIO()
@@ -188,11 +196,11 @@ def cmd_info(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from . import evaluation
+    from . import checkpoint, evaluation
 
     try:
         result = evaluation.run_eval(args.model, args.task, device=args.device, seed=args.seed, out=args.out)
-    except evaluation.TaskChoiceError as e:
+    except (evaluation.TaskChoiceError, checkpoint.CheckpointError) as e:  # e.g. a corrupt model.pt
         return _fail(str(e))
     if args.task == "senses":  # the per-word detail is in the file
         result = {**result, "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()}}
@@ -204,6 +212,8 @@ def cmd_fill_mask(args) -> int:
     from . import checkpoint
     from .encoder import load
 
+    if args.topk < 1:
+        return _fail(f"--topk must be at least 1, got {args.topk}")
     try:
         enc = load(args.model)
     except checkpoint.CheckpointError as e:
@@ -212,7 +222,11 @@ def cmd_fill_mask(args) -> int:
         return _fail(f"model '{args.model}' is a {enc.kind} model; fill-mask needs a BERT model")
     if "[MASK]" not in args.text:
         return _fail("the text has no [MASK]; write e.g. 今天天气很[MASK]")
-    print(json.dumps(enc.fill_mask(args.text, topk=args.topk), ensure_ascii=False, indent=1))
+    try:
+        out = enc.fill_mask(args.text, topk=args.topk)
+    except ValueError as e:  # longer than the model's positions
+        return _fail(f"{e}; shorten the text around the [MASK]")
+    print(json.dumps(out, ensure_ascii=False, indent=1))
     return 0
 
 
@@ -329,9 +343,12 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose or args.cmd in ("train", "eval") else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    from .checkpoint import CheckpointError
+    from .corpus import CorpusError
+
     try:
         return args.fn(args)
-    except UserError as e:
+    except (UserError, CheckpointError, CorpusError) as e:  # a bad file or checkpoint a command did not catch itself
         return _fail(str(e))
     except BrokenPipeError:
         return 0

@@ -125,3 +125,91 @@ def test_train_options_for_other_kinds_exit_2(tmp_path, capsys):
     assert main(["train", "bert", "--resume", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(e.startswith("error: ") for e in err)
+
+
+# -- every command against the pages' bad inputs (issue #14, part 6): exit 0 or 2, never a traceback ----------------
+BAD_TEXT = {"empty": "", "missing": "今天天气很好", "unseen": "龘靐", "5000": "苹果" * 2500,
+            "html": "<script>alert(1)</script>苹果", "control": "苹果\x07\x1b[31m很\x7f甜"}
+BAD_FILE = {"gb18030": "苹果很甜\n我爱苹果\n".encode("gb18030"), "binary": b"\x00\x01PK\x03\x04" * 50, "empty": b"",
+            "control": ("苹果" + "\x07\x1b" * 20 + "\n").encode()}
+
+
+def _text_cases():
+    for k, t in BAD_TEXT.items():
+        yield k, ["corpus", "--word", t]
+        yield k, ["fill-mask", t]
+        yield k, ["fill-mask", t + "[MASK]"]
+        yield k, ["fill-mask", "[MASK]" + t, "--model", "gpt"]
+        yield k, ["generate", t]
+        yield k, ["generate", t, "--model", "bert"]
+        yield k, ["embed", "--model", "word2vec", "--word", "苹果", "--input", f"<text:{k}>", "--out", "<out>"]
+        yield k, ["embed", "--model", "bert", "--word", t, "--input", "<text:html>", "--out", "<out>"]
+    for k in BAD_FILE:
+        yield f"file-{k}", ["embed", "--model", "elmo", "--word", "苹果", "--input", f"<file:{k}>", "--out", "<out>"]
+        yield f"file-{k}", ["train", "word2vec", "--corpus", f"<file:{k}>"]  # no --out: stops before training
+    for k in ("model.pt", "config.json"):
+        for c in (["embed", "--model", "<bad>", "--word", "苹果", "--input", "<file:gb18030>", "--out", "<out>"],
+                  ["eval", "<bad>", "--task", "senses", "--out", "<out>"], ["eval", "<bad>", "--task", "pos", "--out", "<out>"],
+                  ["fill-mask", "今天[MASK]", "--model", "<bad>"], ["generate", "今天", "--model", "<bad>"],
+                  ["train", "bert", "--resume", "<bad>"]):
+            yield f"corrupt-{k}", [a.replace("<bad>", f"<bad:{k}>") for a in c]
+    yield "info", ["info"]
+    for k in ("0", "-3"):
+        yield f"topk{k}", ["fill-mask", "[MASK]", "--topk", k]
+
+
+@pytest.fixture(scope="module")
+def shipped_once():
+    """The shipped checkpoints, each loaded once for this module (the cases only need them to be real models)."""
+    import functools
+
+    from ctxlib import encoder
+
+    if not all((checkpoint.CHECKPOINT_DIR / m / "config.json").is_file() for m in ("word2vec", "elmo", "bert", "gpt")):
+        pytest.skip("needs the shipped checkpoints (python -m ctxlib train <kind>)")
+    real = encoder.load
+    cached = functools.lru_cache(maxsize=None)(real)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(encoder, "load", lambda name: cached(name) if name in ("word2vec", "elmo", "bert", "gpt") else real(name))
+    yield
+    mp.undo()
+
+
+@pytest.mark.parametrize("kind,argv", list(_text_cases()), ids=lambda v: v if isinstance(v, str) else v[0])
+def test_every_command_on_bad_input_exits_0_or_2_with_one_line(shipped_once, tmp_path, capsys, kind, argv):
+    import shutil
+
+    def fill(a: str) -> str:
+        if a.startswith("<text:"):
+            f = tmp_path / "t.txt" if a != "<text:html>" else tmp_path / "html.txt"
+            f.write_text(BAD_TEXT[a[6:-1]] + "\n", encoding="utf-8")
+            return str(f)
+        if a.startswith("<file:"):
+            (f := tmp_path / f"f_{a[6:-1]}.txt").write_bytes(BAD_FILE[a[6:-1]])
+            return str(f)
+        if a.startswith("<bad:"):
+            if not (d := tmp_path / "bad").exists():
+                shutil.copytree(checkpoint.CHECKPOINT_DIR / "word2vec", d)
+                (d / a[5:-1]).write_bytes(b"PK\x03\x04 truncated" if a.endswith("pt>") else b"{not json")
+            return str(d)
+        return str(tmp_path / "out") if a == "<out>" else a
+
+    rc = main([fill(a) for a in argv])  # an uncaught exception fails the test: that is the traceback
+    err = capsys.readouterr().err.strip()
+    assert rc in (0, 2), (rc, err)
+    if rc == 2:
+        assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+        assert len(err) < 400 and "\x1b" not in err and "\x07" not in err, err  # user text shortened and escaped
+        assert not (tmp_path / "out").exists()
+
+
+def test_fill_mask_over_long_text_subprocess():
+    """The reported case: 200+ tokens through the real entry point exit 2 with one line, no traceback."""
+    if not (checkpoint.CHECKPOINT_DIR / "bert" / "config.json").is_file():
+        pytest.skip("checkpoints/bert missing: python -m ctxlib train bert")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-m", "ctxlib", "fill-mask", "今天天气很[MASK]" + "好" * 250, "--model", "bert"],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("error: the text is 256 tokens long; fill-mask takes at most"), line
