@@ -15,7 +15,7 @@ DIM = 4
 
 def char_vec(ch: str, layer: int) -> np.ndarray:
     """Layer j of character ch: a fixed vector from its code point, times (j + 1), plus j in every coordinate."""
-    c = ord(ch)
+    c = sum(map(ord, ch))  # a word-level token: the sum of its code points
     return np.array([c % 7 + 1, c % 5 - 2, c % 3, 1.0], np.float32) * (layer + 1) + layer
 
 
@@ -179,3 +179,101 @@ def test_load_picks_the_class_of_the_kind():
         pytest.skip("checkpoints/word2vec missing: python -m ctxlib train word2vec")
     enc = encoder.load(d)
     assert isinstance(enc, Word2VecEncoder) and enc.path == d
+
+
+class PosEncoder(CharEncoder):
+    """Layer j of token i: (i + 1) * 10**-j in every coordinate, so pooling shows which tokens were taken; it reads
+    at most `keep` tokens (a model's max length); optionally wraps the text in [CLS] ... [SEP] (vectors (5, 0, 0, 0))."""
+
+    def __init__(self, keep=10**6, specials=False, vocab=("苹果", "香蕉", "手机", "电脑", "水果", "东西")):
+        super().__init__(vocab)
+        self.keep, self.specials = keep, specials
+
+    def _encode_tokens(self, batch, texts):
+        out = []
+        for toks, text in zip(batch, texts):
+            toks = list(toks)[:self.keep]
+            if self.specials:
+                toks = [("[CLS]", 0, 0)] + toks + [("[SEP]", len(text), len(text))]
+            layers = np.array([[[(i + 1) * 10.0 ** -j] * DIM if t[0] not in ("[CLS]", "[SEP]") else [5.0] + [0.0] * (DIM - 1)
+                                for i, t in enumerate(toks)] for j in range(3)], np.float32)
+            out.append(Encoded(text, [t for t, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names))
+        return out
+
+
+def test_occurrence_default_and_choice_reach_the_pooling():
+    enc = PosEncoder()
+    v = enc.word_vectors(["苹果和苹果"], "苹果")  # tokens 0, 1 (values 1, 2), then 3, 4 (values 4, 5)
+    np.testing.assert_allclose(v[0, 0], [1.5] * DIM)
+    np.testing.assert_allclose(enc.word_vectors(["苹果和苹果"], "苹果", occurrence=1)[0, 0], [4.5] * DIM)
+    np.testing.assert_allclose(enc.word_vectors(["苹果和苹果"], "苹果", 1)[0, 2], [0.045] * DIM, rtol=1e-5)
+
+
+def test_word_past_the_models_length_is_not_found():
+    enc = PosEncoder(keep=5)
+    with pytest.raises(WordNotFound) as err:
+        enc.word_vectors(["苹果", "一二三四五六苹果"], "苹果")
+    assert (err.value.word, err.value.index, err.value.text) == ("苹果", 1, "一二三四五六苹果")
+
+
+def test_type_matrix_leaves_specials_out_in_float32_unit_rows_for_any_vocabulary_size():
+    words = [chr(0x4E00 + i) + chr(0x4E00 + 300 + i) for i in range(300)]  # more than one chunk of 256
+    enc = PosEncoder(specials=True, vocab=words)
+    got, M = enc.type_matrix()
+    assert got == words and M.shape == (300, 3, DIM) and M.dtype == np.float32
+    # the word's own two tokens are positions 1, 2 ([CLS] is 0): every row is the unit vector of (1.5, ..) * 10**-j
+    np.testing.assert_allclose(M, np.full((300, 3, DIM), 1 / np.sqrt(DIM)), rtol=1e-5)
+    raw = PosEncoder(specials=True, vocab=["苹果"]).encode(["苹果"])[0].layers
+    with_specials = raw.mean(1) / np.linalg.norm(raw.mean(1), axis=1, keepdims=True)
+    assert not np.allclose(with_specials, M[0], atol=1e-3)  # pooling the specials too would point elsewhere
+    empty = PosEncoder(vocab=[])
+    w, M0 = empty.type_matrix()
+    assert w == [] and M0.shape == (0, 3, DIM)
+
+
+def test_small_vectors_are_normalised_too():
+    enc = PosEncoder()
+    _, M = enc.type_matrix()
+    assert float(np.linalg.norm(M[0, 2])) == pytest.approx(1.0)  # layer 2's raw norm is 0.03
+    q = np.full(DIM, 1e-3)
+    (w, s), *_ = enc.nearest_words(q, 2)
+    assert s == pytest.approx(1.0, abs=1e-6)
+    assert len(enc.nearest_words(q, 2)) == 5  # topn's default
+
+
+def test_word_models_keep_the_target_whole_through_encode_and_word_vectors():
+    """Word-level models (the base _tokenize: jieba) keep the target span as one token, however jieba would cut it."""
+    class Words(CharEncoder):
+        word_level = True
+        _tokenize = Encoder._tokenize
+
+    enc = Words()
+    plain = [t for t in enc.encode(["我买了苹果手机"])[0].tokens]
+    assert "果手" not in plain
+    assert "果手" in enc.encode(["我买了苹果手机"], target="果手")[0].tokens
+    _, toks = enc.word_vectors_with_tokens(["我买了苹果手机"], "果手")
+    assert toks == [["果手"]]
+
+
+def test_messages_and_defaults_of_the_small_parts():
+    assert str(WordNotFound("苹果", 0, "香" * 40)) == f"'苹果' does not occur in sentence 1 ({'香' * 40!r})."
+    assert str(WordNotFound("苹果", 0, "香" * 41)) == f"'苹果' does not occur in sentence 1 ({'香' * 40 + '…'!r})."
+    oov = encoder.OutOfVocabulary("龘", "word2vec")
+    assert (oov.word, oov.model, oov.args) == ("龘", "word2vec", ("龘",))
+    assert str(oov) == "'龘' is not in the word2vec vocabulary (it has no vector for unseen words)."
+    enc = CharEncoder(vocab=[])
+    enc.encode(["苹"] * 33)
+    assert [len(b) for b in enc.batches] == [32, 1]  # batch_size's default
+    with pytest.raises(TypeError, match=r"^encode\(\) takes a list of texts$"):
+        enc.encode("苹果")
+    from pathlib import Path
+
+    enc.path = Path("/somewhere/chars")
+    assert enc.info()["path"] == "/somewhere/chars"
+
+
+def test_unknown_kind_message_names_the_file(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"kind": "lstm9", "config": {}}), encoding="utf-8")
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        encoder.load(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'config.json'}: unknown model kind 'lstm9'")
