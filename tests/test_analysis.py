@@ -170,3 +170,20 @@ def test_probe_accuracy_learns_and_its_regularisation_is_used():
     assert analysis.probe_accuracy(X, y, Xt, yt) == 1.0
     assert analysis.probe_accuracy(X, y, Xt, [0, 0, 1, 1]) == 0.0
     assert analysis.probe_accuracy(X, y, Xt, yt, C=1e-6) == 0.5  # almost no weight: the majority class everywhere
+
+
+def test_pair_ranking_edge_cases():
+    sep = np.array([[0, 1.0], [1.0, 0], [1, 0.1]])
+    assert analysis.pair_ranking(sep, list("baa")) == 1.0  # a lone label first: skipped, the others still count
+    a = np.array([0.3, 0.7, 0.2], dtype=np.float32)
+    X = np.stack([a, a * 3.3, a * 0.37, a * 7.1, np.array([1, 0, 0], np.float32)]).astype(np.float32)
+    assert analysis.pair_ranking(X, list("aabab")) == pytest.approx(
+        _pair_ranking_reference(X.astype(np.float64), np.array(list("aabab"))))  # exact ties, even from float32
+
+
+def test_probe_standardises_features():
+    """A feature a thousand times too small: unscaled, the regularised weights cannot reach it; standardised they do."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(1, 0.2, 30), rng.normal(-1, 0.2, 30)]) * 1e-4
+    X, y = x[:, None], np.array([1] * 30 + [0] * 30)
+    assert analysis.probe_accuracy(X, y, np.array([[1e-4], [-1e-4]]), [1, 0]) == 1.0
