@@ -33,7 +33,7 @@ declare -A TESTS=(
   [checkpoint]="ctxlib/checkpoint.py | tests/test_checkpoint.py"
   [encoder]="ctxlib/encoder.py | tests/test_encoder.py"
   [explore]="ctxlib/explore.py | tests/test_explore.py"  # the Streamlit-free page logic
-  [negatives]="ctxlib/training/word2vec.py | tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
+  [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
   [bert_data]="ctxlib/training/bert_data.py | tests/test_bert_data.py"
 )
 ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives bert_data)  # smallest module first
