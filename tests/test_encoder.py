@@ -207,6 +207,7 @@ def test_occurrence_default_and_choice_reach_the_pooling():
     np.testing.assert_allclose(v[0, 0], [1.5] * DIM)
     np.testing.assert_allclose(enc.word_vectors(["苹果和苹果"], "苹果", occurrence=1)[0, 0], [4.5] * DIM)
     np.testing.assert_allclose(enc.word_vectors(["苹果和苹果"], "苹果", 1)[0, 2], [0.045] * DIM, rtol=1e-5)
+    np.testing.assert_allclose(enc.word_vectors_with_tokens(["苹果和苹果"], "苹果")[0][0, 0], [1.5] * DIM)  # default: first
 
 
 def test_word_past_the_models_length_is_not_found():
