@@ -35,8 +35,10 @@ declare -A TESTS=(
   [explore]="ctxlib/explore.py | tests/test_explore.py"  # the Streamlit-free page logic
   [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
   [bert_data]="ctxlib/training/bert_data.py | tests/test_bert_data.py"
+  # masking and pair building only: the lines of bert_data.py its example/masking/collate tests run
+  [masking]="ctxlib/training/bert_data.py | tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels | covered"
 )
-ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives bert_data)  # smallest module first
+ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives masking)  # smallest module first; bert_data: all of it
 [ $# -gt 0 ] && ORDER=("$@")
 
 summary=()
