@@ -217,3 +217,14 @@ def test_messages_name_the_fix(tmp_path):
     with pytest.raises(CheckpointError, match=r"corrupt or not a state dict \(ValueError\)\. Rebuild with: "
                                               r"python -m ctxlib train bert$"):
         checkpoint.load(tmp_path / "m")
+
+
+def test_load_state_into_is_strict_and_names_both_files(tmp_path):
+    _save(tmp_path / "m", kind="elmo")
+    model = torch.nn.Linear(2, 2)
+    checkpoint.load_state_into(model, {"weight": torch.ones(2, 2), "bias": torch.zeros(2)}, tmp_path / "m")
+    assert torch.equal(model.weight, torch.ones(2, 2))
+    with pytest.raises(CheckpointError) as err:  # a key missing: strict loading refuses it
+        checkpoint.load_state_into(model, {"weight": torch.ones(2, 2)}, tmp_path / "m")
+    assert str(err.value) == (f"{tmp_path / 'm' / 'model.pt'} does not match {tmp_path / 'm' / 'config.json'} "
+                              f"(Error(s) in loading state_dict for Linear:). Rebuild with: python -m ctxlib train elmo")
