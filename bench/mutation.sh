@@ -36,7 +36,7 @@ declare -A TESTS=(
   [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
   [bert_data]="ctxlib/training/bert_data.py | tests/test_bert_data.py"
   # masking and pair building only: the lines of bert_data.py its example/masking/collate tests run
-  [masking]="ctxlib/training/bert_data.py | tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels | covered"
+  [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
 )
 ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives masking)  # smallest module first; bert_data: all of it
 [ $# -gt 0 ] && ORDER=("$@")
