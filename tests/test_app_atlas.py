@@ -65,6 +65,19 @@ def test_atlas_link_restores_layer_k_and_survives_model_switch(fakes):
     at.select_slider(key="at_layer").set_value(3).run()
     at.radio(key="at_model").set_value("word2vec").run()  # one layer: the stale layer 3 must not break the page
     assert not at.exception
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert title == "活动 · word2vec · type vector · PCA"  # the map is word2vec's, at its only layer
+    assert at.query_params["model"] in ("word2vec", ["word2vec"]) and at.query_params["layer"] in ("0", ["0"])
+    assert "at_layer" not in [s.key for s in at.select_slider]  # nothing to choose
+    table = at.dataframe[0].value  # one vector per type: every occurrence is the same point, so one cluster
+    assert len(table) == 1 and table.iloc[0, 1] == 12
+    at.radio(key="at_model").set_value("elmo").run()  # back to a deep model: its top layer
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert title == "活动 · elmo · layer 2 · PCA" and at.select_slider(key="at_layer").value == 2
+    at.select_slider(key="at_layer").set_value(1).run()
+    at.radio(key="at_model").set_value("bert").run()  # the same relative depth: ELMo's 1 of 0..2 is BERT's 2 of 0..3
+    assert at.select_slider(key="at_layer").value == 2 and at.query_params["layer"] in ("2", ["2"])
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] == "活动 · bert · layer 2 · PCA"
 
 
 def test_atlas_word_without_occurrences(fakes):

@@ -38,7 +38,12 @@ def test_defaults_render_all_views(bert):
     assert hv.count('class="tk L"') == len("苹果手机很好用") + 2 and "[SEP]" in hv
     assert "http" not in hv  # nothing loaded from outside
     drift = json.loads(charts[-1].proto.spec)["data"][0]
-    assert len(drift["text"]) == n_layers + 1 and drift["text"][0] == "1.00"
+    e = bert.encode(["苹果手机很好用"])[0]  # the word's drift, computed here from the model's own layers
+    idx = [e.tokens.index("苹"), e.tokens.index("果")]
+    v = e.layers[:, idx].astype(np.float64).mean(1)
+    cos = v @ v[0] / np.linalg.norm(v, axis=1) / np.linalg.norm(v[0])
+    assert drift["text"] == [f"{c:.2f}" for c in cos] and len(drift["text"]) == n_layers + 1
+    assert len(set(drift["text"])) > 2  # the layers do move the word: the check is not of 1.00s
     assert not at.error and not at.warning
 
 
@@ -56,8 +61,13 @@ def test_selected_head_is_shareable_in_the_url(bert):
     big = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert big["layout"]["title"]["text"] == "layer 1, head 2"
     assert at.query_params["sel"] == ["1,2"] or at.query_params["sel"] == "1,2"
-    at = _run(sel="99,99")  # out of range: clamped, no exception
-    assert not at.exception
+    n_layers, n_heads = bert.model.cfg.layers, bert.model.cfg.heads
+    for sel, shown in (("99,99", (n_layers, n_heads)), ("2,99", (2, n_heads)), ("x,<b>", (n_layers, 1)), ("0,0", (n_layers, 1))):
+        at = _run(sel=sel)  # out of range: the last layer/head; not a selection: the default (last layer, head 1)
+        big = json.loads(at.get("plotly_chart")[1].proto.spec)
+        assert big["layout"]["title"]["text"] == "layer {}, head {}".format(*shown), sel
+        assert at.query_params["sel"] in ("{},{}".format(*shown), ["{},{}".format(*shown)])
+        assert (at.number_input(key=f"att_l_{shown}").value, at.number_input(key=f"att_h_{shown}").value) == shown
 
 
 def test_bad_inputs_give_messages(bert):

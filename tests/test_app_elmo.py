@@ -6,7 +6,7 @@ import time
 import pytest
 from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
 
-from ctxlib import jobs, records
+from ctxlib import jobs
 from ctxlib.evaluation import tasks
 
 PAGE = "3_ELMo_layers.py"
@@ -34,25 +34,61 @@ def test_defaults_render(elmo):
         red = [y for y, c in zip(bars["y"], bars["marker"]["color"]) if c == "#d62728"]
         assert len(red) == 1 and red[0].startswith("苹果")
         assert len(bars["x"]) == (10 if red[0].strip() == "苹果" else 11)
-    evals, missing = records.read_evals(elmo.path, ["pos", "ner", "sentiment"])
-    infos = " ".join(i.value for i in at.info)
-    for task in missing:
-        assert f"python -m ctxlib eval elmo --task {task}" in infos
-    if evals:
-        assert any(tr.get("y") for tr in specs[3]["data"])  # the mixing-weight bars
+    assert "python -m ctxlib eval elmo" not in " ".join(i.value for i in at.info)  # the shipped files are all there
+    assert _mix_bars(specs) == {t: _file_weights(elmo.path, t) for t in ("pos", "ner", "sentiment")}
     assert not at.error
 
 
+def _file_weights(path, task):
+    import json
+
+    return [float(x) for x in json.loads((path / f"eval_{task}.json").read_text(encoding="utf-8"))["mix_weights"]]
+
+
+def _mix_bars(specs):
+    """{task id: bar heights} of the mixing-weight chart (its legend names start with the task's English name)."""
+    names = {"POS tags": "pos", "names (NER)": "ner", "sentiment": "sentiment"}  # ctxlib/app/strings/en/elmo.toml
+    chart = [s for s in specs if s["layout"].get("yaxis", {}).get("title", {}).get("text") == "softmax(s)_j"]
+    if not chart:
+        return {}
+    out = {}
+    for tr in chart[0]["data"]:
+        task = [t for n, t in names.items() if tr["name"].startswith(n)]
+        y = tr["y"]
+        if isinstance(y, dict):  # plotly 6: a base64 typed array
+            import base64
+
+            import numpy as np
+
+            y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"])).tolist()
+        out[task[0]] = [float(v) for v in y]
+    return out
+
+
 def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
+    """A checkpoint folder with eval_pos.json, a corrupt eval_ner.json and no eval_sentiment.json: the page names the
+    two commands that rebuild what is missing, not pos's, and the mixing chart shows pos's weights only."""
+    import shutil
+
     d = tmp_path / "elmo"
     d.mkdir()
     for f in ("config.json", "vocab.json", "model.pt"):
         (d / f).symlink_to(elmo.path / f)
+    shutil.copy(elmo.path / "eval_pos.json", d / "eval_pos.json")
+    (d / "eval_ner.json").write_text("{not json", encoding="utf-8")
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     infos = " ".join(i.value for i in at.info)
-    for task in ("pos", "ner", "sentiment"):
-        assert f"python -m ctxlib eval elmo --task {task}" in infos
+    assert "python -m ctxlib eval elmo --task ner" in infos and "python -m ctxlib eval elmo --task sentiment" in infos
+    assert "--task pos" not in infos
+    assert _mix_bars(chart_specs(at)) == {"pos": _file_weights(elmo.path, "pos")}
+    assert not at.error
+    for f in ("eval_pos.json", "eval_ner.json"):
+        (d / f).unlink()
+    at = _run()  # no eval file at all: three commands, no mixing chart
+    infos = " ".join(i.value for i in at.info)
+    assert all(f"python -m ctxlib eval elmo --task {t}" in infos for t in ("pos", "ner", "sentiment"))
+    assert _mix_bars(chart_specs(at)) == {}
 
 
 @pytest.fixture

@@ -213,3 +213,30 @@ def test_broken_and_missing_checkpoints_give_rebuild_commands(monkeypatch, tmp_p
         assert "No model is available yet" in " ".join(w.value for w in at.warning) and not at.get("plotly_chart")
     finally:
         loaders.load_encoder.clear()
+
+
+def test_word2vec_margin_with_the_real_checkpoint(monkeypatch):
+    """Issue #17: word2vec's zero margin, read with the shipped word2vec (not a fake that ignores context by
+    construction): the demo's three vectors of 苹果 are the encoder's own, equal in every sentence, so the margin is
+    cos(A, B) - cos(A, C) = 0 and the held-out ranking is a tie; the fake ELMo beside it shows a non-zero margin."""
+    import numpy as np
+
+    from ctxlib import checkpoint
+    from ctxlib.app import loaders
+
+    if not (checkpoint.CHECKPOINT_DIR / "word2vec" / "config.json").is_file():
+        pytest.skip("checkpoints/word2vec missing: python -m ctxlib train word2vec")
+    real = loaders.load_encoder("word2vec")
+    encs = app_fakes.install(monkeypatch, names=("elmo",))
+    monkeypatch.setattr(loaders, "load_encoder", lambda m: real if m == "word2vec" else encs[m] if m == "elmo" else (
+        _ for _ in ()).throw(checkpoint.CheckpointError(f"no {m}")))
+    at = _run()
+    sents = ["我每天吃一个苹果", "这个苹果又甜又脆", "苹果公司发布了新手机"]
+    vs = []
+    for s in sents:  # the word's vector in each sentence, read off the encoder's tokens
+        e = real.encode([s], target="苹果")[0]
+        vs.append(e.layers[0, e.tokens.index("苹果")])
+    cos = [float(vs[0] @ v / np.linalg.norm(vs[0]) / np.linalg.norm(v)) for v in vs[1:]]
+    marks, ranks, _ = _demo(at)
+    assert marks["word2vec"] == [f"{cos[0] - cos[1]:+.3f}"] == ["+0.000"] and ranks["word2vec"] == ["0.50"]
+    assert float(marks["elmo"][-1]) != 0  # the same demo does show a margin where the vectors differ

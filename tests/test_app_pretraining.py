@@ -22,12 +22,14 @@ def test_defaults_render(bert):
     assert at.code[0].value == "今天天气很[MASK]，我们去公园散步吧。"  # the default mask (URL mask=5)
     fm = chart_specs(at)[0]
     assert "(original: 好)" in fm["layout"]["annotations"][0]["text"]
-    assert len(fm["data"][0]["y"]) == 5  # k = 5 candidates
+    res = bert.fill_mask("今天天气很[MASK]，我们去公园散步吧。", topk=5, originals=["好"])[0]
+    top = [c for c, _ in res["candidates"]]  # k = 5 candidates, and the true character's own bar when not among them
+    assert len(fm["data"][0]["y"]) == (5 if "好" in top else 6)
     example = at.get("html")[0].proto.body
     assert "[CLS]" in example and "[SEP]" in example
     assert any("NSP label" in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
-    assert 0.0 <= float(metrics["P(IsNext | A, B)"]) <= 1.0
+    assert metrics["P(IsNext | A, B)"] == f"{bert.next_sentence('今天下了一场大雨。', '路上的行人都打着伞。'):.2f}"  # the defaults
     assert len(at.get("plotly_chart")) == 2  # fill-mask, and one position guessed by each loaded model
     assert not at.error
 
@@ -166,3 +168,16 @@ def test_nsp_table_missing_names_its_command(monkeypatch, tmp_path, bert):
     at = _run()
     assert any("python -m ctxlib eval bert --task nsp" in i.value for i in at.info)
     assert not at.error
+
+
+def test_nsp_control_really_swaps_a_and_b(bert):
+    """The two metrics are the model's P(IsNext) for (A, B) and for (B, A), computed here straight from the model; the
+    pair is one whose two orders differ in the second decimal, so a control that did not swap would show."""
+    pairs = [("今天下了一场大雨。", "路上的行人都打着伞。"), ("我饿了。", "我们去吃饭吧。"), ("他打开了门。", "屋里一片漆黑。")]
+    a, b = max(pairs, key=lambda p: abs(bert.next_sentence(*p) - bert.next_sentence(p[1], p[0])))
+    p_ab, p_ba = bert.next_sentence(a, b), bert.next_sentence(b, a)
+    assert f"{p_ab:.2f}" != f"{p_ba:.2f}"
+    at = _run(a=a, b=b)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["P(IsNext | A, B)"] == f"{p_ab:.2f}"
+    assert metrics["control: P(IsNext | B, A) (order swapped)"] == f"{p_ba:.2f}"

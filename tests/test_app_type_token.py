@@ -364,3 +364,121 @@ def test_sentences_at_chance_say_why(fakes, monkeypatch):
     assert "has only 2" in warn and "7 times in the People" in warn and "1 times in the reviews" in warn
     at = _run(lang="en")  # the 苹果 example set: separated, no such warning
     assert "sit at chance" not in " ".join(w.value for w in at.warning)
+
+
+# -- issue #17: what the page shows, against an independent computation ---------------------------------------------
+
+def _map_points(spec) -> tuple[np.ndarray, dict[str, tuple[float, float]]]:
+    """(type point, {hover text: token point}) of a map's plotly spec (the marker traces; the star is the last one)."""
+    def xy(tr):
+        return list(zip(_xs(tr), _xs({"x": tr["y"]})))
+    star = np.array(xy(spec["data"][-1])[0])
+    pts = {h: p for tr in spec["data"][1:-1] for h, p in zip(tr["text"], xy(tr))}
+    return star, pts
+
+
+def _layer_rows(enc, word, texts, j):
+    """Row 0: the word alone, rows 1..: the word in each text, at layer j, read straight off the encoder's tokens
+    (word-level fakes: the word is one token), not through ctxlib.explore."""
+    rows = [enc.encode([word])[0].layers[j, 0]]
+    for t in texts:
+        e = enc.encode([t], target=word)[0]
+        rows.append(e.layers[j, e.tokens.index(word)])
+    return np.array(rows, dtype=np.float64)
+
+
+def _pca2(X):
+    """Independent PCA of unit rows: centre, SVD, first two components scaled by their singular values."""
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    U, S, _ = np.linalg.svd(X - X.mean(0), full_matrices=False)
+    return U[:, :2] * S[:2]
+
+
+def _same_up_to_axis_signs(A, B, tol=1e-4):
+    return all(min(np.abs(A[:, k] - B[:, k]).max(), np.abs(A[:, k] + B[:, k]).max()) < tol for k in range(2))
+
+
+TT_TEXTS = ["我吃苹果", "苹果手机很好用", "他买了新的苹果电脑", "苹果很好吃"]
+
+
+def _shown_xy(at, texts, chart=0):
+    star, pts = _map_points(json.loads(at.get("plotly_chart")[chart].proto.spec))
+    by_text = {}
+    for h, p in pts.items():
+        plain = h.replace("【", "").replace("】", "").replace("<b>", "").replace("</b>", "")
+        by_text[[t for t in texts if t in plain or plain in t][0]] = p
+    return np.array([star] + [by_text[t] for t in texts])
+
+
+def test_map_plots_the_pca_of_the_layer_named_in_the_url(fakes):
+    """?layers=elmo:1 and ?proj=pca: ELMo's map shows exactly the 2-D PCA of layer 1's unit vectors (the word alone
+    and its tokens), up to the sign of each axis; layer 2's PCA (the default top layer) is something else."""
+    at = _run(lang="en", models="elmo", layers="elmo:1", proj="pca", word="苹果", s="\n".join(TT_TEXTS))
+    shown = _shown_xy(at, TT_TEXTS)
+    want = {j: _pca2(_layer_rows(fakes["elmo"], "苹果", TT_TEXTS, j)) for j in (1, 2)}
+    assert _same_up_to_axis_signs(shown, want[1])
+    assert not _same_up_to_axis_signs(want[1], want[2])  # the test can tell the layers apart
+    at.selectbox(key="tt_layer_elmo").set_value(2).run()
+    assert _same_up_to_axis_signs(_shown_xy(at, TT_TEXTS), want[2])
+
+
+def test_map_follows_the_projection_choice(fakes):
+    """Choosing t-SNE replaces the PCA coordinates by a t-SNE of the same vectors (ctxlib.projection.tsne, seed 0,
+    of the raw layer vectors)."""
+    from ctxlib import projection
+
+    at = _run(lang="en", models="elmo", layers="elmo:2", word="苹果", s="\n".join(TT_TEXTS))
+    X = _layer_rows(fakes["elmo"], "苹果", TT_TEXTS, 2)
+    pca = _shown_xy(at, TT_TEXTS)
+    assert _same_up_to_axis_signs(pca, _pca2(X))
+    at.radio(key="tt_proj_w").set_value("tsne").run()
+    assert at.query_params["proj"] in ("tsne", ["tsne"])
+    shown = _shown_xy(at, TT_TEXTS)
+    assert np.allclose(shown, projection.tsne(X, seed=0), atol=1e-3)
+    assert not _same_up_to_axis_signs(shown, pca)
+
+
+def _loo_centroid(X, y):
+    """Leave-one-out nearest centroid by cosine, written out plainly: the accuracy the page must show."""
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.array(y)
+    right = 0
+    for i in range(len(X)):
+        rest = np.arange(len(X)) != i
+        sims = {}
+        for c in set(y):
+            C = X[rest & (y == c)].mean(0)
+            sims[c] = float(C @ X[i] / np.linalg.norm(C))
+        right += max(sims, key=sims.get) == y[i]
+    return right / len(X)
+
+
+def test_sense_accuracy_matches_a_leave_one_out_centroid_computation(fakes):
+    """The accuracy table equals an independent leave-one-out centroid classifier on the same token vectors and the
+    sentences' labels, layer by layer; labels that are wrong (each pair swapped) give other numbers."""
+    texts = ["我吃苹果", "苹果手机很好用", "苹果很好吃", "新鲜的苹果", "他买了苹果电脑", "苹果公司发展", "苹果是水果"]
+    labels = ["水果", "品牌", "水果", "水果", "品牌", "品牌", "水果"]
+    at = _run(lang="en", models="elmo", word="苹果", s="\n".join(f"{t} | {lab}" for t, lab in zip(texts, labels)))
+    table = [tb for tb in (d.value for d in at.dataframe) if tb.columns.tolist() == ["model", "layer", "accuracy"]][0]
+    shown = list(table["accuracy"])
+    rows = [_layer_rows(fakes["elmo"], "苹果", texts, j)[1:] for j in range(3)]
+    want = [round(_loo_centroid(X, labels), 3) for X in rows]
+    assert shown == pytest.approx(want, abs=1e-9)
+    for wrong in (labels[::-1], [{"水果": "品牌", "品牌": "水果"}[lab] for lab in labels][::-1]):
+        assert want != [round(_loo_centroid(X, wrong), 3) for X in rows]  # the check can tell wrong labels
+
+
+def test_typed_word_and_sentences_go_into_the_url(fakes):
+    """A teacher's own word and sentences are written to ?word= and ?s= (the link reopens them); going back to an
+    example set removes them again."""
+    at = _run(lang="en")
+    text = "他打电话 | a\n我打篮球 | b\n你打电话 | a\n她打排球 | b"
+    at.text_input(key="tt_word").set_value("打")
+    at.text_area(key="tt_text").set_value(text).run()
+    qp = {k: at.query_params[k] for k in at.query_params}
+    one = {k: v[0] if isinstance(v, list) else v for k, v in qp.items()}
+    assert one["word"] == "打" and one["s"] == text
+    again = _run(lang="en", **{k: v for k, v in one.items() if k in ("word", "s", "set", "proj", "models")})
+    assert again.text_input(key="tt_word").value == "打" and again.text_area(key="tt_text").value == text
+    at.selectbox(key="tt_set").set_value("活动").run()
+    assert "word" not in at.query_params and "s" not in at.query_params

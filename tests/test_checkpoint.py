@@ -154,3 +154,77 @@ def test_saved_files_are_readable_by_others(tmp_path):
     for p in [*(tmp_path / "m").iterdir(), tmp_path / "export.json"]:
         mode = stat.S_IMODE(p.stat().st_mode)
         assert mode & 0o044 == 0o044, (p.name, oct(mode))
+
+
+# -- issue #17, item 4: what the mutation run showed untested ---------------------------------------------------------
+
+def test_rebuild_command_and_resolve(tmp_path, monkeypatch):
+    assert checkpoint.rebuild_command("elmo") == "python -m ctxlib train elmo"
+    assert checkpoint.rebuild_command(None) == checkpoint.rebuild_command("lstm") == \
+        "python -m ctxlib train word2vec|elmo|bert|gpt"
+    monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path / "ckpts")
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint.resolve("bert") == tmp_path / "ckpts" / "bert"  # a bare name: a folder under checkpoints/
+    assert checkpoint.resolve("runs/bert") == Path("runs/bert")  # a relative path (two parts), even before it exists
+    assert checkpoint.resolve(tmp_path / "nowhere") == tmp_path / "nowhere"  # absolute, not existing
+    (tmp_path / "here").mkdir()
+    assert checkpoint.resolve("here") == Path("here")  # an existing folder in the working directory
+
+
+def test_atomic_write_bytes_makes_folders_and_writes_beside_the_target(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    seen = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (seen.append((Path(a), Path(b))), real(a, b)))
+    target = tmp_path / "a" / "b" / "out.json"
+    old = os.umask(0o027)  # even a strict umask: 0644 exactly
+    try:
+        checkpoint.atomic_write_bytes(target, b"xyz")
+    finally:
+        os.umask(old)
+    assert target.read_bytes() == b"xyz" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    (tmp, dst), = seen
+    assert dst == target and tmp.parent == target.parent  # same folder: the rename is atomic
+    assert tmp.name.startswith("out.json.") and tmp.name.endswith(".tmp") and not tmp.exists()
+
+
+def test_atomic_write_json_is_readable_utf8(tmp_path):
+    checkpoint.atomic_write_json(tmp_path / "v.json", {"词": ["苹果", 1]})
+    assert (tmp_path / "v.json").read_bytes() == '{\n "词": [\n  "苹果",\n  1\n ]\n}'.encode("utf-8")
+
+
+def test_save_into_nested_and_existing_folders(tmp_path):
+    d = tmp_path / "x" / "y" / "m"
+    _save(d)
+    _save(d)  # again, over the old one
+    assert checkpoint.load(d)[0]["kind"] == "word2vec"
+
+
+def test_messages_name_the_fix(tmp_path):
+    with pytest.raises(CheckpointError, match=r"Build one with: python -m ctxlib train gpt$"):
+        checkpoint.read_config(tmp_path / "gpt")
+    with pytest.raises(CheckpointError, match=r"Build one with: python -m ctxlib train word2vec\|elmo\|bert\|gpt$"):
+        checkpoint.read_config(tmp_path / "mine")
+    (tmp_path / "elmo").mkdir()
+    (tmp_path / "elmo" / "config.json").write_text('{"kind": "elmo"}', encoding="utf-8")
+    with pytest.raises(CheckpointError, match=r"is corrupt \(missing 'kind' or 'config'\)\. Rebuild it with: "
+                                              r"python -m ctxlib train elmo$"):
+        checkpoint.read_config(tmp_path / "elmo")
+    _save(tmp_path / "m", kind="bert")
+    torch.save([1, 2], tmp_path / "m" / "model.pt")  # loads, but is no state dict
+    with pytest.raises(CheckpointError, match=r"corrupt or not a state dict \(ValueError\)\. Rebuild with: "
+                                              r"python -m ctxlib train bert$"):
+        checkpoint.load(tmp_path / "m")
+
+
+def test_load_state_into_is_strict_and_names_both_files(tmp_path):
+    _save(tmp_path / "m", kind="elmo")
+    model = torch.nn.Linear(2, 2)
+    checkpoint.load_state_into(model, {"weight": torch.ones(2, 2), "bias": torch.zeros(2)}, tmp_path / "m")
+    assert torch.equal(model.weight, torch.ones(2, 2))
+    with pytest.raises(CheckpointError) as err:  # a key missing: strict loading refuses it
+        checkpoint.load_state_into(model, {"weight": torch.ones(2, 2)}, tmp_path / "m")
+    assert str(err.value) == (f"{tmp_path / 'm' / 'model.pt'} does not match {tmp_path / 'm' / 'config.json'} "
+                              f"(Error(s) in loading state_dict for Linear:). Rebuild with: python -m ctxlib train elmo")

@@ -78,3 +78,176 @@ def test_atlas_csv_writes_each_sentences_own_vector():
     for i, r in enumerate(rows):
         assert r[:7] == [d.texts[i], str(d.spans[i][0]), str(d.spans[i][1]), "", "pd", "ABAC"[i], "h1"]
         np.testing.assert_allclose([float(x) for x in r[7:]], vecs[i, 1], rtol=1e-5)
+
+
+# -- issue #17, item 4: the rest of the page logic, each function against numbers worked out here ----------------------
+
+def test_word_profile_pools_the_words_tokens_and_encodes_it_alone():
+    import app_fakes
+
+    enc = app_fakes.FakeEncoder("bert", 3, chars=True)
+    texts = ["我吃苹果", "苹果手机很好用"]
+    d = explore.word_profile(enc, texts, "苹果")
+    assert d.vecs.shape == (2, 3, 16) and d.vecs.dtype == np.float32 and d.pooled == [["苹", "果"]] * 2
+    for t, v in zip(texts, d.vecs):
+        e = enc.encode([t])[0]
+        i = e.tokens.index("苹")
+        np.testing.assert_allclose(v, e.layers[:, i:i + 2].mean(1), rtol=1e-6)
+    alone = enc.encode(["苹果"])[0].layers.mean(1)
+    np.testing.assert_allclose(d.type_vec, alone, rtol=1e-6)
+    assert d.segmentation == ["我 / 吃 / 【苹】 / 【果】", "【苹】 / 【果】 / 手 / 机 / 很 / 好 / 用"]
+    assert d.layer_names == ["embeddings", "layer 1", "layer 2"] and d.truncated == [False, False]
+    assert d.in_vocab is True and d.word_level is False
+    with pytest.raises(explore.WordNotFound) as err:
+        explore.word_profile(enc, ["苹果", "香蕉"], "苹果")
+    assert err.value.index == 1 and err.value.text == "香蕉"
+
+
+def test_find_first_at_edge_and_same_depth():
+    assert explore.find_first("我吃苹果和苹果", "苹果") == (2, 4) and explore.find_first("香蕉", "苹果") == (0, 0)
+    assert explore.at_edge("苹果很甜", "苹果", "forward") and not explore.at_edge("苹果很甜", "苹果", "backward")
+    assert explore.at_edge("我吃苹果 ", "苹果", "backward") and not explore.at_edge("我吃苹果", "苹果", "forward")
+    assert explore.at_edge(" 苹果", "苹果", "forward") and not explore.at_edge("香蕉", "苹果", "forward")
+    assert [explore.same_depth(j, 3, 5) for j in range(3)] == [0, 2, 4]
+    assert [explore.same_depth(j, 5, 3) for j in range(5)] == [0, 1, 1, 2, 2]  # halves round up
+    assert explore.same_depth(9, 3, 5) == 4 and explore.same_depth(-2, 3, 5) == 0
+    assert explore.same_depth(2, 1, 4) == 3 and explore.same_depth(2, 4, 1) == 0
+
+
+def test_nearest_rows_skip_the_word_and_format():
+    words = ["苹果", "香蕉", "手机", "电脑"]
+    M = np.array([[1.0, 0], [0.8, 0.6], [0, 1.0], [-1.0, 0]])
+    rows = explore.nearest_rows(words, M, np.array([[2.0, 0.0], [0.0, 0.5]]), "苹果", topn=2)
+    assert rows == ["香蕉 0.80  手机 0.00", "手机 1.00  香蕉 0.60"]
+    assert explore.nearest_rows(words, M, np.array([[2.0, 0.0]]), "x", topn=5) == ["苹果 1.00  香蕉 0.80  手机 0.00  电脑 -1.00"]
+    assert explore.nearest_rows(words, M, np.array([[2.0, 0.0]]), "x")[0].count("  ") == 3  # topn's default 5
+
+
+def test_half_profile_takes_each_layers_half():
+    vecs = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    d = _profile(vecs, ["x", "h1", "h2"])
+    d.type_vec = np.arange(12, dtype=np.float32).reshape(3, 4) + 100
+    assert explore.half_profile(d, None) is d
+    f, b = explore.half_profile(d, "forward"), explore.half_profile(d, "backward")
+    np.testing.assert_array_equal(f.vecs, vecs[:, :, :2])
+    np.testing.assert_array_equal(b.vecs, vecs[:, :, 2:])
+    np.testing.assert_array_equal(f.type_vec, d.type_vec[:, :2])
+    np.testing.assert_array_equal(b.type_vec, d.type_vec[:, 2:])
+    assert f.layer_names == d.layer_names
+
+
+def test_scale_rows_type_token_points_and_mean_cosine():
+    cols = {k: k.upper() for k in explore.SCALE_COLUMNS}
+    rows = explore.scale_rows({"elmo": (0.1234, 0.5, 0.987)}, {"elmo": "layer 2"}, cols)
+    assert rows == [{"MODEL": "elmo", "LAYER": "layer 2", "RANDOM_MEAN": 0.12, "RANDOM_P95": 0.5, "NEAREST_TOP1": 0.99}]
+    vecs = np.array([[[1.0, 0], [1, 1]], [[0, 1.0], [1, -1]]])  # (2 texts, 2 layers, 2)
+    d = _profile(vecs, ["x", "h1"])
+    d.type_vec = np.array([[1.0, 0], [1, 0]])
+    np.testing.assert_array_equal(explore.type_token_points(d, 1), [[1, 0], [1, 1], [1, -1]])
+    assert explore.mean_type_cosine(d, 0) == pytest.approx(0.5)  # cos 1 and cos 0
+    assert explore.mean_type_cosine(d, 1) == pytest.approx(1 / np.sqrt(2))
+
+
+def test_sense_accuracy_keeps_labels_with_two_sentences():
+    vecs = np.array([[[1.0, 0]], [[1, 0.1]], [[0, 1.0]], [[0.1, 1]], [[1, 1]], [[5, 5]]])
+    d = _profile(vecs, ["x"])
+    labels = ["a", "a", "b", "b", "c", None]  # "c" has one sentence, the last none: both left out
+    (res, chance) = explore.sense_accuracy({"m": d}, labels)
+    assert res == {"m": (["x"], [1.0])} and chance == 0.5
+    assert explore.sense_accuracy({"m": d}, ["a", "a", "b", "b", "b", "b"])[1] == pytest.approx(4 / 6)
+    assert explore.sense_accuracy({"m": d}, ["a", "a", "b", None, None, None]) is None  # one label with two
+    assert explore.sense_accuracy({"m": d}, [None] * 6) is None
+    flip = explore.sense_accuracy({"m": d}, ["a", "b", "a", "b", None, None])[0]["m"][1][0]
+    assert flip == pytest.approx(0.0)  # the labels decide: crossed labels, every point goes to the other centroid
+
+
+def test_segmentation_table_groups_models_and_pools_characters():
+    a = _profile(np.zeros((2, 1, 2)), ["x"])
+    a.segmentation = ["我 / 【苹果】", "【苹果】 / 手机"]
+    b = _profile(np.zeros((2, 1, 2)), ["x"])
+    b.segmentation = list(a.segmentation)
+    c = _profile(np.zeros((2, 1, 2)), ["x"])
+    c.segmentation, c.word_level, c.pooled = ["我 / 【苹】 / 【果】", "【苹】 / 【果】 / 手 / 机"], False, [["苹", "果"]] * 2
+    cols = explore.segmentation_table({"word2vec": a, "elmo": b, "bert": c}, ["我苹果", "苹果手机"], "S", "pooled")
+    assert cols == {"S": ["我苹果", "苹果手机"], "word2vec / elmo": a.segmentation, "bert": c.segmentation,
+                    "bert: pooled": ["苹 + 果", "苹 + 果"]}
+
+
+def test_crop_centres_the_word():
+    from ctxlib.corpus import Occurrence
+
+    o = Occurrence("0123456789苹果0123456789", 10, 12, "n", "pd", "train")
+    assert explore._crop(o, 30) is o and explore._crop(o, 22) is o
+    c = explore._crop(o, 6)
+    assert (c.text, c.start, c.end) == ("89苹果01", 2, 4) and c.text[c.start:c.end] == "苹果"
+    c = explore._crop(Occurrence("苹果0123456789", 0, 2, None, "reviews", "train"), 4)
+    assert (c.text, c.start, c.end) == ("苹果01", 0, 2)
+    c = explore._crop(Occurrence("0123456789苹果", 10, 12, None, "reviews", "train"), 4)
+    assert (c.text, c.start, c.end) == ("89苹果", 2, 4)
+    c = explore._crop(Occurrence("0123456789苹果0123456789", 10, 12, None, "pd", "train"), 7)
+    assert c.text[c.start:c.end] == "苹果" and len(c.text) == 7 and c.start == 2
+
+
+def test_atlas_sample_vectors_and_baseline(monkeypatch):
+    import app_fakes
+    from ctxlib import corpus
+    from ctxlib.corpus import Occurrence
+
+    occ = [Occurrence("我吃苹果", 2, 4, "n", "pd", "train"), Occurrence("苹果手机很好用", 0, 2, None, "reviews", "train"),
+           Occurrence("没有", 0, 0, None, "pd", "train")]  # an empty span: no token, left out
+    monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: (occ[:cap], 7))
+    enc = app_fakes.FakeEncoder("bert", 3, chars=True)
+    d = explore.atlas_sample(enc, "苹果", cap=3, seed=0)
+    assert d.texts == ["我吃苹果", "苹果手机很好用"] and d.spans == [(2, 4), (0, 2)] and d.total == 7
+    assert d.tags == ["n", None] and d.sources == ["pd", "reviews"] and d.layer_names == enc.layer_names
+    for i, t in enumerate(d.texts):
+        e = enc.encode([t])[0]
+        np.testing.assert_allclose(d.vecs[i], e.layers[:, [j for j, (a, b) in enumerate(e.spans) if a < d.spans[i][1]
+                                                           and b > d.spans[i][0]]].mean(1), rtol=1e-6)
+        others = [e.layers[:, j] for j, (a, b) in enumerate(e.spans) if not (a < d.spans[i][1] and b > d.spans[i][0])]
+        assert any(np.allclose(d.base[i], o) for o in others)  # one other token of the same sentence
+    assert d.contexts[0] == ["我", "吃"] and d.vecs.dtype == np.float32
+    monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: ([], 0))
+    e = explore.atlas_sample(enc, "苹果", cap=3)
+    assert e.vecs.shape == (0, 3, 16) and e.base.shape == (0, 3, 16) and e.texts == [] and e.layer_names == enc.layer_names
+
+
+def test_atlas_colouring_tag_accuracy_and_chance():
+    rng = np.random.default_rng(0)
+    vecs = np.concatenate([rng.normal(size=(6, 1, 4)) + 5, rng.normal(size=(5, 1, 4)) - 5])
+    d = _atlas(vecs, vecs, ["x"])
+    d.tags = ["n"] * 6 + ["v"] * 5
+    d.sources = ["pd"] * 5 + ["reviews"] * 6
+    d.contexts = [["吃", "甜"]] * 6 + [["手机", "买"]] * 5
+    cats, top = explore.atlas_colouring(d, "kmeans", 0, 2, "苹果", "-", {})
+    assert cats == ["C1"] * 6 + ["C2"] * 5 and top == {"C1": ["吃", "甜"], "C2": ["买", "手机"]}
+    assert explore.atlas_colouring(d, "source", 0, 2, "苹果", "-", {"pd": "People's Daily"}) == (
+        ["People's Daily"] * 5 + ["reviews"] * 6, None)
+    d.tags[0] = None
+    assert explore.atlas_colouring(d, "pos", 0, 2, "苹果", "-", {})[0] == ["-"] + ["n"] * 5 + ["v"] * 5
+    acc, majority, counts = explore.atlas_tag_accuracy(d, 0)
+    assert acc == 1.0 and majority == 0.5 and counts == {"n": 5, "v": 5}
+    assert explore.atlas_tag_accuracy(d, 0, min_count=6) is None  # no tag has six
+    d.tags = ["n"] * 6 + ["v"] * 4 + ["a"]
+    assert explore.atlas_tag_accuracy(d, 0) is None  # "v" has four: below the default five
+    assert explore.atlas_tag_accuracy(d, 0, min_count=4)[2] == {"n": 6, "v": 4}
+    assert explore.at_chance([0.5, 0.55], 0.5) and not explore.at_chance([0.5, 0.56], 0.5)
+    assert explore.at_chance([], 0.0) and not explore.at_chance([0.7], 0.5, margin=0.1)
+
+
+def test_chance_diagnosis():
+    rows = [{"source": "pd", "sense": None, "train": 7}, {"source": "reviews", "sense": None, "train": 1},
+            {"source": "supplement", "sense": "水果", "train": 3}, {"source": "supplement", "sense": None, "train": 9}]
+    out = explore.chance_diagnosis(["甲", "乙", "甲", None, "乙", "乙"], rows)
+    assert out == {"smallest": ("甲", 2), "few": True, "corpus": {"pd": 7, "reviews": 1}, "senses": {"水果": 3},
+                   "rare": True}
+    out = explore.chance_diagnosis(["a"] * 5 + ["b"] * 5, [{"source": "pd", "sense": None, "train": 20}])
+    assert out["smallest"] == ("a", 5) and not out["few"] and not out["rare"]
+    assert explore.chance_diagnosis(["a"] * 5 + ["b"] * 5, [], min_per_label=6)["few"]
+    assert explore.chance_diagnosis([], [])["smallest"] == (None, 0)
+
+
+def test_accuracy_rows_round():
+    assert explore.accuracy_rows({"elmo": (["a", "b"], [0.5, 2 / 3]), "bert": (["c"], [1.0])}) == [
+        {"model": "elmo", "layer": "a", "accuracy": 0.5}, {"model": "elmo", "layer": "b", "accuracy": 0.667},
+        {"model": "bert", "layer": "c", "accuracy": 1.0}]

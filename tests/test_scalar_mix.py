@@ -54,13 +54,42 @@ def test_penalty_and_gradients():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError):
+    """Each bad argument gets a message that says what was wrong."""
+    with pytest.raises(ValueError, match=r"n_layers must be >= 1, got 0"):
         ScalarMix(0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"initial_scalars has 1 values for 2 layers"):
         ScalarMix(2, initial_scalars=[0.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"l2 must be >= 0, got -1"):
         ScalarMix(2, l2=-1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"got 2 layers, expected 3"):
         ScalarMix(3)([torch.zeros(2, 3)] * 2)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^all layers must have the same shape$"):
         ScalarMix(2)([torch.zeros(2, 3), torch.zeros(2, 4)])
+
+
+def test_defaults_one_layer_and_frozen_gamma():
+    """Defaults: no penalty (l2 = 0, w = 0); with l2 > 0 the penalty starts at 0 (the initial w are zeros); a single
+    layer is allowed (the mix is gamma * h); trainable=False freezes gamma too."""
+    assert float(ScalarMix(3).penalty()) == 0.0 and ScalarMix(3).l2 == 0.0
+    assert float(ScalarMix(3, l2=0.5).penalty()) == 0.0
+    h = torch.arange(6.0).reshape(2, 3)
+    one = ScalarMix(1)
+    torch.testing.assert_close(one([h]), h)
+    torch.testing.assert_close(one(h[None]), h)
+    frozen = ScalarMix(2, trainable=False)
+    assert not frozen.gamma.requires_grad and ScalarMix(2).gamma.requires_grad
+
+
+def test_layer_norm_without_mask_is_population_standardisation():
+    """Without a mask each layer is standardised over all its values with the population variance (unbiased=False);
+    a constant layer (variance 0) gives zeros, not NaN."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3, 4))
+    mix = ScalarMix(2, do_layer_norm=True, initial_scalars=[0.0, 0.0])
+    out = mix([torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)]).detach().numpy()
+    want = 0.5 * ((a - a.mean()) / a.std()) + 0.5 * ((b - b.mean()) / b.std())  # numpy's std: population
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    flat = mix([torch.full((2, 3), 5.0), torch.full((2, 3), -1.0)])
+    assert torch.isfinite(flat).all() and float(flat.abs().max()) == 0.0
+    masked = mix([torch.full((2, 3), 5.0), torch.full((2, 3), -1.0)], mask=torch.tensor([True, False]))
+    assert torch.isfinite(masked).all()

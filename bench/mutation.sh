@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Mutation testing of the core modules (issue #17, item 4) with mutmut 3 (pinned in bench/requirements.txt; not in CI).
+#
+# Each module runs on its own, in a scratch copy of ctxlib/ and tests/ under $MUT_WORK, with only that module's fast
+# test files as the runner (mutmut runs, for each mutant, the selected tests that cover the mutated function). The
+# score is killed (incl. timeouts) / mutants tested; mutants no selected test reaches count as survivors.
+#
+#   bench/mutation.sh                       # every module below, smallest first
+#   bench/mutation.sh analysis checkpoint   # some of them (names: the keys of TESTS)
+#   CHILDREN=2 bench/mutation.sh ...        # parallel mutants (default 1: the machine is shared)
+#   PY=/path/to/python bench/mutation.sh    # a Python with mutmut, pytest and the project's requirements
+#   SRC=/a/copy bench/mutation.sh           # mutate and test another copy of ctxlib/ and tests/ (e.g. a "before")
+#
+# Survivors of a module: `cd $MUT_WORK/<name> && mutmut results` and `mutmut show <mutant>`.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PY:-$ROOT/.venv/bin/python}
+[ -x "$PY" ] || PY=python
+MUTMUT="$PY -m mutmut"
+WORK=${MUT_WORK:-/tmp/ctxlab-mutation}
+SRC=${SRC:-$ROOT}
+CHILDREN=${CHILDREN:-1}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
+
+# name -> "module | fast test files (pytest args) [| covered]"
+# "covered": mutate only the lines those tests execute (mutmut's mutate_only_covered_lines). word2vec.py uses it: of
+# that file only its negative-sampling table, subsampling and windows are in scope (its training loop, evaluation and
+# presets are exercised by tests that train models, seconds to minutes per mutant on two cores).
+declare -A TESTS=(
+  [scalar_mix]="ctxlib/models/scalar_mix.py | tests/test_scalar_mix.py"
+  [sgns]="ctxlib/training/sgns.py | tests/test_sgns.py tests/test_word2vec.py::test_skipgram_step_matches_a_numpy_loop"
+  [analysis]="ctxlib/analysis.py | tests/test_analysis.py"
+  [checkpoint]="ctxlib/checkpoint.py | tests/test_checkpoint.py"
+  [encoder]="ctxlib/encoder.py | tests/test_encoder.py"
+  [explore]="ctxlib/explore.py | tests/test_explore.py"  # the Streamlit-free page logic
+  [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
+  [bert_data]="ctxlib/training/bert_data.py | tests/test_bert_data.py"
+  # masking and pair building only: the lines of bert_data.py its example/masking/collate tests run
+  [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
+)
+ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives masking)  # smallest module first; bert_data: all of it
+[ $# -gt 0 ] && ORDER=("$@")
+
+summary=()
+for name in "${ORDER[@]}"; do
+  spec=${TESTS[$name]:?"unknown module '$name' (one of: ${!TESTS[*]})"}
+  IFS='|' read -r mod tests skip <<<"$spec"
+  trim() { sed 's/^ *//; s/ *$//' <<<"$1"; }
+  mod=$(trim "$mod"); tests=$(trim "$tests"); skip=$(trim "${skip:-}")
+  read -r -a args <<<"$(echo "$tests" | sed 's/-k \(.*\)$/-k__KEXPR__/')"
+  kexpr=$(echo "$tests" | sed -n 's/.*-k \(.*\)$/\1/p')
+  dir=$WORK/$name
+  rm -rf "$dir" && mkdir -p "$dir"
+  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pyproject.toml) | tar -xf - -C "$dir"
+  ln -s "$ROOT/checkpoints" "$dir/checkpoints"
+  {
+    echo "[mutmut]"
+    echo "source_paths = ctxlib"
+    echo "only_mutate = $mod"
+    echo "also_copy ="
+    echo "    tests"
+    echo "    checkpoints"
+    echo "    pyproject.toml"
+    echo "pytest_add_cli_args_test_selection ="
+    for a in "${args[@]}"; do
+      if [ "$a" = "-k__KEXPR__" ]; then echo "    -k"; echo "    $kexpr"; else echo "    $a"; fi
+    done
+    [ "$skip" = covered ] && echo "mutate_only_covered_lines = true"
+    echo "pytest_add_cli_args ="
+    echo "    -q"
+  } >"$dir/setup.cfg"
+  echo "== $name: $mod (tests: $tests${skip:+; only the lines they cover})"
+  t0=$(date +%s)
+  (cd "$dir" && $MUTMUT run --max-children "$CHILDREN" >"$dir/run.log" 2>&1) || { echo "   mutmut failed: see $dir/run.log"; tail -5 "$dir/run.log"; }
+  (cd "$dir" && $MUTMUT export-cicd-stats >/dev/null 2>&1) || true
+  line=$("$PY" - "$dir/mutants/mutmut-cicd-stats.json" "$name" "$(( $(date +%s) - t0 ))" <<'PYEOF'
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+except OSError:
+    print(f"{sys.argv[2]:<11} no result"); raise SystemExit
+tested = s["total"] - s.get("skipped", 0)
+dead = s["killed"] + s.get("timeout", 0)
+print(f"{sys.argv[2]:<11} {dead}/{tested} killed = {100 * dead / max(tested, 1):5.1f}%  (survived {s['survived']}, "
+      f"no tests {s.get('no_tests', 0)}, timeout {s.get('timeout', 0)}, suspicious {s.get('suspicious', 0)}) in {sys.argv[3]} s")
+PYEOF
+)
+  echo "   $line"
+  summary+=("$line")
+done
+echo
+echo "mutation score per module (mutmut $($PY -c 'import importlib.metadata as m; print(m.version("mutmut"))'))"
+printf '%s\n' "${summary[@]}"
