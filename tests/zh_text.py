@@ -2,8 +2,12 @@
 formulae, tag codes and symbols. Used by tests/test_browser.py; `python tests/zh_text.py URL` prints a page's words."""
 from __future__ import annotations
 
+import json
 import re
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Words that stay as they are in zh mode: model and layer-type names, formulae and their symbols, the corpus's tag
 # codes, special tokens, file formats and methods known by their English names, the tools a command names.
@@ -52,6 +56,27 @@ COLLECT_JS = """() => {
 }"""
 
 
+def model_tokens(root: Path = ROOT) -> frozenset[str]:
+    """Latin-letter tokens of the shipped models' vocabularies (xp, usb, sogo, ...): a page shows them when it shows a
+    model's predictions, which are model output, not interface text. Words the English catalogue uses (the, in, check,
+    word, ...) are left out, so interface English that leaks into zh mode is still caught."""
+    vocab: set[str] = set()
+    for f in sorted((root / "checkpoints").glob("*/vocab.json")):
+        try:
+            v = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        vocab |= {t for t in v.get("itos") or v.get("words") or [] if isinstance(t, str) and WORD.fullmatch(t)}
+    catalogue = set()
+    for f in (root / "ctxlib" / "app").rglob("*"):
+        if f.suffix in (".toml", ".md", ".json") and f.is_file():
+            catalogue |= {w.lower() for w in WORD.findall(f.read_text(encoding="utf-8", errors="replace"))}
+    return frozenset(t for t in vocab if t.lower() not in catalogue)
+
+
+MODEL_TOKENS = model_tokens()
+
+
 def english_words(text: str, allowed=ALLOWED) -> list[str]:
     """The words of `text` written in Latin letters that are not allowed (single letters are symbols: n, v, x, γ)."""
     text = NOT_WORDS.sub(" ", text)
@@ -74,7 +99,7 @@ def page_english(page, user_text: str = "") -> dict[str, list[str]]:
             tabs[i].click()
             page.wait_for_timeout(800)
         got = page.evaluate(COLLECT_JS)
-        typed = ALLOWED | set(WORD.findall(" ".join(got["skip"] + [user_text])))  # the user's own words may be English
+        typed = ALLOWED | MODEL_TOKENS | set(WORD.findall(" ".join(got["skip"] + [user_text])))  # the user's own words may be English
         for where, t in (("text", got["text"]), ("plot", "\n".join(got["svg"]))):
             for line in t.splitlines():
                 bad = english_words(line, typed)
