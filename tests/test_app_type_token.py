@@ -461,9 +461,11 @@ def test_sense_accuracy_matches_a_leave_one_out_centroid_computation(fakes):
     at = _run(lang="en", models="elmo", word="苹果", s="\n".join(f"{t} | {lab}" for t, lab in zip(texts, labels)))
     table = [tb for tb in (d.value for d in at.dataframe) if tb.columns.tolist() == ["model", "layer", "accuracy"]][0]
     shown = list(table["accuracy"])
-    rows = [_layer_rows(fakes["elmo"], "苹果", texts, j)[1:] for j in range(3)]
+    # Layer 0 of the fake is one vector per type: every leave-one-out comparison there is an exact tie, decided by
+    # float rounding (which differs with BLAS threads), so the comparison is made on the contextual layers.
+    rows = [_layer_rows(fakes["elmo"], "苹果", texts, j)[1:] for j in range(1, 3)]
     want = [round(_loo_centroid(X, labels), 3) for X in rows]
-    assert shown == pytest.approx(want, abs=1e-9)
+    assert shown[1:] == pytest.approx(want, abs=1e-9)
     for wrong in (labels[::-1], [{"水果": "品牌", "品牌": "水果"}[lab] for lab in labels][::-1]):
         assert want != [round(_loo_centroid(X, wrong), 3) for X in rows]  # the check can tell wrong labels
 

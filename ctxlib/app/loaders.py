@@ -6,6 +6,7 @@ are keyed by plain strings and tuples; `model_stamp` changes when a model's chec
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 import numpy as np
 import streamlit as st
@@ -85,6 +86,22 @@ def model_status() -> dict[str, str | None]:
     return {name: try_load(name)[1] for name in (*MODEL_ORDER, *live_models())}
 
 
+_STAMPS = itertools.count(1)
+
+
+def _object_token(enc) -> int:
+    """A number unique to this encoder object for the process's life (id() is reused once an object is freed, so a
+    new model loaded at an old one's address would hit the old one's cache entries)."""
+    tok = getattr(enc, "_ctxlab_token", None)
+    if tok is None:
+        tok = next(_STAMPS)
+        try:
+            enc._ctxlab_token = tok
+        except AttributeError:  # an object without a __dict__: fall back to its id
+            return id(enc)
+    return tok
+
+
 def model_stamp(name: str) -> str:
     """A string that changes when the loaded model changes (cache key part for st.cache_data)."""
     enc, _ = try_load(name)
@@ -96,7 +113,7 @@ def model_stamp(name: str) -> str:
         mtime = str((path / "config.json").stat().st_mtime_ns) if path else ""
     except OSError:
         pass
-    return f"{name}:{path}:{mtime}:{id(enc)}"
+    return f"{name}:{path}:{mtime}:{_object_token(enc)}"
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
