@@ -68,7 +68,8 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
     run = live.LiveRun(live.LiveSpec("bert", 3), tmp_path / "run")
     out = live.train(run.spec, run, lambda f, p=None, phase=None: points.append((f, p, phase)))
     assert out is run and run.state == "done" and run.loadable() and run.has_timeline()
-    assert run.summary["steps"] > 0 and run.summary["wall_s"] >= 3 and run.first_step_s is not None
+    # the 3 s budget is mostly spent training (wall_s counts training only: 2.5 s on a quiet CI machine)
+    assert run.summary["steps"] > 0 and run.summary["wall_s"] >= 1.5 and run.first_step_s is not None
     pts = [p for _, p, _ in points if p]
     assert pts and all(set(p) == {"s", "step", "loss", "tokens", "tokens_s"} for p in pts)
     assert [p["step"] for p in pts] == sorted(p["step"] for p in pts) and pts[-1]["tokens_s"] > 0
