@@ -27,7 +27,12 @@ _SENT_END = set("。!?！？")
 
 
 class CorpusError(ValueError):
-    """A corpus file that cannot be read; the message says what to do."""
+    """A corpus file that cannot be read; the message says what to do. `.code` names the case where a caller
+    needs it (empty, binary, encoding), else None."""
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        self.code = code
 
 
 def nfkc(text: str) -> str:

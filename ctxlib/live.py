@@ -21,7 +21,6 @@ import shutil
 import tempfile
 import threading
 import time
-import unicodedata
 import weakref
 import zipfile
 from contextlib import contextmanager
@@ -98,27 +97,16 @@ class LiveSpec:
 # -- uploads: the limits and messages of `python -m ctxlib train KIND --corpus FILE` ------------------------------
 def check_upload(data: bytes, name: str = "upload") -> str:
     """The encoding ('utf-8-sig' or 'gb18030') of an uploaded corpus, or UploadError as --corpus would refuse it."""
-    from .user_text import USER_FILE_CAP
+    from .corpus import CorpusError
+    from .user_text import USER_FILE_CAP, decode_with_encoding
 
     if len(data) > USER_FILE_CAP:
         raise UploadError("too_big", f"{name}: {len(data) / 1e6:.1f} MB is over the {USER_FILE_CAP // (1024 * 1024)} MB "
                                      "cap; split the file or use a sample.")
-    if not data.strip():
-        raise UploadError("empty", f"{name}: the file is empty; give one sentence or paragraph per line.")
-    if b"\x00" in data[:65536]:
-        raise UploadError("binary", f"{name}: looks like a binary file (NUL bytes); give a UTF-8 or GB18030 text file.")
-    for enc in ("utf-8-sig", "gb18030"):
-        try:
-            text = data.decode(enc)
-            break
-        except UnicodeDecodeError:
-            continue
-    else:
-        raise UploadError("encoding", f"{name}: not UTF-8 or GB18030 text; re-save the file as UTF-8.")
-    head = text[:65536]
-    if sum(1 for c in head if unicodedata.category(c) == "Cc" and c not in "\n\r\t") > 0.01 * len(head):
-        raise UploadError("binary", f"{name}: looks like a binary file (control characters); give a text file.")
-    return enc
+    try:
+        return decode_with_encoding(data, name)[1]
+    except CorpusError as e:
+        raise UploadError(e.code, str(e)) from e
 
 
 def save_upload(data: bytes, folder: Path, name: str = "upload") -> Path:

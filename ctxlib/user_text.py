@@ -28,10 +28,15 @@ def read_text_file(path: str | os.PathLike, cap: int = USER_FILE_CAP) -> str:
 
 
 def decode_bytes(data: bytes, name: str = "input") -> str:
+    return decode_with_encoding(data, name)[0]
+
+
+def decode_with_encoding(data: bytes, name: str = "input") -> tuple[str, str]:
+    """(text, encoding: 'utf-8-sig' or 'gb18030'); CorpusError (code empty, binary or encoding) for what is not text."""
     if not data.strip():
-        raise CorpusError(f"{name}: the file is empty; give one sentence or paragraph per line.")
+        raise CorpusError(f"{name}: the file is empty; give one sentence or paragraph per line.", "empty")
     if b"\x00" in data[:65536]:
-        raise CorpusError(f"{name}: looks like a binary file (NUL bytes); give a UTF-8 or GB18030 text file.")
+        raise CorpusError(f"{name}: looks like a binary file (NUL bytes); give a UTF-8 or GB18030 text file.", "binary")
     for enc in ("utf-8-sig", "gb18030"):
         try:
             text = data.decode(enc)
@@ -39,11 +44,11 @@ def decode_bytes(data: bytes, name: str = "input") -> str:
         except UnicodeDecodeError:
             continue
     else:
-        raise CorpusError(f"{name}: not UTF-8 or GB18030 text; re-save the file as UTF-8.")
+        raise CorpusError(f"{name}: not UTF-8 or GB18030 text; re-save the file as UTF-8.", "encoding")
     ctrl = sum(1 for c in text[:65536] if unicodedata.category(c) == "Cc" and c not in "\n\r\t")
     if ctrl > 0.01 * min(len(text), 65536):
-        raise CorpusError(f"{name}: looks like a binary file (control characters); give a text file.")
-    return text
+        raise CorpusError(f"{name}: looks like a binary file (control characters); give a text file.", "binary")
+    return text, enc
 
 
 def user_corpus(path: str | os.PathLike) -> tuple[Paragraph, ...]:
