@@ -14,6 +14,7 @@ use is as fast as a later one.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -115,28 +116,29 @@ def load(kind: str, k: str) -> tuple[dict[str, np.ndarray], object] | None:
 
 def save(kind: str, k: str, arrays: dict[str, np.ndarray], data=None) -> bool:
     """Store an entry (arrays must not need pickling; `data` JSON-able). False when it could not be written."""
-    path = _path(kind, k)
-    tmp = None
-    try:
-        arrays = {n: np.asarray(a) for n, a in arrays.items()}
-        if any(a.dtype.hasobject for a in arrays.values()):
+    def payload() -> bytes:
+        arr = {n: np.asarray(a) for n, a in arrays.items()}
+        if any(a.dtype.hasobject for a in arr.values()):
             raise TypeError("object arrays would be pickled")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{k}-", suffix=".npz")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays, **{_META: np.array(json.dumps({"version": VERSION, "data": data}, ensure_ascii=False))})
-        os.replace(tmp, path)
+        buf = io.BytesIO()
+        np.savez(buf, **arr, **{_META: np.array(json.dumps({"version": VERSION, "data": data}, ensure_ascii=False))})
+        return buf.getvalue()
+
+    return _write(kind, _path(kind, k), payload)
+
+
+def _write(kind: str, path: Path, payload: Callable[[], bytes]) -> bool:
+    """Write `payload()` to `path` atomically (checkpoint.atomic_write_bytes), then prune the kind's old entries;
+    False (and a warning) when it could not be written: a full disk, a read-only folder, an array needing pickles."""
+    from .checkpoint import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(path, payload())
         prune(kind)
         return True
-    except Exception as e:  # a full disk, a read-only folder, an array that would need pickling
+    except Exception as e:
         log.warning("could not write cache entry %s: %s", path, e)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
         return False
-
 
 def cached(kind: str, k: str | None, build: Callable[[], tuple[dict[str, np.ndarray], object]]):
     """(arrays, data): entry `k` from disk, or `build()` stored under it. `k` None: build, store nothing."""
@@ -171,25 +173,8 @@ def load_json(kind: str, k: str):
 
 def save_json(kind: str, k: str, data) -> bool:
     """Store a JSON entry; False when it could not be written."""
-    path = cache_dir() / kind / f"{k}.json"
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{k}-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"version": VERSION, "data": data}, f, ensure_ascii=False, separators=(",", ":"))
-        os.replace(tmp, path)
-        prune(kind)
-        return True
-    except Exception as e:
-        log.warning("could not write cache entry %s: %s", path, e)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        return False
-
+    return _write(kind, cache_dir() / kind / f"{k}.json", lambda: json.dumps(
+        {"version": VERSION, "data": data}, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 def files_key(*paths) -> str:
     """A hash of the name, size and mtime of files (a missing one counts as missing): changes when one is rewritten."""
