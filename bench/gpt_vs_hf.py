@@ -20,6 +20,12 @@ the CPU-second rate is the steadier one. --compile adds both models under torch.
 shapes; ctxlib: each block, HF: the whole model), compile time reported apart (the first pass over the batches),
 and is skipped with a message when no compiler works.
 
+Why the ratio stays near 1.1 on a CPU (AVX2, fp32, 1 thread): both steps are ~73-77% matrix products (MKL,
+40-70 GFLOP/s) and do the same products per position; ctxlib saves only the [PAD] positions (8,702 real of
+9,888 in the 8 batches here, 1.136x) and spends one more D x D product per token (+1.3%), so its matmul time is
+~1/1.12 of HF's. Even with every non-matmul op free the ratio could not pass ~1.12 / 0.73 = 1.5. torch.compile
+of the blocks (inductor) gave no gain here (0.96x) after ~13 minutes of compiling.
+
     pip install -r bench/requirements.txt   # transformers, bench-only
     OMP_NUM_THREADS=1 python bench/gpt_vs_hf.py --threads 1 [--precision fp32|bf16|both] [--compile]
 Last line: {"ctxlib_tokens_per_s":..,"hf_tokens_per_s":..,"speed_ratio":..,"speed_ratio_cpu":..,...}
