@@ -68,3 +68,16 @@ def test_train_mix_live_and_l2(elmo_tiny):
     uni = np.array(big["mix_weights"])
     assert np.abs(uni - 1 / 3).max() < 0.01  # the regulariser pulls the weights to uniform
     assert np.abs(free - 1 / 3).max() > np.abs(uni - 1 / 3).max()
+
+
+def test_mix_expected_s_counts_the_feature_extraction_only_until_the_features_are_in_memory(monkeypatch):
+    class Enc:
+        path, name = None, "e"
+
+    enc = Enc()
+    monkeypatch.setattr(tasks, "_FEATURES", {})
+    assert tasks.mix_expected_s(enc, "ner", 20) == 20 + tasks.FEATURES_S
+    for split, n in (("train", 200), ("test", 200)):
+        tasks._FEATURES[tasks._features_key(enc, "pos", split, n, 0)] = []
+    assert tasks.mix_expected_s(enc, "ner", 20) == 20.0  # NER reads POS's sentences: the same features
+    assert tasks.mix_expected_s(enc, "sentiment", 20) == 20 + tasks.FEATURES_S

@@ -109,13 +109,29 @@ def task_features(encoder, task: str, split: str, limit: int, seed: int = 0, cal
     (POS and NER share the People's Daily sentences). callback(done, total) per batch while extracting."""
     words, labels = task_sentences(task, split, limit, seed)
     src = "reviews" if task == "sentiment" else "pd"
-    where = getattr(encoder, "path", None)  # a loaded checkpoint is keyed by its folder, so POS and NER runs share
-    key = (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
+    key = _features_key(encoder, task, split, limit, seed)
     if key not in _FEATURES:
         t0 = time.time()
         _FEATURES[key] = _disk_features(encoder, words, src, callback=callback)
         log.info("features %s %s/%s: %d sentences in %.1fs", encoder.name, src, split, len(words), time.time() - t0)
     return {"words": words, "labels": labels, "feats": _FEATURES[key], "layer_names": list(encoder.layer_names)}
+
+
+def _features_key(encoder, task: str, split: str, limit: int, seed: int) -> tuple:
+    where = getattr(encoder, "path", None)  # a loaded checkpoint is keyed by its folder, so POS and NER runs share
+    src = "reviews" if task == "sentiment" else "pd"
+    return (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
+
+
+FEATURES_S = 45.0  # about what extracting a live mix's features takes (shipped ELMo, 400 sentences, one CPU thread)
+
+
+def mix_expected_s(encoder, task: str, max_seconds: float, n_train: int = 200, n_test: int = 200, seed: int = 0) -> float:
+    """A guess of a live mix run's length for the job queue's wait estimates before one has finished: its training
+    budget `max_seconds` (an upper bound: the epochs often end sooner), plus FEATURES_S when the task's features are
+    not in memory yet (the server's warm-up reads them from disk; otherwise the first run extracts them)."""
+    ready = all(_features_key(encoder, task, split, n, seed) in _FEATURES for split, n in (("train", n_train), ("test", n_test)))
+    return float(max_seconds) + (0.0 if ready else FEATURES_S)
 
 
 def _disk_features(encoder, words: list[list[str]], src: str, callback=None) -> list[np.ndarray]:
