@@ -8,7 +8,8 @@ user meets them:
 - nearest: the nearest-words tab's vocabulary type vectors (Encoder.type_matrix(3000)), every model;
 - atlas: explore.atlas_sample(ELMo, 地, 300) (the atlas's opening map), corpus loading included;
 - mix: tasks.train_mix_live(ELMo, "pos", n_train=200, n_test=200, max_seconds=20) (the live mix's first run).
-`--warm` first runs the server's background warm-up (ctxlib.app.warmup.warm) and reports its steps: what a user meets
+first_use_cpu_s: the same steps' CPU time in this thread (torch set to one thread), a loaded machine's
+waiting for a core left out. `--warm` first runs the server's background warm-up (ctxlib.app.warmup.warm) and reports its steps: what a user meets
 after it has finished. Run from a checkout's root: it measures that checkout (one without ctxlib.cache measures the
 code before the disk cache). Prints one JSON object.
 """
@@ -25,10 +26,14 @@ sys.path.insert(0, os.getcwd())
 os.environ.setdefault("CTXLAB_NO_PREWARM", "1")
 
 
+CPU: dict = {}  # name -> this thread's CPU seconds (what a quiet machine's wall time would be, near enough)
+
+
 def timed(out: dict, name: str, fn):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     fn()
     out[name] = round(time.perf_counter() - t0, 2)
+    CPU[name] = round(time.thread_time() - c0, 2)
 
 
 def main() -> int:
@@ -74,8 +79,9 @@ def main() -> int:
         res = {}
         timed(first, "mix", lambda: res.update(tasks.train_mix_live(encs["elmo"], "pos", 0.0, n_train=200, n_test=200,
                                                                      max_seconds=20)))
-        out["mix_result"] = {k: res.get(k) for k in ("score", "seconds", "n_train", "n_test")}
+        out["mix_result"] = {k: res.get(k) for k in ("score", "seconds", "feature_seconds", "train_seconds", "n_train", "n_test", "gamma", "mix_weights")}
     out["first_use_s"] = first
+    out["first_use_cpu_s"] = dict(CPU)  # the calling thread's CPU time: on a loaded machine wall time is much longer
     print(json.dumps(out, ensure_ascii=False))
     return 0
 

@@ -3,17 +3,20 @@
     .venv/bin/python bench/queue_demo.py                       # the tests' tiny ELMo (untrained), 5 students
     .venv/bin/python bench/queue_demo.py --checkpoint elmo     # the shipped ELMo (first run per task: ~44 s of features)
     .venv/bin/python bench/queue_demo.py --students 8 --capacity 2 --seconds 5
+    .venv/bin/python bench/queue_demo.py --checkpoint elmo --n 200 --seconds 20 --warm   # as a warmed-up server
 
 Each student is a thread standing in for a page session: it waits at a barrier, calls jobs.start with the ELMo page's
 work (tasks.train_mix_job: features, then the ScalarMix and head for at most --seconds), then polls like the page
 does (touch, place, estimated wait) every --poll seconds until its job ends. Measured per student: the place and the
 estimated wait it saw right after Start, the real wait and run time, the final state; overall: the order the jobs
-ran in, whether any two ran at once beyond the capacity, and any exception. Nothing is asserted; prints one JSON line.
+ran in, whether any two ran at once beyond the capacity, and any exception; how good the end estimates were
+(eta_s() at every poll over the real time left: the median while queued and while running, and at Start). Nothing is asserted; prints one JSON line.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import threading
 import time
@@ -30,6 +33,8 @@ def main() -> None:
     ap.add_argument("--capacity", type=int, default=1, help="jobs.MAX_RUNNING (the server's CTXLAB_MAX_JOBS)")
     ap.add_argument("--seconds", type=float, default=4, help="the page's 'max seconds' slider")
     ap.add_argument("--n", type=int, default=100, help="train and test sentences (the page uses 200)")
+    ap.add_argument("--warm", action="store_true", help="first do what the server's warm-up does (ctxlib.app.warmup): "
+                    "the live mix's features in memory, torch's first optimizer step")
     ap.add_argument("--poll", type=float, default=0.5, help="how often a student's page polls")
     args = ap.parse_args()
 
@@ -48,6 +53,14 @@ def main() -> None:
 
         enc, model = build_tiny_elmo(), "tiny (untrained)"
     load_s = time.perf_counter() - t0
+    if args.warm:  # as a server whose warm-up has finished (a checkout without a step skips it)
+        from ctxlib.app import warmup
+
+        for step in ("optimizer_warm",):
+            getattr(warmup, step, lambda: None)()
+        for task in ("pos", "ner"):
+            for split in ("train", "test"):
+                tasks.task_features(enc, task, split, args.n)
     task_of = lambda k: tasks.TASKS[k % 2]  # noqa: E731 - pos and ner share the features: one extraction
     barrier = threading.Barrier(args.students)
     seen: dict[int, dict] = {}
@@ -58,13 +71,15 @@ def main() -> None:
             barrier.wait(30)
             job = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, enc, task_of(k), 0.0, n_train=args.n,
                                                                         n_test=args.n, max_seconds=args.seconds),
-                             owner=f"student{k}", expected_s=args.seconds + 10)
+                             owner=f"student{k}", expected_s=tasks.mix_expected_s(enc, task_of(k), args.seconds, args.n, args.n))
             me = seen[k] = {"student": k, "job": job.id, "task": task_of(k), "place_at_start": job.place(),
                             "estimated_wait_s": round(job.wait_s(), 1), "estimated_end_s": round(job.eta_s(), 1),
                             "places_seen": []}
+            polls = me["_polls"] = []
             while not job.finished:
                 job.touch()
                 place = job.place()
+                polls.append((time.time(), job.eta_s(), place))
                 if place is not None and (not me["places_seen"] or me["places_seen"][-1] != place):
                     me["places_seen"].append(place)
                 job.wait(args.poll)
@@ -82,6 +97,13 @@ def main() -> None:
     for t in threads:
         t.join()
     rows = sorted(seen.values(), key=lambda r: r["job"])
+    ratios: dict[str, list[float]] = {"queued": [], "running": []}  # estimated / actual seconds to the job's end
+    for r in rows:
+        end = (r.get("_span") or (None, None))[1]
+        for t, eta, place in r.pop("_polls", []):
+            if end is not None and place is not None and end - t > 0.5:
+                ratios["queued" if place else "running"].append(eta / (end - t))
+    med = lambda xs: round(statistics.median(xs), 2) if xs else None  # noqa: E731
     spans = {r["job"]: r.pop("_span", (None, None)) for r in rows}
     ran = sorted((s, j) for j, (s, _) in spans.items() if s is not None)
     events = sorted([(s, 1) for s, e in spans.values() if s is not None] + [(e, -1) for s, e in spans.values() if s is not None])
@@ -94,6 +116,9 @@ def main() -> None:
         "max_seconds": args.seconds, "n_train": args.n, "n_test": args.n, "total_s": round(time.perf_counter() - t1, 1),
         "places_at_start": [r["place_at_start"] for r in rows],
         "run_order": [j for _, j in ran], "line_order": [r["job"] for r in rows],
+        "eta_over_actual_median": {k: med(v) for k, v in ratios.items()},
+        "eta_over_actual_at_start": [round(r["estimated_end_s"] / r["ended_after_s"], 2) if r.get("ended_after_s") else None
+                                     for r in rows],
         "most_running_at_once": most, "states": [r.get("state") for r in rows], "errors": errors, "per_student": rows,
     }, ensure_ascii=False))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -57,21 +58,34 @@ class AtlasSample:
     layer_names: list[str] = field(default_factory=list)
 
 
-def word_profile(enc, texts: list[str], word: str) -> WordProfile:
+def word_profile(enc, texts: list[str], word: str, cache: MutableMapping | None = None) -> WordProfile:
     """`word` in each text (first occurrence, mean over its tokens, as Encoder.word_vectors) and alone.
-    The texts and the word alone share one batch. Raises WordNotFound naming the first text without the word."""
-    encs = enc.encode(list(texts) + [word], target=word, batch_size=64)
-    vecs, pooled, segs = [], [], []
-    for i, e in enumerate(encs):
-        idx = e.word_indices(word)
-        if not idx:
-            raise WordNotFound(word, i, e.text)
-        vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
-        pooled.append([e.tokens[j] for j in idx])
-        segs.append(" / ".join(("【" + tok + "】") if j in idx else tok for j, tok in enumerate(e.tokens)))
-    v = np.stack(vecs).astype(np.float32)  # (n + 1, L, D)
-    return WordProfile(vecs=v[:-1], pooled=pooled[:-1], segmentation=segs[:-1], type_vec=v[-1],
-                       layer_names=list(encs[0].layer_names), truncated=[bool(e.truncated) for e in encs[:-1]],
+    The texts and the word alone share one batch. Raises WordNotFound naming the first text without the word.
+
+    `cache` (optional, dict-like, shared between calls for ONE model): {(word, text): that text's row}. Texts found
+    in it are not encoded again; the others are encoded in one batch and stored. A text's vectors do not depend on
+    the other texts of its batch (padding is masked), so a class editing one sentence of ten encodes one."""
+    texts = list(texts) + [word]
+    rows: list = [None] * len(texts)
+    if cache is not None:
+        for i, t in enumerate(texts):
+            rows[i] = cache.get((word, t))
+    todo = [i for i, r in enumerate(rows) if r is None]
+    if todo:
+        for i, e in zip(todo, enc.encode([texts[i] for i in todo], target=word, batch_size=64)):
+            idx = e.word_indices(word)
+            if not idx:
+                raise WordNotFound(word, i, e.text)
+            rows[i] = (e.layers[:, idx, :].mean(1).astype(np.float32),  # (L, D)
+                       [e.tokens[j] for j in idx],
+                       " / ".join(("【" + tok + "】") if j in idx else tok for j, tok in enumerate(e.tokens)),
+                       bool(e.truncated), list(e.layer_names))
+        if cache is not None:
+            for i in todo:
+                cache[(word, texts[i])] = rows[i]
+    v = np.stack([r[0] for r in rows])  # (n + 1, L, D)
+    return WordProfile(vecs=v[:-1], pooled=[list(r[1]) for r in rows[:-1]], segmentation=[r[2] for r in rows[:-1]],
+                       type_vec=v[-1], layer_names=list(rows[0][4]), truncated=[r[3] for r in rows[:-1]],
                        in_vocab=bool(enc.in_vocab(word)), word_level=bool(enc.word_level))
 
 

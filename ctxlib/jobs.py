@@ -66,6 +66,8 @@ _LINE: list["Job"] = []  # waiting jobs, first in first out
 _RUNNING: list["Job"] = []
 _JOBS: dict[int, "Job"] = {}  # every job still known, by id
 _LAST_RUN_S: dict[str, float] = {}  # kind -> run time of its last finished (DONE) job
+_RUNS_S: dict[str, list[float]] = {}  # kind -> run times of its last RUNS_KEPT finished (DONE) jobs, oldest first
+RUNS_KEPT = 5
 _IDS = itertools.count(1)
 _REAPER: threading.Thread | None = None
 
@@ -101,6 +103,8 @@ class Job:
         self.expected_s = expected_s
         self._work, self._threads = work, threads
         self._stop, self._done = threading.Event(), threading.Event()
+        self._first: tuple[float, float] | None = None  # (time, progress) after the first report that moved the progress
+        self._mark: tuple[float, float] | None = None  # the same at the current phase's first report
         self._thread: threading.Thread | None = None
 
     @property
@@ -122,7 +126,14 @@ class Job:
     def report(self, progress: float, point: dict | None = None, phase: str | None = None, partial: Any = _UNSET) -> None:
         """Record progress (0..1, never going back), an optional data point, phase and partial result; raises
         Cancelled when asked to stop (what was recorded stays on the job)."""
-        self.progress = max(self.progress, min(1.0, float(progress)))
+        before, now = self.progress, time.time()
+        self.progress = max(before, min(1.0, float(progress)))
+        # rates are measured from the first report that moved the progress, and from the current phase's start, by
+        # the progress made after them: the setup before (loading data, imports) and a first jump are not a rate
+        if self._first is None and self.progress > before:
+            self._first = (now, self.progress)
+        if self._mark is None and self.progress > before or phase is not None and phase != self.phase:
+            self._mark = (now, self.progress)
         if phase is not None:
             self.phase = phase
         if point is not None:
@@ -165,15 +176,35 @@ class Job:
         return 0.0 if self.started is None else (self.ended or time.time()) - self.started
 
     def expected_run_s(self) -> float:
-        """The whole run's expected length: the kind's last run, else what start was told, else DEFAULT_RUN_S."""
-        return _LAST_RUN_S.get(self.kind) or self.expected_s or DEFAULT_RUN_S
+        """The whole run's expected length: the lower median of the kind's last RUNS_KEPT finished runs together with
+        the running jobs of the kind whose rate is known (`_projected_s`): one slow first run, which loads and imports
+        what later ones reuse, does not set the later estimates. Before any: what start was told, else DEFAULT_RUN_S."""
+        with _COND:
+            runs = list(_RUNS_S.get(self.kind, ()))
+            runs += [s for j in _RUNNING if j.kind == self.kind and (s := j._projected_s()) is not None]
+        if runs:
+            return sorted(runs)[(len(runs) - 1) // 2]
+        return self.expected_s or DEFAULT_RUN_S
+
+    def _projected_s(self) -> float | None:
+        """A running job's projected time from its first progress to its end (None until its rate is known): what a
+        run of its kind takes, the setup before the first progress left out."""
+        if self.state != RUNNING or self._first is None or self.progress - self._first[1] <= 0.02:
+            return None
+        return time.time() - self._first[0] + self.remaining_s()
 
     def remaining_s(self) -> float:
-        """Seconds of running left: extrapolated from the progress once there is some, else from the expected run."""
+        """Seconds of running left: the progress rate carried to the end, measured over the current phase once it has
+        moved the progress by 2 %, else since the first progress; before any, the expected run less the time run.
+        Rates leave out the setup before the first progress (loading data, imports): a plain elapsed * (1 - p) / p
+        counted it as if it were progress, two to three times the real time left in bench/queue_demo.py."""
         if self.finished:
             return 0.0
-        if self.state == RUNNING and self.progress > 0.02:
-            return self.elapsed_s() * (1 - self.progress) / self.progress
+        if self.state == RUNNING:
+            now = time.time()
+            for mark in (self._mark, self._first):
+                if mark is not None and self.progress - mark[1] > 0.02 and now > mark[0]:
+                    return (1 - self.progress) * (now - mark[0]) / (self.progress - mark[1])
         return max(1.0, self.expected_run_s() - self.elapsed_s())
 
     def wait_s(self) -> float:
@@ -215,6 +246,7 @@ class Job:
                 self._finish(state)
                 if state == DONE:
                     _LAST_RUN_S[self.kind] = self.ended - self.started
+                    _RUNS_S[self.kind] = (_RUNS_S.get(self.kind, []) + [self.ended - self.started])[-RUNS_KEPT:]
                 _dispatch()
                 _COND.notify_all()
             log.info("job %s %d %s after %.1f s", self.kind, self.id, state, self.elapsed_s())

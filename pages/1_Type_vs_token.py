@@ -1,4 +1,5 @@
 """Type vs token: one vector per word type (word2vec) or one per token (ELMo, BERT)."""
+import functools
 import time
 
 import streamlit as st
@@ -120,7 +121,8 @@ with tab_acc:
             y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
         st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
 with tab_csv:
-    st.download_button(msg("type_token.export.download"), loaders.vectors_csv(full, texts, labels, word),
+    # deferred: the CSV (~0.1 s of formatting) is written when the button is clicked, not on every first run
+    st.download_button(msg("type_token.export.download"), functools.partial(explore.vectors_csv, full, texts, labels, word),
                        file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")
     st.caption(msg("type_token.export.caption"))
 widgets.record_time("type_token", _t0)

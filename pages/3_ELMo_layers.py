@@ -115,7 +115,7 @@ res = job_panel("elmo_mix", "elmo_live", lambda j, **kw: tasks.train_mix_job(j, 
                 args=lambda: {"task": st.session_state["elmo_live_task"], "l2": st.session_state["elmo_live_lam"],
                               "max_seconds": st.session_state["elmo_live_sec"]},
                 ids="elmo_live", phase_ids="elmo_live.phase", live_view=mix_plot, partial_view=mix_kept,
-                expected_s=seconds + 45)  # the first run per task extracts the features (~44 s), later runs do not
+                expected_s=tasks.mix_expected_s(enc, st.session_state["elmo_live_task"], seconds))
 if res:
     st.plotly_chart(ve.mix_history_figure(res.get("history"), short, f"{TASKS.get(res['task'], res['task'])}, λ = {res['l2']}",
                                           msg("labels.axis.step")), width="stretch")

@@ -103,6 +103,30 @@ def test_word_profile_pools_the_words_tokens_and_encodes_it_alone():
     assert err.value.index == 1 and err.value.text == "香蕉"
 
 
+def test_word_profile_cache_encodes_only_new_texts_and_gives_the_same_profile():
+    import app_fakes
+
+    enc = app_fakes.FakeEncoder("elmo", 3)
+    seen = []
+    encode = enc.encode
+    enc.encode = lambda texts, **kw: (seen.append(list(texts)), encode(texts, **kw))[1]
+    cache = {}
+    texts = ["我吃苹果", "苹果手机很好用", "他买了苹果"]
+    first = explore.word_profile(enc, texts, "苹果", cache=cache)
+    assert seen == [texts + ["苹果"]] and len(cache) == 4
+    again = explore.word_profile(enc, ["他买了苹果", "苹果是水果", "我吃苹果"], "苹果", cache=cache)
+    assert seen[1:] == [["苹果是水果"]]  # one forward for the one new text; the word alone is reused
+    plain = explore.word_profile(enc, ["他买了苹果", "苹果是水果", "我吃苹果"], "苹果")
+    for f in ("pooled", "segmentation", "layer_names", "truncated", "in_vocab", "word_level"):
+        assert getattr(again, f) == getattr(plain, f)
+    np.testing.assert_allclose(again.vecs, plain.vecs, rtol=1e-6)
+    np.testing.assert_allclose(again.type_vec, first.type_vec, rtol=1e-6)
+    np.testing.assert_allclose(first.vecs[0], again.vecs[2], rtol=1e-6)
+    with pytest.raises(explore.WordNotFound) as err:  # a cached text before it does not hide the missing word
+        explore.word_profile(enc, ["我吃苹果", "香蕉"], "苹果", cache=cache)
+    assert err.value.index == 1
+
+
 def test_find_first_at_edge_and_same_depth():
     assert explore.find_first("我吃苹果和苹果", "苹果") == (2, 4) and explore.find_first("香蕉", "苹果") == (0, 0)
     assert explore.at_edge("苹果很甜", "苹果", "forward") and not explore.at_edge("苹果很甜", "苹果", "backward")

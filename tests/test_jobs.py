@@ -222,6 +222,57 @@ def test_wait_estimates_use_the_kinds_last_run(monkeypatch):
     assert jobs.wait_if_started_now() == 0.0
 
 
+def test_time_left_leaves_out_the_setup_before_the_first_progress():
+    gate, seen = threading.Event(), {}
+
+    def work(job):
+        time.sleep(0.8)  # loading data: no progress yet
+        for k in range(1, 11):
+            time.sleep(0.03)
+            job.report(k / 20, phase="train")
+        seen["left"] = job.remaining_s()  # half done after 0.8 s of setup and ~0.3 s of steps: ~0.3 s left
+        gate.wait(10)
+        return None
+
+    job = jobs.start("setup-kind", work, expected_s=100)
+    _until(lambda: "left" in seen)
+    gate.set()
+    assert job.wait(10)
+    assert 0.1 < seen["left"] < 0.7  # elapsed * (1 - p) / p said ~1.1 s: the setup counted as progress
+
+
+def test_expected_run_is_the_median_of_recent_runs_not_a_slow_first_one():
+    kind = "median-kind"
+    slow = jobs.start(kind, lambda job: time.sleep(0.6), expected_s=30)
+    assert slow.wait(10) and 0.5 < slow.expected_run_s() < 30
+    for _ in range(2):
+        assert jobs.start(kind, _steps(1)).wait(10)
+    probe = jobs.start(kind, _gated(threading.Event(), [], "x"))
+    assert probe.expected_run_s() < 0.3  # the two quick runs outvote the slow first one (the last-run rule: 0.6 s)
+    probe.cancel()
+
+
+def test_a_queued_job_is_estimated_from_the_running_job_of_its_kind():
+    gate, kind = threading.Event(), "projected-kind"
+
+    def work(job):
+        time.sleep(0.5)  # setup
+        for k in range(1, 11):
+            time.sleep(0.02)
+            job.report(k / 20, phase="train")
+        while not gate.wait(0.02):
+            job.report(0.5)
+        return None
+
+    first = jobs.start(kind, work, expected_s=100)
+    second = jobs.start(kind, _steps(1), expected_s=100)
+    assert second.expected_run_s() == 100  # nothing known yet: what start was told
+    _until(lambda: first.progress >= 0.5)
+    assert second.expected_run_s() < 5 and second.wait_s() < 5  # the running one's rate: ~0.4 s a run, not 100
+    gate.set()
+    assert first.wait(10) and second.wait(10)
+
+
 def test_the_elmo_mix_job_reports_steps_and_keeps_the_weights_reached(monkeypatch):
     from ctxlib.evaluation import tasks
 

@@ -21,6 +21,18 @@ def test_task_sentences():
         tasks.task_sentences("parse", "train", 5)
 
 
+def test_task_sentences_are_drawn_once_and_shared_by_pos_and_ner(monkeypatch):
+    w, tags = tasks.task_sentences("pos", "test", 25, seed=3)
+    monkeypatch.setattr("ctxlib.corpus.load", lambda *a, **k: pytest.fail("the sample was drawn again"))
+    w2, names = tasks.task_sentences("ner", "test", 25, seed=3)  # the same People's Daily sample, NER labels
+    assert w2 == w and [len(x) for x in names] == [len(x) for x in tags]
+    assert all(n == tasks.NER_MAP.get(t, "O") for ns, ts in zip(names, tags) for n, t in zip(ns, ts))
+    w[0].append("x")
+    tags[0][0] = "edited"
+    again, tags2 = tasks.task_sentences("pos", "test", 25, seed=3)
+    assert again[0] != w[0] and tags2[0][0] != "edited"  # callers get copies
+
+
 def test_run_eval_schema(elmo_tiny, w2v_tiny, tmp_path):
     out = tmp_path / "eval_pos.json"
     r = tasks.run_eval(str(elmo_tiny), "pos", device="cpu", out=out, n_train=40, n_test=20, epochs=1, probe_epochs=1,
@@ -56,3 +68,16 @@ def test_train_mix_live_and_l2(elmo_tiny):
     uni = np.array(big["mix_weights"])
     assert np.abs(uni - 1 / 3).max() < 0.01  # the regulariser pulls the weights to uniform
     assert np.abs(free - 1 / 3).max() > np.abs(uni - 1 / 3).max()
+
+
+def test_mix_expected_s_counts_the_feature_extraction_only_until_the_features_are_in_memory(monkeypatch):
+    class Enc:
+        path, name = None, "e"
+
+    enc = Enc()
+    monkeypatch.setattr(tasks, "_FEATURES", {})
+    assert tasks.mix_expected_s(enc, "ner", 20) == 20 + tasks.FEATURES_S
+    for split, n in (("train", 200), ("test", 200)):
+        tasks._FEATURES[tasks._features_key(enc, "pos", split, n, 0)] = []
+    assert tasks.mix_expected_s(enc, "ner", 20) == 20.0  # NER reads POS's sentences: the same features
+    assert tasks.mix_expected_s(enc, "sentiment", 20) == 20 + tasks.FEATURES_S

@@ -174,3 +174,27 @@ def test_project_pca_sees_directions_not_lengths():
     assert np.allclose(P[0], P[1]) and np.allclose(P[2], P[3]) and not np.allclose(P[0], P[2])
     assert not np.allclose(project(X, "pca", normalize=False)[0], project(X, "pca", normalize=False)[1])
     assert np.all(project(np.zeros((3, 4)), "pca") == 0)
+
+
+def test_unvalidated_builders_make_figures_plotly_accepts():
+    """The figures built without validation (explorer._figure) pass it, and read as plotly validates them."""
+    import plotly.graph_objects as go
+
+    rows = [{"model": m, "label": f"layer {j}", "margin": 0.1 * j - 0.05, "cos_ab": 0.5, "cos_ac": 0.4,
+             "rank": 0.6 if j else None} for m, n in (("word2vec", 1), ("elmo", 3), ("mine", 2)) for j in range(n)]
+    S = np.array([[1.0, 0.2, 0.5], [0.2, 1.0, 0.1], [0.5, 0.1, 1.0]])
+    figs = [plots.margin_chart(rows, title="苹果 · <b>"),
+            plots.layer_accuracy_chart({"elmo": (["a", "b"], [0.5, 0.7]), "bert": (["c"], [0.1])}, 0.55),
+            plots.layer_accuracy_chart({"elmo": (["a"], [0.5])}),
+            plots.type_token_map(np.arange(8.0).reshape(4, 2), ["a", "b", "c"], ["x", "y", "x"], title="t"),
+            plots.similarity_heatmap(S, ["a", "b", "c"], labels=["x", "y", "x"])]
+    for fig in figs:
+        spec = fig.to_dict()
+        checked = go.Figure(spec).to_dict()  # raises on a property plotly does not know, or a bad value
+        assert len(checked["data"]) == len(spec["data"])
+        assert {k for k in spec["layout"] if k != "template"} <= set(checked["layout"])
+    margin = figs[0]
+    assert [t.xaxis for t in margin.data[:3]] == ["x", "x", "x2"] and margin.layout.yaxis2.matches == "y"
+    assert list(margin.layout.yaxis.categoryarray)[-1] == "word2vec · layer 0"
+    assert figs[1].layout.shapes[0].y0 == 0.55 and figs[1].layout.annotations[0].text == "majority 0.55"
+    assert "shapes" not in figs[2].to_dict()["layout"]

@@ -5,8 +5,11 @@ are keyed by plain strings and tuples; `model_stamp` changes when a model's chec
 """
 from __future__ import annotations
 
+import collections
+import collections.abc
 import contextlib
 import itertools
+import threading
 
 import numpy as np
 import streamlit as st
@@ -116,10 +119,49 @@ def model_stamp(name: str) -> str:
     return f"{name}:{path}:{mtime}:{_object_token(enc)}"
 
 
+class TextRows(collections.abc.MutableMapping):
+    """A bounded, thread-safe LRU dict: the per-(word, text) rows `explore.word_profile` reuses, for one model stamp
+    (students share most sentences, and an edit changes one of ten; a row is a few kB)."""
+
+    def __init__(self, maxsize: int = 2048):
+        self.maxsize, self._d, self._lock = maxsize, collections.OrderedDict(), threading.Lock()
+
+    def __getitem__(self, k):
+        with self._lock:
+            v = self._d[k]
+            self._d.move_to_end(k)
+            return v
+
+    def __setitem__(self, k, v):
+        with self._lock:
+            self._d[k] = v
+            self._d.move_to_end(k)
+            while len(self._d) > self.maxsize:
+                self._d.popitem(last=False)
+
+    def __delitem__(self, k):
+        with self._lock:
+            del self._d[k]
+
+    def __iter__(self):
+        with self._lock:
+            return iter(list(self._d))
+
+    def __len__(self):
+        return len(self._d)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def text_rows(model: str, stamp: str) -> TextRows:
+    """The per-text row cache of one loaded model (a new stamp, a new cache)."""
+    return TextRows()
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def word_tokens(model: str, word: str, texts: tuple[str, ...], stamp: str) -> explore.WordProfile:
-    """Cached `explore.word_profile` for a loaded model (`stamp` = model_stamp(model))."""
-    return explore.word_profile(load_encoder(model), list(texts), word)
+    """Cached `explore.word_profile` for a loaded model (`stamp` = model_stamp(model)); texts already encoded for this
+    word by any session (`text_rows`) are not encoded again."""
+    return explore.word_profile(load_encoder(model), list(texts), word, cache=text_rows(model, stamp))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -44,26 +44,40 @@ def _check_task(task: str):
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
 
 
+_SAMPLES: dict = {}  # (source, split, limit, seed) -> the drawn sample (fixed by its arguments; POS and NER share one)
+
+
 def task_sentences(task: str, split: str, limit: int, seed: int = 0) -> tuple[list[list[str]], list]:
     """A seeded sample of at most `limit` sentences: (word lists, labels). Token tasks give one label list per
-    sentence; sentiment gives one int per review."""
+    sentence; sentiment gives one int per review. The sample is kept in memory: drawing it walks every People's Daily
+    sentence (~2 s), which the live mix would otherwise pay on every run before its features are even looked up."""
+    _check_task(task)
+    src = "reviews" if task == "sentiment" else "pd"
+    k = (src, split, limit, seed)
+    if k not in _SAMPLES:
+        _SAMPLES[k] = _draw(src, split, limit, seed)
+    sample = _SAMPLES[k]
+    if task == "sentiment":
+        return [list(w) for w, _ in sample], [y for _, y in sample]
+    if task == "pos":
+        return [list(w) for w, _ in sample], [list(t) for _, t in sample]
+    return [list(w) for w, _ in sample], [[NER_MAP.get(x, "O") for x in t] for _, t in sample]
+
+
+def _draw(src: str, split: str, limit: int, seed: int) -> list[tuple[list[str], object]]:
+    """[(words, review label or PKU tags)] of a seeded sample of `src` ("reviews" or "pd")."""
     from .. import corpus
 
-    _check_task(task)
-    rng = random.Random(f"{task}-{split}-{seed}")
-    if task == "sentiment":
+    if src == "reviews":
         pars = [p for p in corpus.load("reviews", split) if p.words]
-        pars = rng.sample(pars, min(limit, len(pars)))
-        return [p.words[:MAX_LEN] for p in pars], [int(p.label) for p in pars]
+        pars = random.Random(f"sentiment-{split}-{seed}").sample(pars, min(limit, len(pars)))
+        return [(p.words[:MAX_LEN], int(p.label)) for p in pars]
     sents = []
     for p in corpus.load("pd", split):
         for a, b in p.sentences():
             if b - a >= 3:
                 sents.append((p.words[a:b][:MAX_LEN], p.tags[a:b][:MAX_LEN]))
-    sents = random.Random(f"pd-{split}-{seed}").sample(sents, min(limit, len(sents)))
-    if task == "pos":
-        return [w for w, _ in sents], [t for _, t in sents]
-    return [w for w, _ in sents], [[NER_MAP.get(x, "O") for x in t] for _, t in sents]
+    return random.Random(f"pd-{split}-{seed}").sample(sents, min(limit, len(sents)))
 
 
 def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32,
@@ -95,13 +109,29 @@ def task_features(encoder, task: str, split: str, limit: int, seed: int = 0, cal
     (POS and NER share the People's Daily sentences). callback(done, total) per batch while extracting."""
     words, labels = task_sentences(task, split, limit, seed)
     src = "reviews" if task == "sentiment" else "pd"
-    where = getattr(encoder, "path", None)  # a loaded checkpoint is keyed by its folder, so POS and NER runs share
-    key = (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
+    key = _features_key(encoder, task, split, limit, seed)
     if key not in _FEATURES:
         t0 = time.time()
         _FEATURES[key] = _disk_features(encoder, words, src, callback=callback)
         log.info("features %s %s/%s: %d sentences in %.1fs", encoder.name, src, split, len(words), time.time() - t0)
     return {"words": words, "labels": labels, "feats": _FEATURES[key], "layer_names": list(encoder.layer_names)}
+
+
+def _features_key(encoder, task: str, split: str, limit: int, seed: int) -> tuple:
+    where = getattr(encoder, "path", None)  # a loaded checkpoint is keyed by its folder, so POS and NER runs share
+    src = "reviews" if task == "sentiment" else "pd"
+    return (str(where) if where else id(encoder), getattr(encoder, "name", ""), src, split, limit, seed)
+
+
+FEATURES_S = 45.0  # about what extracting a live mix's features takes (shipped ELMo, 400 sentences, one CPU thread)
+
+
+def mix_expected_s(encoder, task: str, max_seconds: float, n_train: int = 200, n_test: int = 200, seed: int = 0) -> float:
+    """A guess of a live mix run's length for the job queue's wait estimates before one has finished: its training
+    budget `max_seconds` (an upper bound: the epochs often end sooner), plus FEATURES_S when the task's features are
+    not in memory yet (the server's warm-up reads them from disk; otherwise the first run extracts them)."""
+    ready = all(_features_key(encoder, task, split, n, seed) in _FEATURES for split, n in (("train", n_train), ("test", n_test)))
+    return float(max_seconds) + (0.0 if ready else FEATURES_S)
 
 
 def _disk_features(encoder, words: list[list[str]], src: str, callback=None) -> list[np.ndarray]:
@@ -191,7 +221,8 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_
             "gamma": float(m.mix.gamma.detach()), "expected_layer": m.mix.expected_layer(),
             "score": score(task, pred, gold, [str(c) for c in classes]), "history": hist, "l2": l2,
             "layer_names": tr["layer_names"], "n_train": len(xtr), "n_test": int(keep.sum()),
-            "seconds": round(time.time() - t0, 1)}
+            "seconds": round(time.time() - t0, 1), "feature_seconds": round(t_train - t0, 2),
+            "train_seconds": round(time.time() - t_train, 2)}
 
 
 def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 200, n_test: int = 200,

@@ -67,6 +67,13 @@ def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.0
     return fig
 
 
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """go.Figure of plain-dict traces and layout, without Plotly's per-property validation: validating costs 5-80 ms a
+    figure, most of a page's first run with new sentences (every figure is new), and the dicts are fixed here.
+    tests/test_viz_explorer.py checks that each builder's output passes validation (go.Figure(fig.to_dict()))."""
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
 def _colour_map(values) -> dict:
     cats = []
     for v in values:
@@ -111,7 +118,7 @@ def type_token_map(coords, hover: list[str], labels=None, type_hover: str = "", 
     if len(T) and np.allclose(T, P[0], atol=1e-9 * (1 + float(np.abs(P).max()))):
         layout["annotations"] = [dict(x=P[0, 0], y=P[0, 1], text=f"×{len(T)}", showarrow=True, arrowhead=0, ax=28,
                                       ay=-22, font=dict(size=13))]  # every token sits on the type point (word2vec)
-    return go.Figure(data=data, layout=layout)
+    return _figure(data, layout)
 
 
 def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, title: str = "",
@@ -129,7 +136,7 @@ def similarity_heatmap(S, names: list[str], hover: list[str] | None = None, titl
     axis = [f"{i + 1} {escape(short_label(lab, 4))}" if lab else f"{i + 1}" for i, lab in enumerate(labels)]
     lo = float(np.nanmin(S)) if n else 0.0
     show = n <= 8  # numbers in the cells only while they fit
-    return go.Figure(data=[dict(
+    return _figure(data=[dict(
         type="heatmap", z=S, x=axis, y=axis, customdata=custom, zmin=min(lo, 0.99) if zmin is None else zmin, zmax=1.0,
         colorscale="Viridis", hovertemplate="%{customdata}<br>cos = %{z:.3f}<extra></extra>",
         text=np.round(S, 2) if show else None, texttemplate="%{text}" if show else None,
@@ -143,19 +150,19 @@ def layer_accuracy_chart(results: dict[str, tuple[list[str], list[float]]], chan
                          height: int = 340, chance_fmt: str = "majority {p:.2f}") -> go.Figure:
     """Leave-one-out sense accuracy per layer: {model: (layer names, accuracies)}; one line per model; the majority
     line labelled `chance_fmt` (with p)."""
-    fig = go.Figure()
-    for i, (model, (names, accs)) in enumerate(results.items()):
-        fig.add_trace(go.Scatter(x=list(range(len(accs))), y=list(accs), mode="lines+markers", name=escape(model),
-                                 text=[escape(n) for n in names], line=dict(color=model_colour(model, i)),
-                                 marker=dict(size=max(8, 14 - 2 * i), color=model_colour(model, i),
-                                             symbol=MODEL_SYMBOLS.get(model, "circle")),
-                                 hovertemplate=escape(model) + " · %{text}<br>%{y:.2f}<extra></extra>"))
-    if chance is not None:
-        fig.add_hline(y=chance, line=dict(dash="dot", color="grey"), annotation_text=escape(chance_fmt.format(p=chance)),
-                      annotation_position="bottom right")
-    fig.update_yaxes(range=[0, 1.05], title=y_title)
-    fig.update_xaxes(title=x_title, dtick=1)
-    return _base_layout(fig, title, height, legend_y=-0.3)
+    data = [dict(type="scatter", x=list(range(len(accs))), y=list(accs), mode="lines+markers", name=escape(model),
+                 text=[escape(n) for n in names], line=dict(color=model_colour(model, i)),
+                 marker=dict(size=max(8, 14 - 2 * i), color=model_colour(model, i), symbol=MODEL_SYMBOLS.get(model, "circle")),
+                 hovertemplate=escape(model) + " · %{text}<br>%{y:.2f}<extra></extra>")
+            for i, (model, (names, accs)) in enumerate(results.items())]
+    layout = dict(yaxis=dict(range=[0, 1.05], title=dict(text=y_title)), xaxis=dict(title=dict(text=x_title), dtick=1),
+                  **_layout(title, height, legend_y=-0.3))
+    if chance is not None:  # what fig.add_hline(y=chance, annotation_position="bottom right") writes
+        layout["shapes"] = [dict(type="line", x0=0, x1=1, xref="x domain", y0=chance, y1=chance, yref="y",
+                                 line=dict(dash="dot", color="grey"))]
+        layout["annotations"] = [dict(text=escape(chance_fmt.format(p=chance)), showarrow=False, x=1, xanchor="right",
+                                      xref="x domain", y=chance, yanchor="top", yref="y")]
+    return _figure(data, layout)
 
 
 def self_similarity_chart(results: dict[str, tuple[list[str], list[float], list[float]]], title: str = "",
@@ -217,11 +224,9 @@ def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B
     here), `margin`, `cos_ab`, `cos_ac` and `rank` (held-out pair ranking, or None)), a lollipop of the margin from
     a zero line (filled: the same-sense pair is closer) and, beside it on the same rows, the pair-ranking bar with
     the chance line. One x axis per panel for all models, so rows compare directly."""
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.62, 0.38], horizontal_spacing=0.03)
     ys = [f"{escape(r['model'])} · {escape(r['label'])}" for r in rows]
     models = list(dict.fromkeys(r["model"] for r in rows))
+    data = []
     for i, m in enumerate(models):
         idx = [k for k, r in enumerate(rows) if r["model"] == m]
         col = model_colour(m, i)
@@ -229,29 +234,34 @@ def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B
         for k in idx:
             lx += [0, rows[k]["margin"], None]
             ly += [ys[k], ys[k], None]
-        fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color=col, width=2), hoverinfo="skip",
-                                 showlegend=False), 1, 1)
-        fig.add_trace(go.Scatter(
-            x=[rows[k]["margin"] for k in idx], y=[ys[k] for k in idx], mode="markers+text", name=escape(m),
-            marker=dict(size=12, color=[col if rows[k]["margin"] > 1e-9 else "white" for k in idx],
-                        line=dict(color=col, width=2), symbol=MODEL_SYMBOLS.get(m, "circle")),
+        data.append(dict(type="scatter", x=lx, y=ly, mode="lines", line=dict(color=col, width=2), hoverinfo="skip",
+                         showlegend=False, xaxis="x", yaxis="y"))
+        data.append(dict(
+            type="scatter", x=[rows[k]["margin"] for k in idx], y=[ys[k] for k in idx], mode="markers+text",
+            name=escape(m), marker=dict(size=12, color=[col if rows[k]["margin"] > 1e-9 else "white" for k in idx],
+                                        line=dict(color=col, width=2), symbol=MODEL_SYMBOLS.get(m, "circle")),
             text=[f"{rows[k]['margin']:+.3f}" for k in idx], textfont=dict(size=11),
             textposition=["middle right" if rows[k]["margin"] >= 0 else "middle left" for k in idx],
             customdata=[[rows[k]["cos_ab"], rows[k]["cos_ac"]] for k in idx], showlegend=False,
             hovertemplate="%{y}<br>cos(A,B) = %{customdata[0]:.4f}<br>cos(A,C) = %{customdata[1]:.4f}"
-                          "<br>" + escape(margin_title) + " = %{x:+.4f}<extra></extra>"), 1, 1)
+                          "<br>" + escape(margin_title) + " = %{x:+.4f}<extra></extra>", xaxis="x", yaxis="y"))
         ranked = [k for k in idx if rows[k].get("rank") is not None]
-        fig.add_trace(go.Bar(x=[rows[k]["rank"] for k in ranked], y=[ys[k] for k in ranked], orientation="h",
-                             marker_color=col, opacity=0.75, showlegend=False, name=escape(m),
-                             text=[f"{rows[k]['rank']:.2f}" for k in ranked], textposition="outside",
-                             hovertemplate="%{y}<br>%{x:.3f}<extra></extra>"), 1, 2)
+        data.append(dict(type="bar", x=[rows[k]["rank"] for k in ranked], y=[ys[k] for k in ranked], orientation="h",
+                         marker=dict(color=col), opacity=0.75, showlegend=False, name=escape(m),
+                         text=[f"{rows[k]['rank']:.2f}" for k in ranked], textposition="outside",
+                         hovertemplate="%{y}<br>%{x:.3f}<extra></extra>", xaxis="x2", yaxis="y2"))
     span = max([abs(r["margin"]) for r in rows] + [0.1]) * 1.35  # at least ±0.135: a margin of 0.01 looks small
-    fig.add_vline(x=0, line=dict(color="#444", width=1), row=1, col=1)
-    fig.add_vline(x=0.5, line=dict(color="grey", dash="dot"), row=1, col=2)
-    fig.add_annotation(x=0.5, y=1.0, yref="paper", xref="x2", text=escape(chance_text), showarrow=False,
-                       yanchor="bottom", font=dict(size=11, color="grey"))
-    fig.update_xaxes(range=[-span, span], title=margin_title, zeroline=False, row=1, col=1)
-    fig.update_xaxes(range=[0, 1.12], title=rank_title, row=1, col=2)
-    fig.update_yaxes(categoryorder="array", categoryarray=ys[::-1], type="category", tickfont=dict(size=11))
-    fig.update_layout(bargap=0.35)
-    return _base_layout(fig, title, height or 90 + 26 * len(rows))
+    cats = dict(tickfont=dict(size=11), categoryorder="array", categoryarray=ys[::-1], type="category")
+    # the layout make_subplots(1, 2, shared_yaxes=True, column_widths=[0.62, 0.38], horizontal_spacing=0.03) writes
+    layout = dict(
+        xaxis=dict(anchor="y", domain=[0.0, 0.97 * 0.62], range=[-span, span], title=dict(text=margin_title), zeroline=False),
+        yaxis=dict(anchor="x", domain=[0.0, 1.0], **cats),
+        xaxis2=dict(anchor="y2", domain=[0.97 * 0.62 + 0.03, 1.0], range=[0, 1.12], title=dict(text=rank_title)),
+        yaxis2=dict(anchor="x2", domain=[0.0, 1.0], matches="y", showticklabels=False, **cats),
+        shapes=[dict(type="line", x0=0, x1=0, xref="x", y0=0, y1=1, yref="y domain", line=dict(color="#444", width=1)),
+                dict(type="line", x0=0.5, x1=0.5, xref="x2", y0=0, y1=1, yref="y2 domain",
+                     line=dict(color="grey", dash="dot"))],
+        annotations=[dict(x=0.5, y=1.0, yref="paper", xref="x2", text=escape(chance_text), showarrow=False,
+                          yanchor="bottom", font=dict(size=11, color="grey"))],
+        bargap=0.35, **_layout(title, height or 90 + 26 * len(rows)))
+    return _figure(data, layout)
