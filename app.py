@@ -48,11 +48,7 @@ def home() -> None:
 
 def navigation() -> None:
     """The sidebar's page list in the session's language; the selected page runs, its tab titled "<name> · ctxlab"."""
-    root = Path(__file__).parent
-    pages = [st.Page(home, title=msg("pages.Home.label"), icon="🍎", default=True)]
-    for f in sorted(root.glob("pages/*.py")):
-        pages.append(st.Page(str(f.relative_to(root)), title=widgets.page_label(f.stem), url_path=f.stem.split("_", 1)[1]))
-    page = st.navigation(pages)
+    page = st.navigation(widgets.app_pages(home))
     st.session_state[widgets.TAB_TITLE] = "ctxlab" if page.url_path == "" else f"{page.title} · ctxlab"
     try:
         page.run()

@@ -208,18 +208,27 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def cmd_fill_mask(args) -> int:
+def _load_model(name: str, method: str, needs: str):
+    """(the encoder `name`, None) when it loads and has `method`; else (None, the exit status) after the message,
+    which says a broken or missing checkpoint, or `needs` (the model kind the command takes)."""
     from . import checkpoint
     from .encoder import load
 
+    try:
+        enc = load(name)
+    except checkpoint.CheckpointError as e:
+        return None, _fail(str(e))
+    if not hasattr(enc, method):
+        return None, _fail(f"model '{name}' is a {enc.kind} model; {needs}")
+    return enc, None
+
+
+def cmd_fill_mask(args) -> int:
     if args.topk < 1:
         return _fail(f"--topk must be at least 1, got {args.topk}")
-    try:
-        enc = load(args.model)
-    except checkpoint.CheckpointError as e:
-        return _fail(str(e))
-    if not hasattr(enc, "fill_mask"):
-        return _fail(f"model '{args.model}' is a {enc.kind} model; fill-mask needs a BERT model")
+    enc, status = _load_model(args.model, "fill_mask", "fill-mask needs a BERT model")
+    if enc is None:
+        return status
     if "[MASK]" not in args.text:
         return _fail("the text has no [MASK]; write e.g. 今天天气很[MASK]")
     try:
@@ -231,21 +240,15 @@ def cmd_fill_mask(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from . import checkpoint
-    from .encoder import load
-
     if not args.prompt.strip():
         return _fail("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
     if not args.temperature > 0:
         return _fail(f"--temperature must be > 0, got {args.temperature}")
     if args.top_k < 1 or args.max_new < 1:
         return _fail("--top-k and --max-new must be at least 1")
-    try:
-        enc = load(args.model)
-    except checkpoint.CheckpointError as e:
-        return _fail(str(e))
-    if not hasattr(enc, "generate"):
-        return _fail(f"model '{args.model}' is a {enc.kind} model; generate needs a GPT model (python -m ctxlib train gpt)")
+    enc, status = _load_model(args.model, "generate", "generate needs a GPT model (python -m ctxlib train gpt)")
+    if enc is None:
+        return status
     try:
         out = enc.generate(args.prompt, max_new=args.max_new, temperature=args.temperature, top_k=args.top_k, seed=args.seed)
     except ValueError as e:

@@ -41,20 +41,3 @@ def test_the_browser_checks_allowlist():
     assert english_words("keyboard_arrow_down 训练记录来自 checkpoints/<模型>/config.json") == []
     assert english_words("previous char · broad") == ["previous", "broad"]  # "char" alone is allowed (char-CNN)
 
-
-def test_a_page_opened_first_leaves_the_pages_directory_mode(monkeypatch):
-    """A fresh server whose first visit opens /GPT_writing ran the page the pages-directory way: English file-name
-    labels in the sidebar and tab for every session after (seen in a browser in zh mode). page_header switches that
-    mode off and reruns, so app.py's translated st.navigation takes over."""
-    import streamlit as st
-    from streamlit.runtime.pages_manager import PagesManager
-
-    from ctxlib.app import widgets
-
-    reruns = []
-    monkeypatch.setattr(PagesManager, "uses_pages_directory", True)
-    monkeypatch.setattr(st, "rerun", lambda: reruns.append(1))
-    widgets._leave_pages_directory_mode()
-    assert PagesManager.uses_pages_directory is False and reruns == [1]
-    widgets._leave_pages_directory_mode()
-    assert reruns == [1]  # once off, no more reruns

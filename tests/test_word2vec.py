@@ -222,36 +222,32 @@ def _reference_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared
             return None  # gensim skips the update
         return float(exp_table[int((f + 6) * (len(exp_table) / 12))])
 
+    def example(h, center, negs):
+        """h predicts center against negs (one equal to the center is skipped); updates w_out, returns h's error."""
+        neu1e = np.zeros(w_in.shape[1])
+        for t, label in [(center, 1.0)] + [(t, 0.0) for t in negs if t != center]:
+            s = sigmoid(h @ w_out[t])
+            if s is None:
+                continue
+            g = (label - s) * lr
+            neu1e += g * w_out[t]
+            w_out[t] += g * h
+        return neu1e
+
     for p in range(lo, hi):
         state = _lcg(state)
         e = window - state % window
         ctx = [j for j in range(max(p - e, 0), min(p + e + 1, len(ids))) if j != p and sid[j] == sid[p]]
         if not sg or shared:
             negs = [draw() for _ in range(negative)]
-        targets = lambda: [(ids[p], 1.0)] + [(t, 0.0) for t in negs if t != ids[p]]  # noqa: E731
         if sg:
             for j in ctx:
                 if not shared:
                     negs = [draw() for _ in range(negative)]
-                h, neu1e = w_in[ids[j]].copy(), np.zeros(w_in.shape[1])
-                for t, label in targets():
-                    s = sigmoid(h @ w_out[t])
-                    if s is None:
-                        continue
-                    g = (label - s) * lr
-                    neu1e += g * w_out[t]
-                    w_out[t] += g * h
-                w_in[ids[j]] += neu1e
+                w_in[ids[j]] += example(w_in[ids[j]].copy(), ids[p], negs)
                 pairs += 1
         elif ctx:
-            h, neu1e = w_in[ids[ctx]].mean(0), np.zeros(w_in.shape[1])
-            for t, label in targets():
-                s = sigmoid(h @ w_out[t])
-                if s is None:
-                    continue
-                g = (label - s) * lr
-                neu1e += g * w_out[t]
-                w_out[t] += g * h
+            neu1e = example(w_in[ids[ctx]].mean(0), ids[p], negs)
             for j in ctx:
                 w_in[ids[j]] += neu1e
             pairs += len(ctx)

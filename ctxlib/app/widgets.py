@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
+from pathlib import Path
 
 import streamlit as st
 
@@ -19,17 +21,43 @@ from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing",
          "Results", "BERT_finetuning", "Training")
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
+APP_SCRIPT = Path(__file__).resolve().parents[2] / "app.py"  # the entrypoint, whose st.navigation lists the pages
+_LEFT_FILE_NAVIGATION = "ctxlab_left_file_navigation"  # session key: the rerun out of the pages-directory mode is done
+
+
+def app_pages(home) -> list:
+    """app.py's page list for st.navigation: `home` (a function) as the default page, then pages/ in file order, each
+    named in the session's language and kept at the URL path Streamlit gave it from its file name (/Type_vs_token, ...),
+    so old links work."""
+    # url_path: the page's key whatever function `home` is (as the default page its URL is /)
+    pages = [st.Page(home, title=msg("pages.Home.label"), icon="🍎", default=True, url_path="home")]
+    for f in sorted((APP_SCRIPT.parent / "pages").glob("*.py")):
+        pages.append(st.Page(f"pages/{f.name}", title=page_label(f.stem), url_path=f.stem.split("_", 1)[1]))
+    return pages
+
+
+def _not_run() -> None:
+    """Home's stand-in in `_leave_pages_directory_mode`'s page list: that list only resolves the page, nothing runs."""
 
 
 def _leave_pages_directory_mode() -> None:
-    """When a fresh server's first visit opens a page of pages/ directly, Streamlit runs it the pages-directory way
-    (file names as sidebar labels, in English; app.py and its st.navigation never run) and keeps doing so for every
-    session until app.py runs once. Switch that mode off here and rerun, so app.py's navigation takes over."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    """On a fresh server, a session whose first visit opens a page URL can run the pages-directory way (pages/ file
+    names as sidebar labels, the home page as "app", in English; app.py and its st.navigation never run). Streamlit
+    picks that way per run from a process-wide switch that the first st.navigation call turns off, so sessions opened
+    at the same moment can start that way and find the switch already off by another session's app.py run: checking
+    the switch (the old fix) missed them. This checks the session instead: app.py sets TAB_TITLE on every run of its
+    navigation, so a page that runs under an app.py server without it is under the pages-directory navigation. Then
+    st.navigation with app.py's pages (public: calling it is what turns the pages directory off; the same URL paths
+    keep this page the current one) and a rerun, which goes through app.py. A page run on its own (AppTest.from_file
+    on the page) is its own entrypoint and is left alone; at most one such rerun a session."""
+    if TAB_TITLE in st.session_state or st.session_state.get(_LEFT_FILE_NAVIGATION):
+        return
+    entrypoint = getattr(sys.modules.get("__main__"), "__file__", None)
+    if entrypoint is None or Path(entrypoint).resolve() != APP_SCRIPT:
+        return
+    st.session_state[_LEFT_FILE_NAVIGATION] = True
+    st.navigation(app_pages(_not_run), position="hidden")
+    st.rerun()
 
 
 def page_header(page_title: str, title_id: str, icon: str | None = None) -> None:

@@ -61,15 +61,49 @@ def _cache_outside_checkpoints() -> None:
         numba.config.CACHE_DIR = ""
 
 
-def _njit(fn):
-    """numba.njit(nogil, fastmath, cache); without caching where no cache location is writable."""
+def _njit(fn, **kw):
+    """numba.njit(nogil, fastmath, cache, **kw); without caching where no cache location is writable."""
     import numba
 
     try:
-        return numba.njit(nogil=True, fastmath=True, cache=True)(fn)
+        return numba.njit(nogil=True, fastmath=True, cache=True, **kw)(fn)
     except RuntimeError as e:  # numba: "cannot cache function ...: no locator available"
         log.warning("numba cannot cache the word2vec kernel (%s); it will compile in every process", e)
-        return numba.njit(nogil=True, fastmath=True, cache=False)(fn)
+        return numba.njit(nogil=True, fastmath=True, cache=False, **kw)(fn)
+
+
+def _example(h, row, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr, with_loss, loss):
+    """One example of negative sampling, the update skip-gram and CBOW share: the input vector h[row] (D,) predicts
+    `center` against `negs` (a negative equal to the center is skipped). w_out's rows are updated at once; h's
+    error is added to neu1e, for the caller to apply to the input vectors. Returns `loss` plus the example's loss
+    when with_loss."""
+    dim = h.shape[1]
+    for k in range(negative + 1):
+        if k == 0:
+            t = center
+            label = 1.0
+        else:
+            t = negs[k - 1]
+            if t == center:
+                continue
+            label = 0.0
+        f = np.float32(0.0)
+        for d in range(dim):
+            f += h[row, d] * w_out[t, d]
+        if use_table:
+            if f <= -MAX_EXP or f >= MAX_EXP:
+                continue
+            sig = exp_table[int((f + MAX_EXP) * scale)]
+        else:
+            sig = 1.0 / (1.0 + math.exp(-f))
+        g = np.float32((label - sig) * lr)
+        for d in range(dim):
+            neu1e[d] += g * w_out[t, d]
+            w_out[t, d] += g * h[row, d]
+        if with_loss:
+            x = -f if label > 0 else f  # -log sigmoid(+-f) = softplus(x), computed stably
+            loss += max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+    return loss
 
 
 def _train_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, table, lr, use_table, exp_table,
@@ -113,31 +147,8 @@ def _train_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, ta
                         negs[k] = table[np.int64((state >> np.uint64(16)) % n_table)]
                 for d in range(dim):
                     neu1e[d] = 0.0
-                for k in range(negative + 1):
-                    if k == 0:
-                        t = center
-                        label = 1.0
-                    else:
-                        t = negs[k - 1]
-                        if t == center:
-                            continue
-                        label = 0.0
-                    f = np.float32(0.0)
-                    for d in range(dim):
-                        f += w_in[ctx, d] * w_out[t, d]
-                    if use_table:
-                        if f <= -MAX_EXP or f >= MAX_EXP:
-                            continue
-                        sig = exp_table[int((f + MAX_EXP) * scale)]
-                    else:
-                        sig = 1.0 / (1.0 + math.exp(-f))
-                    g = np.float32((label - sig) * lr)
-                    for d in range(dim):
-                        neu1e[d] += g * w_out[t, d]
-                        w_out[t, d] += g * w_in[ctx, d]
-                    if with_loss:
-                        x = -f if label > 0 else f  # -log sigmoid(+-f) = softplus(x), computed stably
-                        loss += max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+                loss = _example(w_in, ctx, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr,
+                                with_loss, loss)
                 for d in range(dim):
                     w_in[ctx, d] += neu1e[d]
                 pairs += 1
@@ -160,31 +171,8 @@ def _train_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, ta
             inv = np.float32(1.0 / cw)
             for d in range(dim):
                 neu1[d] *= inv
-            for k in range(negative + 1):
-                if k == 0:
-                    t = center
-                    label = 1.0
-                else:
-                    t = negs[k - 1]
-                    if t == center:
-                        continue
-                    label = 0.0
-                f = np.float32(0.0)
-                for d in range(dim):
-                    f += neu1[d] * w_out[t, d]
-                if use_table:
-                    if f <= -MAX_EXP or f >= MAX_EXP:
-                        continue
-                    sig = exp_table[int((f + MAX_EXP) * scale)]
-                else:
-                    sig = 1.0 / (1.0 + math.exp(-f))
-                g = np.float32((label - sig) * lr)
-                for d in range(dim):
-                    neu1e[d] += g * w_out[t, d]
-                    w_out[t, d] += g * neu1[d]
-                if with_loss:
-                    x = -f if label > 0 else f
-                    loss += max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+            loss = _example(work, 0, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr,
+                            with_loss, loss)  # work[0] is neu1
             for j in range(a, b):
                 if j == p or sid[j] != s:
                     continue
@@ -203,9 +191,10 @@ _kernel = None
 
 def kernel():
     """The compiled `_train_chunk` (compiled or loaded from the disk cache on first use)."""
-    global _kernel
+    global _kernel, _example
     if _kernel is None:
         _cache_outside_checkpoints()
+        _example = _njit(_example, inline="always")  # compiled first: numba resolves the kernel's call to it when compiling the kernel
         _kernel = _njit(_train_chunk)
     return _kernel
 

@@ -28,6 +28,7 @@ import os
 import threading
 import time
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -94,69 +95,61 @@ class _State:
         self.stop = False
 
 
-def _worker(model: _SGNS, ids, sid, chunks, state: _State, rng, table, total: int, raw_per_kept: float, deadline: float,
-            report: Callable[[], None] | None):
-    """Train on chunks (lo, hi) of kept positions taken from the shared iterator `chunks`."""
+def _torch_chunk(model: _SGNS, ids, sid, rng, table, lo: int, hi: int, lr: float):
+    """The batched torch updates on kept positions lo..hi; returns (loss sum, examples in it, SGD steps, pairs)."""
     import torch
 
     cfg, dev = model.cfg, model.device
     # a small vocabulary gets smaller batches: many summed updates to one row in a step would diverge
     K, B = cfg.negative, min(cfg.batch_size, max(16, len(model.w_in) // 4))
+    loss_sum, loss_n, steps, pairs = 0.0, 0, 0, 0
+    for center, ctx, valid in _windows(ids, sid, lo, hi, cfg.window, rng):
+        if cfg.sg and not cfg.shared_negatives:  # gensim's exact sampling: K fresh negatives per pair
+            ctr = np.broadcast_to(center[:, None], ctx.shape)[valid]
+            cx = ctx[valid]
+            nb = B * (cfg.window + 1)  # as many pairs as B windows hold on average
+            for a in range(0, len(cx), nb):
+                neg = table[rng.integers(0, len(table), (len(cx[a:a + nb]), K))]
+                t = [torch.from_numpy(x).to(dev) for x in (ctr[a:a + nb], cx[a:a + nb], neg)]
+                loss_sum += model.step_pairs(*t, lr)
+                loss_n += len(t[0])
+                steps += 1
+            pairs += len(cx)
+            continue
+        neg = table[rng.integers(0, len(table), (len(center), K))]  # (m, K): K negatives per window
+        arrays = [torch.from_numpy(x).to(dev) for x in (center, ctx, valid, neg)]  # sliced below without copies
+        for a in range(0, len(center), B):
+            t = [x[a:a + B] for x in arrays]
+            with_loss = steps % LOSS_EVERY == 0  # the loss is only monitored: a sample of steps is enough
+            loss_sum += model.step_windows(*t, lr, with_loss)
+            if with_loss:
+                loss_n += int(t[2].sum()) if cfg.sg else len(t[0])
+            steps += 1
+        pairs += int(valid.sum())
+    return loss_sum, loss_n, steps, pairs
+
+
+def _numba_chunk(model: _SGNS, ids, sid, nw: sgns_numba.Worker, table, exp_table, lo: int, hi: int, lr: float):
+    """The numba kernel on kept positions lo..hi (one chunk = one step); returns (loss sum, examples in it, 1, pairs)."""
+    w_in, w_out = model.w_in.numpy(), model.w_out.numpy()  # views: the kernel updates the tables in place
+    loss_sum, loss_n, pairs = nw.run(w_in, w_out, ids, sid, lo, hi, model.cfg, table, lr, exp_table, LOSS_EVERY)
+    return loss_sum, loss_n, 1, pairs
+
+
+def _worker(cfg: Word2VecConfig, chunks, state: _State, train: Callable, total: int, raw_per_kept: float,
+            deadline: float, report: Callable[[], None] | None):
+    """Train on chunks (lo, hi) of kept positions taken from the shared iterator `chunks` until none is left or the
+    time is up: train(lo, hi, lr) -> (loss sum, examples in it, steps, pairs) is `_torch_chunk` or `_numba_chunk`."""
     while not state.stop:
         with state.lock:
             lo, hi = next(chunks, (None, None))
         if lo is None:
             return
         lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * state.done / total)  # linear decay by words done
-        loss_sum, loss_n, steps, pairs = 0.0, 0, 0, 0
-        for center, ctx, valid in _windows(ids, sid, lo, hi, cfg.window, rng):
-            if cfg.sg and not cfg.shared_negatives:  # gensim's exact sampling: K fresh negatives per pair
-                ctr = np.broadcast_to(center[:, None], ctx.shape)[valid]
-                cx = ctx[valid]
-                nb = B * (cfg.window + 1)  # as many pairs as B windows hold on average
-                for a in range(0, len(cx), nb):
-                    neg = table[rng.integers(0, len(table), (len(cx[a:a + nb]), K))]
-                    t = [torch.from_numpy(x).to(dev) for x in (ctr[a:a + nb], cx[a:a + nb], neg)]
-                    loss_sum += model.step_pairs(*t, lr)
-                    loss_n += len(t[0])
-                    steps += 1
-                pairs += len(cx)
-                continue
-            neg = table[rng.integers(0, len(table), (len(center), K))]  # (m, K): K negatives per window
-            arrays = [torch.from_numpy(x).to(dev) for x in (center, ctx, valid, neg)]  # sliced below without copies
-            for a in range(0, len(center), B):
-                t = [x[a:a + B] for x in arrays]
-                with_loss = steps % LOSS_EVERY == 0  # the loss is only monitored: a sample of steps is enough
-                loss_sum += model.step_windows(*t, lr, with_loss)
-                if with_loss:
-                    loss_n += int(t[2].sum()) if cfg.sg else len(t[0])
-                steps += 1
-            pairs += int(valid.sum())
+        loss_sum, loss_n, steps, pairs = train(lo, hi, lr)
         with state.lock:
             state.done += round((hi - lo) * raw_per_kept)
             state.steps, state.pairs, state.lr = state.steps + steps, state.pairs + pairs, lr
-            state.loss_sum, state.loss_n = state.loss_sum + loss_sum, state.loss_n + loss_n
-            if deadline and time.perf_counter() > deadline:
-                state.stop = True
-        if report is not None:
-            report()
-
-
-def _worker_numba(model: _SGNS, ids, sid, chunks, state: _State, nw: sgns_numba.Worker, table, exp_table, total: int,
-                  raw_per_kept: float, deadline: float, report: Callable[[], None] | None):
-    """The numba kernel on chunks (lo, hi) of kept positions taken from the shared iterator `chunks` (one chunk = one step)."""
-    cfg = model.cfg
-    w_in, w_out = model.w_in.numpy(), model.w_out.numpy()  # views: the kernel updates the tables in place
-    while not state.stop:
-        with state.lock:
-            lo, hi = next(chunks, (None, None))
-        if lo is None:
-            return
-        lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * state.done / total)  # linear decay by words done
-        loss_sum, loss_n, pairs = nw.run(w_in, w_out, ids, sid, lo, hi, cfg, table, lr, exp_table, LOSS_EVERY)
-        with state.lock:
-            state.done += round((hi - lo) * raw_per_kept)
-            state.steps, state.pairs, state.lr = state.steps + 1, state.pairs + pairs, lr
             state.loss_sum, state.loss_n = state.loss_sum + loss_sum, state.loss_n + loss_n
             if deadline and time.perf_counter() > deadline:
                 state.stop = True
@@ -254,16 +247,16 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             raw_per_kept = raw_words / max(len(ids), 1)
             chunks = iter([(lo, min(lo + chunk, len(ids))) for lo in range(0, len(ids), chunk)])
             state.loss_sum, state.loss_n = 0.0, 0
-            args = (model, ids, sid, chunks, state)
             if backend == "numba":
-                target, per_worker, extra = _worker_numba, nws, (table, exp_table)
+                trainers = [partial(_numba_chunk, model, ids, sid, nw, table, exp_table) for nw in nws]
             else:
-                target, per_worker, extra = _worker, rngs, (table,)
+                trainers = [partial(_torch_chunk, model, ids, sid, r, table) for r in rngs]
+            args = (cfg, chunks, state)
             if workers == 1:
-                target(*args, per_worker[0], *extra, total, raw_per_kept, deadline, report)
+                _worker(*args, trainers[0], total, raw_per_kept, deadline, report)
             else:
-                ts = [threading.Thread(target=target, args=(*args, r, *extra, total, raw_per_kept, deadline, None), daemon=True)
-                      for r in per_worker]
+                ts = [threading.Thread(target=_worker, args=(*args, t, total, raw_per_kept, deadline, None), daemon=True)
+                      for t in trainers]
                 for t in ts:
                     t.start()
                 while alive := [t for t in ts if t.is_alive()]:
