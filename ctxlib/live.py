@@ -416,7 +416,7 @@ def clean_stale(root: str | Path | None = None, max_age_h: float | None = None, 
                 continue
             shutil.rmtree(d)
             removed.append(d)
-            log.info("removed the stale live-training folder %s (owner %s gone)", d, owner.get("pid") if isinstance(owner, dict) else None)
+            log.info("removed the stale live-training folder %s (its process is gone)", d)
         except OSError as e:  # another process removing it at the same time, a permission: leave it
             log.warning("could not remove the stale live-training folder %s: %s", d, e)
     return removed
@@ -426,7 +426,8 @@ _LAST_CLEAN: dict[str, float] = {}
 
 
 def clean_stale_now_and_then(root: str | Path | None = None) -> None:
-    """`clean_stale` at most every CLEAN_EVERY_S seconds per folder and process (a new session calls it); never raises."""
+    """`clean_stale` at most every CLEAN_EVERY_S seconds per folder and process (a new session calls it); never
+    raises."""
     key = str(root)
     if time.time() - _LAST_CLEAN.get(key, 0.0) < CLEAN_EVERY_S:
         return

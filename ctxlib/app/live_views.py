@@ -115,7 +115,8 @@ def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
     fig = vt.shares_figure(rp.steps, {m: d["shares"] for m, d in hf.items()}, rp.steps[-1], names, labels)
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
     p, n = hf["prev"], hf.get("next")
-    nums = dict(pl=p["layer"], ph=p["head"], p0=f"{p['shares'][0]:.2f}", p1=f"{p['shares'][-1]:.2f}", step=f"{rp.steps[-1]:,}")
+    nums = dict(pl=p["layer"], ph=p["head"], p0=f"{p['shares'][0]:.2f}", p1=f"{p['shares'][-1]:.2f}",
+                step=f"{rp.steps[-1]:,}")
     if n is None:
         st.caption(msg("live.heads.summary_gpt", **nums))
         st.info(msg("live.heads.notice_gpt"))
