@@ -8,15 +8,21 @@ function for a background job, the per-session folder that holds runs, and the z
   `report(fraction of the budget, {"s", "step", "loss", "tokens", "tokens_s"}, phase)` at most every
   `REPORT_EVERY_S` seconds (a job's `report`: raising from it, e.g. jobs.Cancelled, ends the run). ELMo, BERT and GPT
   record a training timeline (replayed by the same views as the shipped models') and save the folder every
-  `SAVE_EVERY_S` seconds, so a cancelled run keeps its last save.
+  `SAVE_EVERY_S` seconds (no resume.pt: a live run is never resumed), so a cancelled run keeps its last save; a
+  cancelled word2vec stops where it is and saves the vectors trained so far.
 - `LiveSession`: a temporary folder per app session with its last `MAX_RUNS` runs (older ones deleted; all of it
-  when the session object is dropped). Nothing is written to checkpoints/.
+  when the session object is dropped). Nothing is written to checkpoints/. The folder names its owning process
+  (`OWNER_FILE`); `clean_stale` removes the folders of processes that are gone (a crashed or killed server), once
+  they are `STALE_H` hours old: a new session runs it (at most every `CLEAN_EVERY_S` seconds per process).
 - `zip_bytes(folder)`: the checkpoint as a zip that `ctxlib.load("run.zip")` reads (checkpoint.py unpacks it).
 """
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -44,22 +50,37 @@ SAVE_EVERY_S = 5.0  # ELMo, BERT, GPT: the run folder is saved (weights + timeli
 MAX_RUNS = 2  # runs a session keeps on disk (the older ones are deleted)
 ZIP_FILES = checkpoint.ZIP_MEMBERS  # what a downloaded run holds (no resume.pt: it holds pickled optimizer state)
 EXAMPLE_WORDS = ("中国", "发展", "经济")  # common words whose nearest neighbours a live word2vec shows
+FOLDER_PREFIX = "ctxlab-live-"  # a session's temporary folder: <tempdir>/ctxlab-live-XXXX
+OWNER_FILE = "owner.json"  # in it: {"pid", "start" (the process's start, to tell a reused pid), "created"}
+STALE_H = float(os.environ.get("CTXLAB_LIVE_STALE_H", "6"))  # age before a folder whose process is gone is removed
+CLEAN_EVERY_S = 600.0
 
 # the live models' sizes: the tests' tiny models, a little wider, with a timeline; `steps` is planned per run from
 # the budget (STEPS_PER_S, measured on one CPU thread; the time budget ends the run, the plan only spaces the
-# timeline's snapshots and the learning-rate decay)
+# timeline's snapshots and the learning-rate decay).
+# BERT: rotary positions and a peak learning rate of 1e-2: of the recipes tried, the one whose strongest next-character
+# head ends highest after ~60 s, though none forms a clear head that soon (the shipped BERT's appear around step 348
+# of a 4 x 256 model). Shares of the strongest head, mean of the two fixed attention sentences; even attention ~0.06.
+# 1,200 steps without a time budget (~60 s of one free CPU core; 70-77 s of CPU with loading and snapshots), prev/next
+# share at the end, train/held-out loss: learned absolute positions at lr 3e-3 (the previous preset) 0.07/0.06,
+# 6.91/7.12; rotary at 3e-3 0.09/0.09, 6.68/6.92 (the best loss: it leaves the unigram plateau after step ~700);
+# rotary at 5e-3 0.09/0.12, 6.87/7.02; rotary at 1e-2 0.08/0.20, 7.24/7.40; rotary at 1e-2 on 32-character inputs
+# (1,400 steps) 0.03/0.11 (0.31 at step 497). 60 s runs on the busy 2-core machine (load 12-27: 87-520 steps):
+# absolute at 1e-2 0.09/0.08 (243 steps); rotary at 2e-2 unstable (one head at 0.92, then collapsed); 4 heads of 16,
+# batches of 8 and a 959-character vocabulary did no better than 2 heads of 32, batches of 16 and 3,316 characters.
 PRESETS: dict[str, Preset] = {
     "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
                                   max_vocab=20000), data=dict(sentences=None)),
-    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
-                   steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True,
-                   data=dict(batch=16, max_paragraphs=None, min_count=2, whole_word=False)),
+    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0,
+                              positions="rope"),
+                   steps=1000, lr=1e-2, warmup=50, amp="off", timeline=True, resume_file=False,
+                   data=dict(batch=16, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
     "gpt": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
-                  steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True,
+                  steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True, resume_file=False,
                   data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000)),
     "elmo": Preset(model=dict(filters=[[1, 16], [2, 16], [3, 32]], max_chars=6, dim=32, hidden=64, vocab_size=3000,
                               cutoffs=[300, 1500], dropout=0.0),
-                   steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True,
+                   steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True, resume_file=False,
                    data=dict(paragraphs=0, batch_tokens=400, max_len=30, bench_steps=0, valid_sentences=100)),
 }
 STEPS_PER_S = {"bert": 25.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
@@ -128,7 +149,13 @@ def save_upload(data: bytes, folder: Path, name: str = "upload") -> Path:
 
 # -- the built-in subset ---------------------------------------------------------------------------------------
 def subset(words: int, seed: int = 0) -> list:
-    """Paragraphs of the built-in train split in a seeded random order until they hold at least `words` words."""
+    """Paragraphs of the built-in train split in a seeded random order until they hold at least `words` words
+    (kept for the process: the page's few sizes are asked again and again)."""
+    return list(_subset(int(words), int(seed)))
+
+
+@functools.lru_cache(maxsize=len(SUBSETS))
+def _subset(words: int, seed: int) -> tuple:
     from . import corpus
 
     pars = corpus.load("all", "train")
@@ -138,7 +165,7 @@ def subset(words: int, seed: int = 0) -> list:
         n += len(pars[int(i)].words)
         if n >= words:
             break
-    return out
+    return tuple(out)
 
 
 # -- one run -----------------------------------------------------------------------------------------------------
@@ -208,18 +235,27 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
 
     corpus_path = str(spec.corpus_file) if spec.corpus_file is not None else None
     try:
+        cancelled: list[BaseException] = []
         if spec.kind == "word2vec":
             t_fit, seen = [None], [0.0, 0]
 
             def w2v_cb(info: dict):
+                if cancelled:
+                    return True
                 if t_fit[0] is None:
                     t_fit[0] = time.time() - info["words"] / max(info["words_per_s"], 1e-9)
                 s, n = info.get("loss_sum", 0.0), info.get("loss_n", 0)
                 if n < seen[1]:  # a new epoch: its sums start again
                     seen[:] = [0.0, 0]
                 loss = (s - seen[0]) / (n - seen[1]) if n > seen[1] else None  # the mean since the last point
-                if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
-                    seen[:] = [s, n]
+                try:
+                    if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
+                        seen[:] = [s, n]
+                except BaseException as e:  # a cancel: word2vec.fit stops here and the vectors so far are saved
+                    if type(e).__name__ != "Cancelled":
+                        raise
+                    cancelled.append(e)
+                    return True
 
             try:
                 with _registered(mod, f"live-{run.id}", PRESETS["word2vec"]) as name:
@@ -253,6 +289,9 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
                     kw["corpus_path"] = corpus_path
             with _registered(mod, f"live-{run.id}", preset) as name:
                 mod.train(name, **kw)
+        if cancelled:  # word2vec saved what it had: the run ends as cancelled, with a loadable model
+            run.summary = checkpoint.read_config(out).get("summary", {})
+            raise cancelled[0]
         report(1.0, None, "save")
     except BaseException:
         run.ended = time.time()
@@ -261,6 +300,25 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
     run.summary = checkpoint.read_config(out).get("summary", {})
     run.state = "done"
     return run
+
+
+def head_formation(rp) -> dict | None:
+    """The attention heads that form first, from a replay.Replay: for the previous- and the next-character share
+    (viz.attention.head_summaries, averaged over the timeline's fixed sentences) the head with the largest share at
+    the last snapshot, as {"prev"/"next": {"layer", "head" (from 1), "shares": [one per snapshot]}}; GPT's causal
+    attention has no next-character share. None when the timeline holds no attention (ELMo)."""
+    from . import replay
+
+    n = len(replay.attention_sentences(rp))
+    if n == 0:
+        return None
+    per = [replay.head_shares(rp, i) for i in range(n)]
+    out = {}
+    for m in ("prev",) if rp.kind == "gpt" else ("prev", "next"):
+        mean = np.mean([p[m] for p in per], axis=0)  # (S, L, H)
+        layer, head = divmod(int(np.argmax(mean[-1])), mean.shape[2])
+        out[m] = {"layer": layer + 1, "head": head + 1, "shares": [round(float(x), 4) for x in mean[:, layer, head]]}
+    return out
 
 
 def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str, list[tuple[str, float]]]:
@@ -276,7 +334,10 @@ class LiveSession:
     """A temporary folder for one app session's runs and uploads; keeps the last MAX_RUNS runs' folders."""
 
     def __init__(self, root: str | Path | None = None):
-        self.dir = Path(tempfile.mkdtemp(prefix="ctxlab-live-", dir=root))
+        clean_stale_now_and_then(root)
+        self.dir = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=root))
+        (self.dir / OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "start": _process_start(os.getpid()),
+                                                       "created": round(time.time(), 1)}), encoding="utf-8")
         self.runs: list[LiveRun] = []
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
 
@@ -297,6 +358,84 @@ class LiveSession:
 
     def close(self) -> None:
         self._finalizer()
+
+
+# -- stale session folders (a crashed or killed server leaves them behind) ------------------------------------------
+def _process_start(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22), or None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _owner_alive(owner: dict) -> bool:
+    """Whether the process recorded in a folder's owner file still runs (a reused pid with another start: no)."""
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process with that pid: it runs
+        pass
+    start = _process_start(pid)
+    return start is None or owner.get("start") is None or start == owner["start"]
+
+
+def _newest_mtime(folder: Path) -> float:
+    """The latest modification time of the folder and what it holds (a run writes into run-N/ every few seconds)."""
+    newest = folder.stat().st_mtime
+    for f in folder.rglob("*"):
+        try:
+            newest = max(newest, f.lstat().st_mtime)
+        except OSError:
+            pass
+    return newest
+
+
+def clean_stale(root: str | Path | None = None, max_age_h: float | None = None, now: float | None = None) -> list[Path]:
+    """Remove the live-session folders under `root` (the temporary folder by default) that nothing has written to for
+    `max_age_h` hours (STALE_H) and whose owning process is gone; the removed folders. A folder of a running process
+    (this one's other sessions included) is never touched; one without a readable owner file (made before owners were
+    recorded) counts as ownerless, so only its age decides."""
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    limit = (time.time() if now is None else now) - 3600.0 * (STALE_H if max_age_h is None else max_age_h)
+    removed = []
+    for d in base.glob(FOLDER_PREFIX + "*"):
+        try:
+            if d.is_symlink() or not d.is_dir() or d.stat().st_uid != os.getuid():
+                continue
+            try:
+                owner = json.loads((d / OWNER_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                owner = {}
+            if (isinstance(owner, dict) and _owner_alive(owner)) or _newest_mtime(d) > limit:
+                continue
+            shutil.rmtree(d)
+            removed.append(d)
+            log.info("removed the stale live-training folder %s (its process is gone)", d)
+        except OSError as e:  # another process removing it at the same time, a permission: leave it
+            log.warning("could not remove the stale live-training folder %s: %s", d, e)
+    return removed
+
+
+_LAST_CLEAN: dict[str, float] = {}
+
+
+def clean_stale_now_and_then(root: str | Path | None = None) -> None:
+    """`clean_stale` at most every CLEAN_EVERY_S seconds per folder and process (a new session calls it); never
+    raises."""
+    key = str(root)
+    if time.time() - _LAST_CLEAN.get(key, 0.0) < CLEAN_EVERY_S:
+        return
+    _LAST_CLEAN[key] = time.time()
+    try:
+        clean_stale(root)
+    except Exception as e:  # cleaning is a courtesy: a session must start regardless
+        log.warning("cleaning stale live-training folders failed: %s", e)
 
 
 def make_work(session: LiveSession, spec: LiveSpec) -> Callable:

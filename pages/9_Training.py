@@ -32,8 +32,9 @@ if mode == "live":
         st.caption(msg("live.no_timeline"))
         widgets.record_time("training_live", _t0)
         st.stop()
-    st.subheader(msg("live.replay_header"))
     name = str(run.out)
+    lv.finished_heads(name)
+    st.subheader(msg("live.replay_header"))
     have = [name]
 else:
     st.markdown(msg("training.intro"))

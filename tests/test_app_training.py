@@ -249,6 +249,7 @@ def test_two_sessions_at_once_the_second_waits_in_line(live_short):
             time.sleep(0.02)
         at = _live()
         assert "Heavy jobs on this server now: 1 running, 0 waiting" in _texts(at, "info")
+        assert "yours waits for its turn" in _texts(at, "markdown") and "one at a time" not in _texts(at, "markdown")
         at.button(key="lv_start").click().run()
         assert not at.exception, at.exception
         mine = jobs.get(live_views.SLOT, at.session_state["lv_job"])
@@ -332,5 +333,79 @@ def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, 
     assert "BERT (tiny) trained: 1,000 steps, 5,000 tokens" in _texts(at, "success")
     assert [s.value for s in at.subheader][0] == "Replay of your run"
     assert f"live: {run.label}" in _texts(at, "markdown")
-    assert at.select_slider[-1].value == len(STEPS) - 1 and len(chart_specs(at)) == 6
+    assert at.select_slider[-1].value == len(STEPS) - 1 and len(chart_specs(at)) == 7
     assert at.query_params.get("mode") in ("live", ["live"]) and "model" not in at.query_params
+    # above the replay: the heads that form first, over the snapshots, with the numbers and what to notice
+    heads = chart_specs(at)[0]
+    assert heads["layout"]["title"]["text"].startswith("The heads that form first")
+    assert [t["name"] for t in heads["data"]][0].startswith("previous character: layer ") and len(heads["data"]) == 2
+    assert all(len(t["y"]) == len(STEPS) for t in heads["data"])
+    assert "Previous-character head (layer " in _texts(at, "caption") and "Notice: at step 0 every head" in _texts(at, "info")
+
+
+def _timeline_work(session, spec):
+    """A running job whose run folder holds a timeline (as a live BERT's saves leave it) until it is cancelled."""
+    def work(job):
+        run = session.new_run(spec)
+        write_timeline(run.out)
+        for k in range(1, 100_000):
+            time.sleep(0.01)
+            job.report(k / 100_000, {"s": k / 100, "step": k, "loss": 5.0, "tokens": 10 * k, "tokens_s": 1000.0}, phase="train")
+        return run
+    return work
+
+
+def test_a_running_bert_shows_its_heads_so_far(live_short, monkeypatch):
+    monkeypatch.setattr(live, "make_work", _timeline_work)
+    at = _live()
+    at.radio(key="lv_kind").set_value("bert").run()
+    at.button(key="lv_start").click().run()
+    job = jobs.current(live_views.SLOT)
+    t0 = time.time()
+    while len(job.points) < 3:
+        assert time.time() - t0 < 30
+        time.sleep(0.05)
+    at.run()
+    titles = [s["layout"]["title"]["text"] for s in chart_specs(at)]
+    assert titles[0] == "Training loss as it trains" and titles[1].startswith("The heads that form first")
+    at.button(key="lv_cancel").click().run()
+    assert job.wait(10)
+    _until_done(at)
+
+
+def test_a_cancelled_word2vec_keeps_its_vectors(live_short, monkeypatch):
+    """make_work marks the run cancelled; what word2vec saved at the cancel is offered like a finished model."""
+    def save_then_wait(spec, run, report):
+        from ctxlib.training import word2vec
+        word2vec.train("tiny", device="cpu", out=run.out, paragraphs=corpus.load("all", "train")[:300])
+        while True:
+            time.sleep(0.01)
+            report(0.5, None, "train")
+
+    monkeypatch.setattr(live, "train", save_then_wait)
+    at = _live()
+    at.button(key="lv_start").click().run()
+    job = jobs.current(live_views.SLOT)
+    t0 = time.time()
+    while not (at.session_state["lv_session"].latest() and at.session_state["lv_session"].latest().loadable()):
+        assert time.time() - t0 < 60
+        time.sleep(0.1)
+    at.run()
+    at.button(key="lv_cancel").click().run()
+    assert job.wait(10) and job.state == jobs.CANCELLED
+    _until_done(at)
+    assert "Kept: the vectors as they were at the cancel" in _texts(at, "info")
+    assert at.button(key="lv_use").disabled is False and at.get("download_button")
+
+
+def test_a_link_to_another_sessions_live_model_says_whose_it_is(live_short):
+    for page, qp in (("1_Type_vs_token.py", {"models": "bert,live: bert-7"}), ("2_Polysemy_atlas.py", {"model": "live: gpt-2"})):
+        at = AppTest.from_file(str(PAGES / page), default_timeout=120)
+        at.query_params["lang"] = "en"
+        for k, v in qp.items():
+            at.query_params[k] = v
+        at.run()
+        assert not at.exception, at.exception
+        said = _texts(at, "caption")
+        assert "names a model trained live in another browser session" in said and "belong to the session that trained them" in said
+        assert "not an available model" not in said and "unknown" not in said.lower()

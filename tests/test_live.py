@@ -68,6 +68,7 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
     run = live.LiveRun(live.LiveSpec("bert", 3), tmp_path / "run")
     out = live.train(run.spec, run, lambda f, p=None, phase=None: points.append((f, p, phase)))
     assert out is run and run.state == "done" and run.loadable() and run.has_timeline()
+    assert not (run.out / "resume.pt").exists()  # a live run is never resumed: its saves skip the trainer state
     # the 3 s budget is mostly spent training (wall_s counts training only: 2.5 s on a quiet CI machine)
     assert run.summary["steps"] > 0 and run.summary["wall_s"] >= 1.5 and run.first_step_s is not None
     pts = [p for _, p, _ in points if p]
@@ -116,6 +117,135 @@ def test_word2vec_run_and_its_nearest_words(short, tmp_path):
     assert pts and any(p["loss"] is not None for p in pts) and all(p["loss"] is None or p["loss"] > 0 for p in pts)
     near = live.nearest_words(run.out, words=("中国", "没有这个词"))
     assert list(near) == ["中国"] and len(near["中国"]) == 5 and all(w != "中国" for w, _ in near["中国"])
+
+
+def test_cancelled_word2vec_keeps_the_vectors_trained_so_far(short, tmp_path):
+    calls = [0]
+
+    def report(frac, point=None, phase=None):
+        if phase == "train":
+            calls[0] += 1
+            if calls[0] == 3:
+                raise Cancelled()
+
+    run = live.LiveRun(live.LiveSpec("word2vec", 60), tmp_path / "w")
+    with pytest.raises(Cancelled):
+        live.train(run.spec, run, report)
+    assert calls[0] == 3  # no report after the cancel (its save is not a phase the page waits on)
+    assert run.ended is not None and run.loadable() and not run.has_timeline()
+    s = run.summary
+    assert s["stopped_early"] is True and 0 < s["tokens_seen"] < s["raw_words_per_epoch"] * 5  # before the 5 epochs
+    kv = ctxlib.load(run.out).keyed_vectors
+    assert len(kv.index_to_key) == s["vocab_size"] and np.isfinite(kv.vectors).all() and np.abs(kv.vectors).max() > 0
+    assert "中国" in live.nearest_words(run.out, words=("中国",))
+
+
+def test_live_saves_skip_resume_state_and_cli_saves_keep_it(short, tmp_path):
+    from ctxlib.training import bert
+
+    assert all(not p.resume_file for k, p in live.PRESETS.items() if k != "word2vec")  # word2vec saves once, at the end
+    assert bert.PRESETS["long"].resume_file and bert.PRESETS["default"].resume_file
+    out = bert.train("tiny", device="cpu", out=tmp_path / "cli", paragraphs=short[:100], steps=3)
+    assert (out / "resume.pt").is_file()
+
+
+def test_live_bert_reads_a_small_held_out_sample():
+    from ctxlib.training import bert
+
+    valid = corpus.load("corpora", "valid")
+    assert bert._valid_paragraphs(bert.VALID_EXAMPLES) == valid  # the CLI runs' timeline: as before
+    n = live.PRESETS["bert"].data["timeline_valid"]
+    few = bert._valid_paragraphs(n)
+    assert n < bert.VALID_EXAMPLES and len(few) == 8 * n < len(valid)
+    ids = {(p.source, p.doc_id) for p in valid}
+    assert all((p.source, p.doc_id) in ids for p in few) and {p.source for p in few} == {p.source for p in valid}
+    assert bert._valid_paragraphs(n) == few  # the same sample every run (cached)
+
+
+def test_head_formation_follows_the_heads_strongest_at_the_end(tmp_path):
+    from test_replay import STEPS, write_timeline
+
+    write_timeline(tmp_path / "b")  # tokens [CLS] 苹 果 好 [SEP]: 3 rows count, 2 of them with a previous character
+    S, T = len(STEPS), 5
+    a = np.full((S, 2, 2, T, T), 1 / T)
+    for k in range(S):  # layer 2 head 1 moves onto the previous token, layer 1 head 2 onto the next one
+        w = k / (S - 1)
+        for i in range(1, T):
+            a[k, 1, 0, i] = (1 - w) / T + w * np.eye(T)[i - 1]
+        for i in range(T - 1):
+            a[k, 0, 1, i] = (1 - w) / T + w * np.eye(T)[i + 1]
+    with np.load(tmp_path / "b" / "timeline.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez_compressed(tmp_path / "b" / "timeline.npz", **{**arrays, "attention_0": a.astype(np.float16)})
+    hf = live.head_formation(replay.load(tmp_path / "b"))
+    assert (hf["prev"]["layer"], hf["prev"]["head"]) == (2, 1) and (hf["next"]["layer"], hf["next"]["head"]) == (1, 2)
+    for m in ("prev", "next"):
+        sh = hf[m]["shares"]
+        assert len(sh) == S and sh == sorted(sh)
+        assert sh[0] == pytest.approx(2 / 3 / T, abs=0.01) and sh[-1] == pytest.approx(2 / 3, abs=0.01)
+    write_timeline(tmp_path / "e", kind="elmo", attention=False)
+    assert live.head_formation(replay.load(tmp_path / "e")) is None
+    write_timeline(tmp_path / "g", kind="gpt")
+    assert list(live.head_formation(replay.load(tmp_path / "g"))) == ["prev"]  # causal: no next character
+
+
+# -- stale session folders -------------------------------------------------------------------------------------------
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _folder(root, name, owner=None, age_h=0.0):
+    import json
+    import os
+    import time
+
+    d = root / f"{live.FOLDER_PREFIX}{name}"
+    (d / "run-1").mkdir(parents=True)
+    (d / "run-1" / "model.pt").write_bytes(b"x")
+    if owner is not None:
+        (d / live.OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+    t = time.time() - age_h * 3600
+    for f in (d / "run-1" / "model.pt", d / "run-1", *d.iterdir(), d):
+        os.utime(f, (t, t))
+    return d
+
+
+def test_stale_folders_of_gone_processes_are_removed_and_no_others(tmp_path, monkeypatch):
+    import os
+
+    me = {"pid": os.getpid(), "start": live._process_start(os.getpid())}
+    gone = {"pid": _dead_pid(), "start": 1}
+    dead_old = _folder(tmp_path, "dead-old", gone, age_h=live.STALE_H + 1)
+    no_owner_old = _folder(tmp_path, "noowner-old", None, age_h=live.STALE_H + 1)
+    reused_pid = _folder(tmp_path, "reused", {**me, "start": (me["start"] or 0) + 12345}, age_h=live.STALE_H + 1)
+    dead_recent = _folder(tmp_path, "dead-recent", gone, age_h=live.STALE_H - 1)
+    mine_old = _folder(tmp_path, "mine-old", me, age_h=live.STALE_H + 10)  # an idle session of this server
+    written_lately = _folder(tmp_path, "lately", gone, age_h=live.STALE_H + 1)
+    (written_lately / "run-1" / "model.pt").write_bytes(b"y")  # a run wrote into it just now
+    other = tmp_path / "not-ours"
+    other.mkdir()
+    (tmp_path / f"{live.FOLDER_PREFIX}a-file").write_text("x")
+    removed = live.clean_stale(tmp_path)
+    want = {dead_old, no_owner_old} | ({reused_pid} if me["start"] is not None else set())
+    assert set(removed) == want and not any(d.exists() for d in want)
+    assert all(d.exists() for d in (dead_recent, mine_old, written_lately, other))
+    assert (tmp_path / f"{live.FOLDER_PREFIX}a-file").is_file()
+    assert live.clean_stale(tmp_path, max_age_h=0.5) == [dead_recent]  # a shorter limit
+    # a new session cleans (once per CLEAN_EVERY_S) and records itself as the owner of its folder
+    monkeypatch.setattr(live, "_LAST_CLEAN", {})
+    stale = _folder(tmp_path, "stale-again", gone, age_h=live.STALE_H + 1)
+    sess = live.LiveSession(tmp_path)
+    assert not stale.exists() and live._owner_alive(__import__("json").loads((sess.dir / live.OWNER_FILE).read_text()))
+    again = _folder(tmp_path, "stale-later", gone, age_h=live.STALE_H + 1)
+    live.LiveSession(tmp_path).close()
+    assert again.exists()  # not before CLEAN_EVERY_S has passed
+    assert live.clean_stale(tmp_path) == [again] and sess.dir.exists()
+    sess.close()
 
 
 def test_work_marks_a_failed_run_and_session_keeps_the_last_runs(short, monkeypatch, tmp_path):

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ctxlib import live
+from ctxlib import live, replay
+from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
 
 from . import loaders
 from .i18n import escape_md, msg
 
-SLOT = "train"  # the jobs slot (server-wide: one live training at a time)
+SLOT = "train"  # the jobs kind: live trainings wait in the server's line (ctxlib.jobs)
 PREFIX = "lv"
 UPLOAD_KEY = "lv_upload"
 MAX_UPLOAD_MB = 20  # the browser refuses larger files; live.check_upload refuses over user_text.USER_FILE_CAP
@@ -90,6 +91,51 @@ def _live_view(job) -> None:
     c[2].metric(msg("live.metric.tokens_s"), f"{last['tokens_s']:,.0f}")
     c[3].metric(msg("live.metric.loss"), "—" if last["loss"] is None else f"{last['loss']:.3f}")
     st.plotly_chart(live_loss_figure(pts, _labels()), config=PLOTLY_CONFIG, key="lv_loss_live")
+    run = session().latest()
+    if run is not None and run.spec.kind in ("bert", "gpt"):  # the heads as the timeline has them so far
+        try:
+            rp = replay.load(run.out) if run.has_timeline() else None
+        except ValueError:  # a save in progress (the two files disagree for a moment)
+            rp = None
+        if rp is None or len(rp.steps) < 2:
+            st.caption(msg("live.heads.waiting"))
+        else:
+            heads_view(rp, key="lv_heads_live")
+
+
+def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
+    """The attention heads that form first (live.head_formation): the strongest previous- (and next-) character head's
+    share over the snapshots, the numbers at the start and the end, and what to notice. Nothing for ELMo."""
+    hf = live.head_formation(rp)
+    if hf is None:
+        return
+    names = {m: msg(f"live.heads.{m}", layer=d["layer"], head=d["head"]) for m, d in hf.items()}
+    labels = {"title": msg("live.heads.title"), "step": msg("training.axis.step"), "now": "",
+              "share": msg("training.attention.share_axis")}
+    fig = vt.shares_figure(rp.steps, {m: d["shares"] for m, d in hf.items()}, rp.steps[-1], names, labels)
+    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key)
+    p, n = hf["prev"], hf.get("next")
+    nums = dict(pl=p["layer"], ph=p["head"], p0=f"{p['shares'][0]:.2f}", p1=f"{p['shares'][-1]:.2f}",
+                step=f"{rp.steps[-1]:,}")
+    if n is None:
+        st.caption(msg("live.heads.summary_gpt", **nums))
+        st.info(msg("live.heads.notice_gpt"))
+    else:
+        st.caption(msg("live.heads.summary", **nums, nl=n["layer"], nh=n["head"], n0=f"{n['shares'][0]:.2f}",
+                       n1=f"{n['shares'][-1]:.2f}"))
+        st.info(msg("live.heads.notice", even=f"{(p['shares'][0] + n['shares'][0]) / 2:.2f}"))
+
+
+def finished_heads(folder: str) -> None:
+    """`heads_view` of a finished run's timeline (read through the replay's cache); nothing if it cannot be read (the
+    replay below says why)."""
+    from . import replay_views
+
+    try:
+        rp = replay_views.load(folder, replay.stamp(folder))
+    except ValueError:
+        return
+    heads_view(rp)
 
 
 def _labels() -> dict[str, str]:
@@ -97,8 +143,8 @@ def _labels() -> dict[str, str]:
 
 
 def start_job_panel(spec: live.LiveSpec | None):
-    """The Start/Cancel controls of the server-wide job (the only code here that knows the jobs API); the finished
-    run or None. Start is refused (a note) while another session's run holds the slot."""
+    """The Start/Cancel controls of the job (the only code here that knows the jobs API); the finished run or None.
+    While other sessions' jobs run, a started run waits in the server's line (its place and wait shown)."""
     from .job_panel import job_panel
 
     sess = session()
@@ -122,7 +168,7 @@ def outcome(run: live.LiveRun) -> None:
     """The run's figures, "Use this model" and "Download"."""
     s = run.summary
     if run.state == "cancelled":
-        st.info(msg("live.cancelled_kept"))
+        st.info(msg("live.cancelled_kept_word2vec" if run.spec.kind == "word2vec" else "live.cancelled_kept"))
     else:
         st.success(msg("live.done", kind=msg(f"live.kind.{run.spec.kind}"), steps=f"{int(s.get('steps') or 0):,}",
                        tokens=f"{int(s.get('tokens_seen') or 0):,}", seconds=f"{(run.ended or run.started) - run.started:.0f}",
@@ -133,7 +179,7 @@ def outcome(run: live.LiveRun) -> None:
         if rows:
             st.caption(msg("live.nearest_caption"))
             st.dataframe(rows, hide_index=True)
-    name = f"live: {run.label}"
+    name = f"{loaders.LIVE_PREFIX}{run.label}"
     c1, c2 = st.columns(2)
     def use():  # a callback: the button is drawn disabled in the same run
         st.session_state[loaders.LIVE_KEY] = {**loaders.live_models(), name: str(run.out)}

@@ -24,6 +24,7 @@ NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neig
 
 
 LIVE_KEY = "ctxlab_live_models"  # session: {"live: bert-3": its checkpoint folder} (the training page's "Use this model")
+LIVE_PREFIX = "live: "  # how a live model's name begins (a link may name one of another session's)
 
 
 def live_models() -> dict[str, str]:

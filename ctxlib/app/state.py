@@ -94,13 +94,18 @@ def flag(key: str, param: str) -> None:
 
 
 def model_list(param: str = "models") -> list[str]:
-    """The comma-separated model names in `?models=` (names of no model of this app: left out, with a notice)."""
-    from .loaders import MODEL_ORDER
+    """The comma-separated model names in `?models=` (this session's live models included; names of no model of this
+    app, or another session's live models: left out, with a notice)."""
+    from .loaders import LIVE_PREFIX, MODEL_ORDER, live_models
 
+    known = [*MODEL_ORDER, *live_models()]
     names = [m for m in st.query_params.get(param, "").split(",") if m]
-    if bad := [m for m in names if m not in MODEL_ORDER]:
-        notice("common.url.bad_models", param, ",".join(bad))
-    return [m for m in names if m in MODEL_ORDER]
+    bad = [m for m in names if m not in known]
+    if elsewhere := [m for m in bad if m.startswith(LIVE_PREFIX)]:
+        notice("live.url.elsewhere", param, ",".join(elsewhere))
+    if other := [m for m in bad if not m.startswith(LIVE_PREFIX)]:
+        notice("common.url.bad_models", param, ",".join(other))
+    return [m for m in names if m in known]
 
 
 def layer_choices(param: str = "layers") -> dict[str, int]:

@@ -148,7 +148,9 @@ def model_radio(key: str, default: str | None = None) -> str | None:
     if (first := wkey not in st.session_state) or st.session_state[wkey] not in ok:
         qp = st.query_params.get("model")
         st.session_state[wkey] = qp if qp in ok else (default if default in ok else ok[-1])
-        if first and qp is not None and qp not in ok:  # a link's unknown or unbuilt model
+        if first and qp is not None and qp not in ok and qp.startswith(loaders.LIVE_PREFIX):  # another session's
+            state.notice("live.url.elsewhere", "model", qp)
+        elif first and qp is not None and qp not in ok:  # a link's unknown or unbuilt model
             state.notice("common.url.bad_choice", "model", qp, what=msg("common.url.what_model"),
                          default=st.session_state[wkey])
     chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey)

@@ -5,6 +5,7 @@ ctxlib.training.bert_data.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import asdict
@@ -138,7 +139,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
                  f", resuming {out} at step {spec.state['step']}" if spec.state else "")
     tl = None
     if record and timeline and rank == 0:
-        valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid"))
+        n_valid = data.get("timeline_valid", VALID_EXAMPLES)
+        valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
         tl = Timeline("bert", P.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
     folder = RunFolder(
         spec, rank, world, timeline=tl,
@@ -157,7 +159,29 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     return out
 
 
-def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 256, seed: int = 4321):
+VALID_EXAMPLES = 256  # held-out examples of the timeline's loss (a preset's data["timeline_valid"] can ask for fewer)
+
+
+def _valid_paragraphs(n: int) -> list:
+    """The paragraphs the timeline's held-out loss draws its `n` examples from: the valid split of the corpora; for
+    fewer than VALID_EXAMPLES (the training page's live runs) a fixed sample of 8n of them, so that a run tokenises
+    what it uses rather than the whole split (3,659 paragraphs: ~10 s on a busy CPU before the first step)."""
+    from .. import corpus
+
+    if n >= VALID_EXAMPLES:
+        return corpus.load("corpora", "valid")
+    return list(_valid_sample(8 * n))
+
+
+@functools.lru_cache(maxsize=2)
+def _valid_sample(k: int, seed: int = 4321) -> tuple:
+    from .. import corpus
+
+    pars = corpus.load("corpora", "valid")
+    return tuple(pars[i] for i in sorted(np.random.default_rng(seed).permutation(len(pars))[:k]))
+
+
+def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VALID_EXAMPLES, seed: int = 4321):
     """Held-out MLM + NSP loss on n fixed examples (the timeline's held-out curve)."""
     from .bert_data import Documents, collate, make_example
 

@@ -10,9 +10,13 @@ when asked.
   time (0 = none). `train(time_limit=...)` / `--time-limit` overrides it.
 - `amp`: mixed precision ("auto", "bf16" or "off"); `train(amp=...)` / `--amp` overrides it.
 - `timeline`: record a training timeline and save during training (off for the tests' tiny presets).
+- `resume_file`: write resume.pt (weights, optimizer, data position) at every save, so `--resume` continues exactly;
+  off for the training page's live runs, which never resume (their folder stays a loadable checkpoint).
 - `data`: how the batches are made, with keys of the model's own (every preset of a model has all of them):
   - bert: batch (sequences per step), max_paragraphs (a random sample of the train split; None = all),
-    min_count (of a character to enter the vocabulary), whole_word (the share of examples masked by whole words);
+    min_count (of a character to enter the vocabulary), whole_word (the share of examples masked by whole words),
+    optionally timeline_valid (held-out examples of the timeline's loss at each snapshot; 256 when absent, and
+    fewer than 256 read only a sample of the valid split);
   - elmo: paragraphs (a random sample of the train split; 0 = all), batch_tokens (words per step), max_len
     (words per sentence chunk), bench_steps (steps of the softmax speed benchmark; 0 = none), valid_sentences
     (held-out sentences for the perplexity);
@@ -34,6 +38,7 @@ class Preset:
     budget_s: float = 0.0
     amp: str = "auto"
     timeline: bool = True
+    resume_file: bool = True
     data: dict = field(default_factory=dict)
 
     def replan(self, steps: int | None) -> "Preset":

@@ -5,7 +5,7 @@
   (`resume.load_state`; None falls back to the weights alone).
 - `RunFolder`: the hooks a `Trainer` calls. Every save writes, from rank 0 only, a loadable checkpoint
   (config.json with the summary so far and the `run` record that --resume reads, vocab.json, model.pt), the
-  timeline and resume.pt; every step it records a timeline snapshot when one is due.
+  timeline and resume.pt (unless the plan's `resume_file` is off); every step it records a timeline snapshot when one is due.
 """
 from __future__ import annotations
 
@@ -82,14 +82,16 @@ class RunFolder:
             timeline.load_existing(spec.out)
 
     def write(self, trainer, summary: dict) -> None:
-        state = trainer.state_dict()  # on every rank: it gathers the ranks' data positions
+        keep = self.spec.plan.resume_file
+        state = trainer.state_dict() if keep else None  # on every rank: it gathers the ranks' data positions
         if self.rank != 0:
             return
         self.save_checkpoint({**self.spec.prev, **summary, **self.summary_extra(trainer),
                               "run": self.spec.run_record(self.world), "command": self.spec.command()})
         if self.timeline is not None:
             self.timeline.save(self.spec.out)
-        rs.save_state(self.spec.out, state)
+        if keep:
+            rs.save_state(self.spec.out, state)
 
     def on_save(self, trainer) -> None:
         self.write(trainer, {"steps": trainer.step, "tokens_seen": trainer.tokens, "wall_s": round(trainer.trained_s, 1),

@@ -173,9 +173,12 @@ def resolve_backend(backend: str | None, device_type: str) -> str:
 
 
 def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
-        callback: Callable[[dict], None] | None = None, progress: bool = True, workers: int = 1,
+        callback: Callable[[dict], bool | None] | None = None, progress: bool = True, workers: int = 1,
         backend: str | None = None, sigmoid: str = "table") -> tuple[KeyedVectors, dict]:
     """Train on word lists; returns the input vectors as KeyedVectors and a training summary.
+
+    callback(info) is called with the progress; when it returns True the training stops there, as at the time limit
+    (the vectors trained so far are returned, summary["stopped_early"] is True).
 
     backend: "auto" (numba kernel on CPU, torch on CUDA; None reads CTXLIB_W2V_BACKEND), "numba" or "torch".
     sigmoid (numba only): "table" (gensim's 1,000-entry table, updates with |f| >= 6 skipped; the default: as good
@@ -232,10 +235,13 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
         if bar is not None:
             bar.update(state.done - shown[0])
         shown[0] = state.done
-        if callback is not None:
-            callback({"epoch": ep, "words": state.done, "total": total, "lr": state.lr, "steps": state.steps,
-                      "loss_sum": state.loss_sum, "loss_n": state.loss_n,  # this epoch's so far
-                      "words_per_s": state.done / max(time.perf_counter() - t_train, 1e-9)})
+        if callback is None:
+            return
+        info = {"epoch": ep, "words": state.done, "total": total, "lr": state.lr, "steps": state.steps,
+                "loss_sum": state.loss_sum, "loss_n": state.loss_n,  # this epoch's so far
+                "words_per_s": state.done / max(time.perf_counter() - t_train, 1e-9)}
+        if callback(info) is True:  # the caller asks to stop (the training page's Cancel): as at the time limit
+            state.stop = True
 
     threads_before = torch.get_num_threads()
     if dev.type == "cpu":  # the ops are small: one thread each is faster than intra-op threads (and Hogwild adds workers)
@@ -267,7 +273,8 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             epoch_loss.append(round(state.loss_sum / state.loss_n, 4) if state.loss_n else None)
             log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], state.lr)
             if state.stop:
-                log.warning("time limit of %.0f s reached in epoch %d; stopping early", time_limit, ep + 1)
+                log.warning("%s in epoch %d; stopping early", f"time limit of {time_limit:.0f} s reached"
+                            if deadline and time.perf_counter() > deadline else "stop asked by the callback", ep + 1)
                 break
     finally:
         torch.set_num_threads(threads_before)
