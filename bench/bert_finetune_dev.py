@@ -40,6 +40,12 @@ KEYS = {"lr": float, "epochs": int, "batch": int, "head": str, "dropout": float,
         "decay_all": lambda v: v in ("1", "true", "True")}
 
 
+class _Stop(Exception):
+    def __init__(self, clf):
+        super().__init__("stopped early")
+        self.clf = clf
+
+
 def parse_recipe(spec: str) -> dict:
     out = {}
     for kv in filter(None, spec.split(",")):
@@ -76,7 +82,7 @@ def features(enc, name: str, words: list, cache: Path | None) -> tuple[list, np.
     return wf, cls, mean
 
 
-def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool):
+def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool, screen_seeds=None, probes=True):
     from ctxlib import analysis
     from ctxlib.vocab import Vocab
 
@@ -84,17 +90,18 @@ def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool):
     fdv, cdv, mdv = features(enc, "valid", wdv, cache)
     names = enc.layer_names
     t0 = time.time()
-    emit({"frozen": "logistic probe on [CLS] per layer", "layers": names,
-          "dev_acc": [round(analysis.probe_accuracy(ctr[:, j], ytr, cdv[:, j], ydv), 4) for j in range(len(names))],
-          "seconds": round(time.time() - t0, 1)})
-    t0 = time.time()
-    emit({"frozen": "logistic probe on mean-pooled characters per layer", "layers": names,
-          "dev_acc": [round(analysis.probe_accuracy(mtr[:, j], ytr, mdv[:, j], ydv), 4) for j in range(len(names))],
-          "seconds": round(time.time() - t0, 1)})
+    if probes:
+        emit({"frozen": "logistic probe on [CLS] per layer", "layers": names,
+              "dev_acc": [round(analysis.probe_accuracy(ctr[:, j], ytr, cdv[:, j], ydv), 4) for j in range(len(names))],
+              "seconds": round(time.time() - t0, 1)})
+        t0 = time.time()
+        emit({"frozen": "logistic probe on mean-pooled characters per layer", "layers": names,
+              "dev_acc": [round(analysis.probe_accuracy(mtr[:, j], ytr, mdv[:, j], ydv), 4) for j in range(len(names))],
+              "seconds": round(time.time() - t0, 1)})
     wv = Vocab.build(wtr, min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
     itr, idv = [wv.encode(w) for w in wtr], [wv.encode(w) for w in wdv]
 
-    def task_model(label, feats_tr, feats_dv, use):
+    def task_model(label, feats_tr, feats_dv, use, seeds=seeds):
         std = None
         if feats_tr is not None:
             tok = tasks.Standardizer(np.concatenate([f.astype(np.float32) for f in feats_tr[:500]]))
@@ -110,17 +117,18 @@ def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool):
               "sem": round(float(np.std(accs, ddof=1) / np.sqrt(len(accs))), 4) if len(accs) > 1 else None,
               "mix_weights": mixes or None, "seconds": round(time.time() - t0, 1)})
 
+    screen = screen_seeds or seeds
     task_model("task model, BERT ScalarMix as input", ftr, fdv, "input")
-    task_model("task model, BERT ScalarMix concatenated to the biLSTM", ftr, fdv, "concat")
-    task_model("task model, BERT top layer only as input", [f[:, -1:] for f in ftr], [f[:, -1:] for f in fdv], "input")
     if others:
-        task_model("task model, no pretrained vectors", None, None, "none")
+        task_model("task model, no pretrained vectors", None, None, "none", screen)
         for name in ("elmo", "word2vec"):
             other = load(name)
             t0 = time.time()
             otr, odv = tasks.encode_words(other, wtr), tasks.encode_words(other, wdv)
             print(f"# {name} features in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-            task_model(f"task model, {name} as input", otr, odv, "input")
+            task_model(f"task model, {name} as input", otr, odv, "input", screen)
+    task_model("task model, BERT ScalarMix concatenated to the biLSTM", ftr, fdv, "concat", screen)
+    task_model("task model, BERT top layer only as input", [f[:, -1:] for f in ftr], [f[:, -1:] for f in fdv], "input", screen)
 
 
 def main():
@@ -129,9 +137,14 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--recipes", default="", help="fine-tuning recipes, ';'-separated key=value lists (see above)")
     ap.add_argument("--curves", action="store_true", help="score the dev reviews after every epoch (costs a pass)")
+    ap.add_argument("--stop-after", type=int, default=0,
+                    help="stop each run after this many epochs of its schedule (a cheap screen; with --curves)")
     ap.add_argument("--untrained", action="store_true", help="fine-tune a randomly initialised copy instead")
     ap.add_argument("--features", action="store_true", help="the frozen-feature recipes")
     ap.add_argument("--others", action="store_true", help="with --features: the task model alone, with ELMo, word2vec")
+    ap.add_argument("--no-probes", action="store_true", help="with --features: skip the logistic probes")
+    ap.add_argument("--screen-seeds", type=int, nargs="+", default=None,
+                    help="with --features: seeds for every frozen recipe but BERT's ScalarMix input (default: --seeds)")
     ap.add_argument("--cache", default="/tmp/ctxlab-bert-dev", help="folder for the frozen BERT features ('' = none)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
@@ -146,7 +159,7 @@ def main():
           "train_chars_median": int(np.median([len(t) for t in xtr])),
           "train_truncated_share": round(float(np.mean([len(enc.tokenizer.encode(t)) > cut for t in xtr])), 4)})
     if a.features:
-        run_features(enc, wtr, ytr, wdv, ydv, a.seeds, Path(a.cache) if a.cache else None, a.others)
+        run_features(enc, wtr, ytr, wdv, ydv, a.seeds, Path(a.cache) if a.cache else None, a.others, a.screen_seeds, not a.no_probes)
     model = enc.model
     if a.untrained:
         torch.manual_seed(0)
@@ -170,13 +183,21 @@ def main():
                     point["dev_acc"] = round(float((predict(clf, enc.tokenizer, xdv) == ydv).mean()), 4)
                 curve.append(point)
                 print(f"# seed {seed} {point}", file=sys.stderr, flush=True)
+                if a.stop_after and ep >= a.stop_after:
+                    raise _Stop(clf)
 
-            clf = fine_tune(model, enc.tokenizer, [xtr[i] for i in tr_idx], ytr[tr_idx], seed=seed, select=sel,
-                            epoch_callback=at_epoch, **rec)
+            stopped = False
+            try:
+                clf = fine_tune(model, enc.tokenizer, [xtr[i] for i in tr_idx], ytr[tr_idx], seed=seed, select=sel,
+                                epoch_callback=at_epoch, **rec)
+            except _Stop as stop:
+                clf, stopped = stop.clf, True
+                clf.eval()
             for pt, h in zip(curve, clf.history):
                 if "select_acc" in h:
                     pt["select_acc"] = round(h["select_acc"], 4)
-            accs.append(float((predict(clf, enc.tokenizer, xdv) == ydv).mean()))
+            accs.append(curve[-1]["dev_acc"] if stopped and "dev_acc" in curve[-1]
+                        else float((predict(clf, enc.tokenizer, xdv) == ydv).mean()))
             curves.append(curve)
             best.append(getattr(clf, "best_epoch", None))
         emit({"encoder": "untrained" if a.untrained else "pretrained", "recipe": spec,
