@@ -111,3 +111,18 @@ def test_full_size_rows_name_each_way():
     running = EvalResult.from_dict({"task": "sentiment", "score": 0.8, "score_from": "features", "input_score": 0.8,
                                     "finetune_score": None})  # fine-tuning seeds not done yet: no row, not 0.8
     assert [k for k, _, _ in fl.full_size_rows(running, None)] == ["bert_input"]
+
+
+def test_results_claim_names_the_fine_tuned_figure_apart(tmp_path):
+    import json
+
+    from ctxlib import results
+
+    for m, d in (("bert", {"task": "sentiment", "score": 0.81, "score_from": "features", "input_score": 0.81,
+                           "finetune_score": None, "n_train": 3000}),
+                 ("elmo", {"task": "sentiment", "score": 0.80, "word2vec_score": 0.79})):
+        (tmp_path / m).mkdir()
+        (tmp_path / m / "eval_sentiment.json").write_text(json.dumps(d), encoding="utf-8")
+    c = {c.key: c for c in results.claims(tmp_path)}["bert_vs_elmo"]
+    assert c.figures["bert"] == 0.81 and c.figures["bert_finetuned"] is None
+    assert [(x.a_value, x.b_value) for x in c.comparisons] == [(0.81, 0.80), (0.81, 0.79)]
