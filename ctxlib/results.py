@@ -237,7 +237,9 @@ def _bert_vs_elmo(r: _Reader) -> ClaimResult:
                          minutes=round(_num(s, "wall_s") / 60) if _num(s, "wall_s") else None,
                          device=str(s["device"]).upper() if s.get("device") else None)
     if bert:
-        c.figures.update(n_train=_num(bert, "n_train"), bert=b)
+        # the eval's score is the way chosen on the valid reviews (score_from); older files only fine-tuned
+        tuned = _num(bert, "finetune_score") if "finetune_score" in bert else (b if bert.get("score_from") in (None, "finetune") else None)
+        c.figures.update(n_train=_num(bert, "n_train"), bert=b, bert_finetuned=tuned)
     return c
 
 

@@ -200,12 +200,16 @@ def test_run_eval_schema(trained, tmp_path):
     from ctxlib.evaluation.finetune import run_eval
 
     out = tmp_path / "eval.json"
-    r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2)
-    assert out.is_file()
-    assert len(r["score_per_seed"]) == 2 and r["score"] == pytest.approx(sum(r["score_per_seed"]) / 2, abs=1e-4)
+    r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2,
+                 feature_seeds=2)
+    assert out.is_file() and r["complete"]
+    ft = r["finetune_score_per_seed"]
+    assert len(ft) == 2 and r["finetune_score"] == pytest.approx(sum(ft) / 2, abs=1e-4)
+    assert len(r["input_score_per_seed"]) == len(r["baseline_score_per_seed"]) == 2
+    assert r["score"] == r[{"finetune": "finetune_score", "features": "input_score"}[r["score_from"]]]
     assert r["task"] == "sentiment" and r["metric"] == "accuracy" and r["n_train"] == 64 and r["n_test"] == 32
     assert 0.0 <= r["score"] <= 1.0 and len(r["per_layer_score"]) == len(r["layer_names"]) == 3
-    assert r["mix_weights"] is None and "word2vec_score" in r
+    assert len(r["mix_weights"]) == 3 and sum(r["mix_weights"]) == pytest.approx(1, abs=1e-3) and "word2vec_score" in r
     with pytest.raises(ValueError):
         run_eval(str(trained), "pos")
 

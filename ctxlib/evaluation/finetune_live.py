@@ -135,11 +135,16 @@ def _examples(clf, tok, texts: list[str], gold) -> list[tuple[str, int, float]]:
 def full_size_rows(bert_eval, elmo_eval) -> list[tuple[str, float, str]]:
     """The full-size figures (`python -m ctxlib eval ... --task sentiment`, 3,000 / 1,000 reviews) to show beside a
     live run, from the two checkpoints' eval_sentiment.json (records.EvalResult, or None when a file is missing):
-    [(key, accuracy, file)], keys bert_finetuned, bert_probe (the best frozen layer), elmo_input, elmo_concat,
+    [(key, accuracy, file)], keys bert_finetuned, bert_input (frozen BERT as the task model's input, ScalarMix),
+    bert_probe (the best frozen layer), elmo_input, elmo_concat,
     elmo_probe, w2v_input, w2v_probe; a figure the file does not have is left out."""
     rows = []
     if bert_eval is not None:
-        rows.append(("bert_finetuned", bert_eval.score, "checkpoints/bert/eval_sentiment.json"))
+        x = bert_eval.extra
+        # files before the feature-based figure have only `score` (fine-tuning); newer ones name each way
+        tuned = x["finetune_score"] if "finetune_score" in x else (bert_eval.score if x.get("score_from") in (None, "finetune") else None)
+        rows.append(("bert_finetuned", tuned, "checkpoints/bert/eval_sentiment.json"))
+        rows.append(("bert_input", bert_eval.input_score, "checkpoints/bert/eval_sentiment.json"))
         if bert_eval.per_layer_score:
             rows.append(("bert_probe", max(bert_eval.per_layer_score), "checkpoints/bert/eval_sentiment.json"))
     if elmo_eval is not None:
