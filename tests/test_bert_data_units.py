@@ -89,7 +89,7 @@ def _layout(e, docs, where):
 
 # ----------------------------------------------------------------------------- Documents
 def test_documents_token_ids_spans_words_and_clause_starts():
-    pars = [corpus.Paragraph("news", 0, ["我们", "喜欢", "，", "BERT", "模型", "。", "好"], split="train"),
+    pars = [corpus.Paragraph("news", 0, ["我们", "喜欢", "，", "BERT", "模型", "。", "X光"], split="train"),
             corpus.Paragraph("news", 1, [], split="train"),  # empty: skipped
             corpus.Paragraph("review", 2, ["读书", "。"], split="train"),
             corpus.Paragraph("news", 3, ["书"], split="train")]  # one token: a document, never an A side
@@ -97,12 +97,12 @@ def test_documents_token_ids_spans_words_and_clause_starts():
     docs = Documents(pars, tok)
     assert len(docs) == 3 and [d.source for d in docs.docs] == ["news", "review", "news"]
     d = docs.docs[0]
-    toks = ["我", "们", "喜", "欢", "，", "BERT", "模", "型", "。", "好"]
-    assert d.text == "我们喜欢，BERT模型。好" and d.ids.tolist() == [tok.token_id(t) for t in toks]
+    toks = ["我", "们", "喜", "欢", "，", "BERT", "模", "型", "。", "X", "光"]
+    assert d.text == "我们喜欢，BERT模型。X光" and d.ids.tolist() == [tok.token_id(t) for t in toks]
     assert d.ids.dtype == np.int64 and tok.unk_id not in d.ids.tolist()
-    assert d.spans == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 9), (9, 10), (10, 11), (11, 12), (12, 13)]
-    assert d.words.tolist() == [0, 0, 1, 1, 2, 3, 4, 4, 5, 6]  # the paragraph's words, one index per token
-    assert d.starts.tolist() == [0, 5, 9]  # a clause starts at 0 and after ， and 。
+    assert d.spans == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 9), (9, 10), (10, 11), (11, 12), (12, 13), (13, 14)]
+    assert d.words.tolist() == [0, 0, 1, 1, 2, 3, 4, 4, 5, 6, 6]  # the paragraph's words, one index per token
+    assert d.starts.tolist() == [0, 5, 9]  # a clause starts at 0 and after ， and 。 (not after the X of X光)
     assert docs.docs[1].starts.tolist() == [0]  # a final 。 starts nothing
     assert docs.docs[1].words.tolist() == [0, 0, 1]
     assert docs.by_source == {"news": [0, 2], "review": [1]}
@@ -135,6 +135,7 @@ def test_prepared_documents_are_cached_per_paragraph_list():
     d2 = bert_data._documents(other, tok)
     assert d2 is not d1 and len(d2) == 3
     assert bert_data._documents(other, tok) is d2
+    assert len(bert_data._PREPARED_BY_ID) == 1  # one corpus kept at a time
     other.append(_paragraphs([[4]], first_char=0x5E00)[0])
     assert len(bert_data._documents(other, CharTokenizer.build(other, min_count=1))) == 4  # a changed list: again
 
@@ -143,7 +144,7 @@ def test_span_text():
     pars, tok, docs = _setup({"s": [[3, 3], [4]]})
     d = docs.docs[0]
     assert bert_data._span_text(d, 0, 4) == d.text[:4] and bert_data._span_text(d, 2, 2) == ""
-    assert bert_data._span_text(d, 3, 1) == ""
+    assert bert_data._span_text(d, 3, 1) == "" and bert_data._span_text(d, 0, 0) == ""
 
 
 # ----------------------------------------------------------------------------- make_example
@@ -152,7 +153,7 @@ def clauses():
     """Two sources, documents of clauses of 3 to 9 characters (one source with a single short document)."""
     rng = np.random.default_rng(0)
     spec = {"news": [list(rng.integers(3, 10, rng.integers(2, 12))) for _ in range(12)],
-            "one": [[3, 4]]}
+            "one": [[3, 4]], "two": [[3, 4], [5]]}
     pars, tok, docs = _setup(spec)
     return pars, tok, docs, _where(docs)
 
@@ -160,7 +161,7 @@ def clauses():
 def test_example_frame_segments_word_groups_and_texts(clauses):
     pars, tok, docs, where = clauses
     rng = np.random.default_rng(1)
-    located = 0
+    located = at_doc_start = 0
     for i in range(400):
         max_len = [8, 12, 24, 64][i % 4]
         e = make_example(rng, tok, docs, max_len=max_len, whole_word=bool(i % 2))
@@ -176,6 +177,7 @@ def test_example_frame_segments_word_groups_and_texts(clauses):
         if a0 is None or b0 is None:
             continue
         located += 1
+        at_doc_start += a0 == 0
         ad, bd = docs.docs[e["a_doc"]], docs.docs[e["b_doc"]]
         assert e["a_text"] == ad.text[ad.spans[a0][0]:ad.spans[s - 1][1]]
         assert e["b_text"] == bd.text[bd.spans[b0][0]:bd.spans[b0 + n_b - 1][1]]
@@ -188,7 +190,7 @@ def test_example_frame_segments_word_groups_and_texts(clauses):
             assert e["b_doc"] != e["a_doc"] and bd.source == ad.source  # another document of the same source
         changed = {i for i in range(len(e["ids"])) if e["ids"][i] != e["original_ids"][i]}
         assert changed <= {m["index"] for m in e["masked"]}
-    assert located > 300
+    assert located > 300 and at_doc_start > 20  # A may begin at the document's first token
 
 
 def test_example_uses_the_given_document_and_rejects_tiny_lengths(clauses):
@@ -255,6 +257,9 @@ def test_is_next_half_the_time_and_always_when_the_source_has_one_document(claus
     assert sum(flags) / len(flags) == pytest.approx(0.5, abs=0.035)
     (only,) = docs.by_source["one"]
     assert all(make_example(rng, tok, docs, max_len=24, doc_index=only)["is_next"] for _ in range(50))
+    two = docs.by_source["two"]
+    pairs = [make_example(rng, tok, docs, max_len=24, doc_index=two[0]) for _ in range(60)]
+    assert {e["b_doc"] for e in pairs if not e["is_next"]} == {two[1]}  # with two documents, B is the other one
 
 
 @pytest.fixture(scope="module")
@@ -303,6 +308,23 @@ def test_a_length_is_a_quarter_to_three_quarters_of_the_target(long_docs):
     assert np.bincount(full, minlength=22)[7:].min() > 30  # each length in between, roughly uniformly
     for target, a in lens.items():
         assert max(1, target // 4) <= min(a) and max(a) <= max(2, 3 * target // 4)
+    assert min(a for t in range(4, 8) for a in lens.get(t, [])) == 1  # a short target allows a one-token A
+
+
+def test_a_begins_at_the_first_clause_start_within_reach(long_docs):
+    """Clauses of 6 tokens (5 characters and a mark), target 24: A wants 6 to 18 tokens back from a split at a clause
+    start and begins at the first clause start at or after that point, so it is 6, 12 or 18 tokens: all three occur
+    (18 only when the drawn length reaches a start exactly)."""
+    pars, tok, docs, where = long_docs
+    rng = np.random.default_rng(13)
+    marked = docs.by_source["marked"]
+    seen = []
+    for i in range(600):
+        e = make_example(rng, tok, docs, max_len=27, doc_index=marked[i % 3])
+        n_a, n_b, a0, s, b0 = _layout(e, docs, where)
+        if e["is_next"] and s is not None and s % 6 == 0 and s + n_b < 480 and n_a + n_b == 24 and s >= 18:
+            seen.append(n_a)
+    assert set(seen) == {6, 12, 18}
 
 
 def test_notnext_b_is_as_long_as_the_true_continuation_would_be(long_docs):
@@ -321,6 +343,13 @@ def test_notnext_b_is_as_long_as_the_true_continuation_would_be(long_docs):
             assert b0 + n_b <= len(docs.docs[e["b_doc"]].ids)
     assert np.mean(by_kind[True]) == pytest.approx(np.mean(by_kind[False]), abs=0.6)
     assert np.mean(np.array(by_kind[False]) == 24) > 0.8
+
+
+def test_default_length_is_128(long_docs):
+    pars, tok, docs, where = long_docs
+    rng = np.random.default_rng(14)
+    lens = [len(make_example(rng, tok, docs)["ids"]) for _ in range(30)]
+    assert max(lens) == 128
 
 
 def test_two_token_documents_split_in_the_middle():
@@ -387,8 +416,8 @@ def test_make_example_whole_word_masks_complete_words(clauses):
     rng = np.random.default_rng(12)
     multi = partial = 0
     for _ in range(300):
-        for ww in (True, False):
-            e = make_example(rng, tok, docs, whole_word=ww, max_len=32)
+        for ww in (True, None):
+            e = make_example(rng, tok, docs, max_len=32, **({} if ww is None else {"whole_word": ww}))  # default: chars
             idx = {m["index"] for m in e["masked"]}
             w = np.array(e["word_ids"])
             cut = [i for i in idx if not set(np.nonzero(w == w[i])[0].tolist()) <= idx]
@@ -423,9 +452,10 @@ def _lengths(batch):
     return (batch["ids"] != 0).sum(1).tolist()
 
 
-def test_each_epoch_visits_the_documents_once_in_a_new_order_grouped_by_length(plain26):
+@pytest.mark.parametrize("pool", [2, 4])
+def test_each_epoch_visits_the_documents_once_in_a_new_order_grouped_by_length(plain26, pool):
     pars, tok, docs, where = plain26
-    it = iter(PretrainBatches(docs, batch_size=4, max_len=24, seed=1, pool=2))
+    it = iter(PretrainBatches(docs, batch_size=4, max_len=24, seed=1, pool=pool))
     epochs = []
     for _ in range(3):
         batches = [next(it) for _ in range(6)]  # 26 documents, batches of 4: 24 per epoch, 2 left over
@@ -436,9 +466,10 @@ def test_each_epoch_visits_the_documents_once_in_a_new_order_grouped_by_length(p
             assert b["ids"].shape[0] == 4 and b["ids"].shape[1] == max(_lengths(b)) <= 24
             ids, seg = b["ids"], b["segment_ids"]
             assert (ids[:, 0] == tok.cls_id).all() and ((ids == 0) <= (seg == 0)).all()
-        for c in range(3):  # each chunk of 2 batches is sorted by length: their lengths do not interleave
-            l1, l2 = _lengths(batches[2 * c]), _lengths(batches[2 * c + 1])
-            assert max(l1) <= min(l2) or max(l2) <= min(l1)
+        for c in range(0, 6, pool):  # each chunk of `pool` batches is sorted by length: their lengths do not interleave
+            for b1, b2 in itertools.combinations(batches[c:c + pool], 2):
+                l1, l2 = _lengths(b1), _lengths(b2)
+                assert max(l1) <= min(l2) or max(l2) <= min(l1)
     assert epochs[0] != epochs[1] and epochs[1] != epochs[2]
     assert set(epochs[0]) != set(epochs[1]) or set(epochs[1]) != set(epochs[2])  # the 2 left out change too
 
@@ -528,9 +559,10 @@ def _stream_files(tmp_path, n_lines, length=12, first=0x4E00):
     return files, tok, line_of
 
 
-def test_stream_epochs_cover_every_line_once(tmp_path):
+@pytest.mark.parametrize("pool", [1, 2])
+def test_stream_epochs_cover_every_line_once(tmp_path, pool):
     files, tok, line_of = _stream_files(tmp_path, 40)
-    s = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=2, buffer=16)
+    s = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=pool, buffer=16)
     it = iter(s)
     for epoch in range(2):
         # buffers of 16, 16 and 8 lines: 4 + 4 + 2 batches of 4, every line once as an A side
@@ -566,3 +598,18 @@ def test_stream_errors(tmp_path):
         next(iter(StreamPretrainBatches(files, tok, 4, 20, buffer=8)))
     b = next(iter(StreamPretrainBatches(files, tok, 1, 20, buffer=2)))  # buffer == 2 batches is enough
     assert b["ids"].shape[0] == 1
+
+
+@pytest.mark.parametrize("n_lines, used", [(5, 5), (4, 3)])
+def test_stream_last_short_buffer_is_used_from_two_lines(tmp_path, n_lines, used):
+    """Buffers of 3 lines: a last buffer of 2 lines still makes pairs, one of a single line is left out."""
+    files, tok, line_of = _stream_files(tmp_path, n_lines)
+    it = iter(StreamPretrainBatches(files, tok, 1, 20, seed=3, pool=1, buffer=3))
+    rows = [line_of[int(r[1])] for _ in range(2 * used) for r in _originals(next(it))]
+    assert sorted(rows) == sorted(list(range(used)) * 2)
+
+
+def test_collate_pads_with_id_0_by_default():
+    ex = [{"ids": np.array([2, 7, 3]), "segment_ids": np.zeros(3, np.int64), "is_next": True, "masked": []},
+          {"ids": np.array([2, 3]), "segment_ids": np.zeros(2, np.int64), "is_next": False, "masked": []}]
+    assert bert_data.collate(ex)["ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
