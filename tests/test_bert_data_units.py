@@ -116,13 +116,13 @@ def test_documents_need_two_documents_and_one_a_side():
     pars = _paragraphs([[2], [1]])
     tok = CharTokenizer.build(pars, min_count=1)
     assert Documents(pars, tok).a_docs == [0]  # two documents, one with two tokens: the least that makes pairs
-    with pytest.raises(ValueError, match="at least two documents"):
+    with pytest.raises(ValueError, match=r"^need at least two documents, one with >= 2 tokens, to make NSP pairs$"):
         Documents(pars[:1], tok)
-    with pytest.raises(ValueError, match="at least two documents"):
+    with pytest.raises(ValueError, match=r"^need at least two documents, one with >= 2 tokens, to make NSP pairs$"):
         Documents(_paragraphs([[1], [1]]), tok)  # no document with two tokens
-    with pytest.raises(ValueError, match="at least two documents"):
+    with pytest.raises(ValueError, match=r"^need at least two documents, one with >= 2 tokens, to make NSP pairs$"):
         Documents(pars, tok, min_tokens=3)  # no A side
-    with pytest.raises(ValueError, match="at least two documents"):
+    with pytest.raises(ValueError, match=r"^need at least two documents, one with >= 2 tokens, to make NSP pairs$"):
         Documents(pars[:1] + [corpus.Paragraph("s", 9, [" "], split="train")], tok)  # a blank one is no document
 
 
@@ -199,7 +199,7 @@ def test_example_uses_the_given_document_and_rejects_tiny_lengths(clauses):
         e = make_example(j, tok, docs, max_len=16, doc_index=j)
         assert e["a_doc"] == j
     make_example(0, tok, docs, max_len=8)
-    with pytest.raises(ValueError, match="max_len must be at least 8"):
+    with pytest.raises(ValueError, match="^max_len must be at least 8$"):
         make_example(0, tok, docs, max_len=7)
     # a seed, a Generator and the paragraph list all work; the same seed gives the same example
     e1, e2 = make_example(3, tok, pars, max_len=32), make_example(np.random.default_rng(3), tok, pars, max_len=32)
@@ -397,7 +397,7 @@ def test_whole_words_fill_exactly_and_a_long_first_word_is_kept_whole():
     assert [m["index"] for m in mask_tokens(rng, ids.copy(), one, tk, whole_word=True)] == list(range(1, 21))
     assert len(mask_tokens(rng, ids.copy(), one, tk, whole_word=1)) == 20
     assert len(mask_tokens(rng, ids.copy(), one, tk, whole_word=0.0)) == 3
-    with pytest.raises(ValueError, match="not -0.1"):
+    with pytest.raises(ValueError, match="^whole_word must be a bool or a share between 0 and 1, not -0.1$"):
         mask_tokens(rng, ids.copy(), one, tk, whole_word=-0.1)
 
 
@@ -501,7 +501,7 @@ def test_ranks_share_one_permutation_and_split_it(plain26):
     perm = np.random.default_rng([3, 7919]).permutation(docs.a_docs)  # the permutation every rank draws
     assert set(rows[0]) == set(perm[0::2][:12].tolist()) and set(rows[1]) == set(perm[1::2][:12].tolist())
     for rank, world in ((2, 2), (-1, 2), (1, 1)):
-        with pytest.raises(ValueError, match="outside world size"):
+        with pytest.raises(ValueError, match=f"^rank {rank} outside world size {world}$"):
             PretrainBatches(docs, 4, 24, rank=rank, world=world)
 
 
@@ -559,15 +559,17 @@ def _stream_files(tmp_path, n_lines, length=12, first=0x4E00):
     return files, tok, line_of
 
 
-@pytest.mark.parametrize("pool", [1, 2])
-def test_stream_epochs_cover_every_line_once(tmp_path, pool):
-    files, tok, line_of = _stream_files(tmp_path, 40)
+@pytest.mark.parametrize("pool, n_lines, n_batches, n_rows", [(1, 40, 10, 40), (2, 40, 10, 40), (1, 44, 11, 44),
+                                                                (2, 44, 10, 40)])
+def test_stream_epochs_cover_every_line_once(tmp_path, pool, n_lines, n_batches, n_rows):
+    """Buffers of 16 lines, batches of 4 made `pool` batches at a time: 40 lines are 4 + 4 + 2 batches, each line once
+    as an A side; of a last buffer of 12 lines, pool 2 uses the 8 of one whole chunk, pool 1 all 12."""
+    files, tok, line_of = _stream_files(tmp_path, n_lines)
     s = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=pool, buffer=16)
     it = iter(s)
     for epoch in range(2):
-        # buffers of 16, 16 and 8 lines: 4 + 4 + 2 batches of 4, every line once as an A side
-        rows = [line_of[int(r[1])] for _ in range(10) for r in _originals(next(it))]
-        assert sorted(rows) == list(range(40))
+        rows = [line_of[int(r[1])] for _ in range(n_batches) for r in _originals(next(it))]
+        assert len(set(rows)) == len(rows) == n_rows and set(range(32)) <= set(rows)
         assert s.state_dict()["epoch"] == epoch
     s2 = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=2, buffer=16, rank=1, world=2)
     rows = [line_of[int(r[1])] for _ in range(5) for r in _originals(next(iter(s2)))]
@@ -590,11 +592,47 @@ def test_stream_resume_exactly(tmp_path, taken):
     assert all(_same(x, y) for x, y in zip(got, want[taken:]))
 
 
+def test_defaults_are_character_masking_and_seed_0(tmp_path, plain26):
+    pars, tok, docs, where = plain26
+    a, b = iter(PretrainBatches(docs, 4, 24)), iter(PretrainBatches(docs, 4, 24, seed=0, whole_word=False))
+    assert all(_same(next(a), next(b)) for _ in range(3))
+    files, tok, _ = _stream_files(tmp_path, 20)
+    a = iter(StreamPretrainBatches(files, tok, 4, 20))
+    b = iter(StreamPretrainBatches(files, tok, 4, 20, seed=0, whole_word=False))
+    assert all(_same(next(a), next(b)) for _ in range(3))
+
+
+def _adjacent_share(batches):
+    """Share of masked positions with a masked neighbour."""
+    n = adj = 0
+    for b in batches:
+        pos = set(b["mlm_pos"].tolist())
+        n += len(pos)
+        adj += sum((p - 1 in pos) or (p + 1 in pos) for p in pos)
+    return adj / n
+
+
+def test_stream_whole_word_masks_jieba_words(tmp_path):
+    """Whole-word masking of a user corpus uses jieba words (今天/天气/公园...): most masked characters have a masked
+    neighbour, few with character masking."""
+    lines = ["今天天气很好，我们去公园散步。", "苹果手机的电池不太耐用。", "妈妈在市场买了一斤苹果。", "他每天早上喝一杯牛奶。",
+             "这家酒店的服务很周到，房间也干净。", "我们明天上午九点在学校门口见面。"] * 6
+    f = tmp_path / "w.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files = user_text.user_files(f)
+    tok = CharTokenizer.build((user_text.user_paragraph(ln, i, words=False) for i, ln in enumerate(lines)), min_count=1)
+    share = {}
+    for ww in (True, False):
+        it = iter(StreamPretrainBatches(files, tok, 4, 32, seed=5, whole_word=ww, buffer=36))
+        share[ww] = _adjacent_share([next(it) for _ in range(16)])
+    assert share[True] > 0.5 and share[False] < 0.3
+
+
 def test_stream_errors(tmp_path):
     files, tok, _ = _stream_files(tmp_path, 3)
-    with pytest.raises(ValueError, match="buffer must hold"):
+    with pytest.raises(ValueError, match="^buffer must hold at least two batches of documents$"):
         StreamPretrainBatches(files, tok, 4, 20, buffer=7)
-    with pytest.raises(ValueError, match="fewer than 4 documents"):
+    with pytest.raises(ValueError, match="^the corpus gives this process fewer than 4 documents per pass; use a bigger corpus or a smaller batch$"):
         next(iter(StreamPretrainBatches(files, tok, 4, 20, buffer=8)))
     b = next(iter(StreamPretrainBatches(files, tok, 1, 20, buffer=2)))  # buffer == 2 batches is enough
     assert b["ids"].shape[0] == 1
