@@ -490,16 +490,20 @@ def test_nsp_labels_match_the_pairs(plain26):
 
 def test_ranks_share_one_permutation_and_split_it(plain26):
     pars, tok, docs, where = plain26
-    rows = []
+    rows, per_batch = [], []
     for rank in (0, 1):
         it = iter(PretrainBatches(docs, batch_size=4, max_len=24, seed=3, pool=1, rank=rank, world=2))
-        rows.append([d for _ in range(3) for d in _a_docs(next(it), where)])  # 13 documents each: 3 batches
+        batches = [_a_docs(next(it), where) for _ in range(3)]  # 13 documents each: 3 batches
+        per_batch.append([set(b) for b in batches])
+        rows.append([d for b in batches for d in b])
     assert len(set(rows[0])) == len(set(rows[1])) == 12 and not set(rows[0]) & set(rows[1])
     single = iter(PretrainBatches(docs, batch_size=4, max_len=24, seed=3, pool=1))
     one = [d for _ in range(6) for d in _a_docs(next(single), where)]
     assert set(rows[0]) | set(rows[1]) != set(one) or rows[0] != one[:12]
     perm = np.random.default_rng([3, 7919]).permutation(docs.a_docs)  # the permutation every rank draws
     assert set(rows[0]) == set(perm[0::2][:12].tolist()) and set(rows[1]) == set(perm[1::2][:12].tolist())
+    # pool 1: each batch is the next 4 documents of the shard, in order (no pooling and regrouping by length)
+    assert per_batch == [[set(perm[r::2][4 * i:4 * i + 4].tolist()) for i in range(3)] for r in (0, 1)]
     for rank, world in ((2, 2), (-1, 2), (1, 1)):
         with pytest.raises(ValueError, match=f"^rank {rank} outside world size {world}$"):
             PretrainBatches(docs, 4, 24, rank=rank, world=world)
