@@ -654,4 +654,8 @@ def test_stream_last_short_buffer_is_used_from_two_lines(tmp_path, n_lines, used
 def test_collate_pads_with_id_0_by_default():
     ex = [{"ids": np.array([2, 7, 3]), "segment_ids": np.zeros(3, np.int64), "is_next": True, "masked": []},
           {"ids": np.array([2, 3]), "segment_ids": np.zeros(2, np.int64), "is_next": False, "masked": []}]
-    assert bert_data.collate(ex)["ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
+    b = bert_data.collate(ex)
+    assert b["ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
+    # no masked position in the batch: still integer index tensors (torch.tensor([]) alone would be float)
+    assert b["mlm_pos"].dtype == b["mlm_labels"].dtype == torch.long and b["mlm_pos"].numel() == 0
+    assert b["ids"].view(-1)[b["mlm_pos"]].numel() == 0
