@@ -89,7 +89,7 @@ def _layout(e, docs, where):
 
 # ----------------------------------------------------------------------------- Documents
 def test_documents_token_ids_spans_words_and_clause_starts():
-    pars = [corpus.Paragraph("news", 0, ["我们", "喜欢", "，", "BERT", "模型", "。", "X光"], split="train"),
+    pars = [corpus.Paragraph("news", 0, ["我们", "喜欢", "，", "BERT", "模型", "X光", "。", "好"], split="train"),
             corpus.Paragraph("news", 1, [], split="train"),  # empty: skipped
             corpus.Paragraph("review", 2, ["读书", "。"], split="train"),
             corpus.Paragraph("news", 3, ["书"], split="train")]  # one token: a document, never an A side
@@ -97,12 +97,13 @@ def test_documents_token_ids_spans_words_and_clause_starts():
     docs = Documents(pars, tok)
     assert len(docs) == 3 and [d.source for d in docs.docs] == ["news", "review", "news"]
     d = docs.docs[0]
-    toks = ["我", "们", "喜", "欢", "，", "BERT", "模", "型", "。", "X", "光"]
-    assert d.text == "我们喜欢，BERT模型。X光" and d.ids.tolist() == [tok.token_id(t) for t in toks]
+    toks = ["我", "们", "喜", "欢", "，", "BERT", "模", "型", "X", "光", "。", "好"]
+    assert d.text == "我们喜欢，BERT模型X光。好" and d.ids.tolist() == [tok.token_id(t) for t in toks]
     assert d.ids.dtype == np.int64 and tok.unk_id not in d.ids.tolist()
-    assert d.spans == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 9), (9, 10), (10, 11), (11, 12), (12, 13), (13, 14)]
-    assert d.words.tolist() == [0, 0, 1, 1, 2, 3, 4, 4, 5, 6, 6]  # the paragraph's words, one index per token
-    assert d.starts.tolist() == [0, 5, 9]  # a clause starts at 0 and after ， and 。 (not after the X of X光)
+    assert d.spans == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 9), (9, 10), (10, 11), (11, 12), (12, 13), (13, 14),
+                       (14, 15)]
+    assert d.words.tolist() == [0, 0, 1, 1, 2, 3, 4, 4, 5, 5, 6, 7]  # the paragraph's words, one index per token
+    assert d.starts.tolist() == [0, 5, 11]  # a clause starts at 0 and after ， and 。 (not after the X of X光)
     assert docs.docs[1].starts.tolist() == [0]  # a final 。 starts nothing
     assert docs.docs[1].words.tolist() == [0, 0, 1]
     assert docs.by_source == {"news": [0, 2], "review": [1]}
