@@ -572,7 +572,7 @@ def test_stream_epochs_cover_every_line_once(tmp_path, pool, n_lines, n_batches,
     files, tok, line_of = _stream_files(tmp_path, n_lines)
     s = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=pool, buffer=16)
     it = iter(s)
-    for epoch in range(2):
+    for epoch in range(3):
         rows = [line_of[int(r[1])] for _ in range(n_batches) for r in _originals(next(it))]
         assert len(set(rows)) == len(rows) == n_rows and set(range(32)) <= set(rows)
         assert s.state_dict()["epoch"] == epoch
