@@ -353,6 +353,17 @@ def test_default_length_is_128(long_docs):
     assert max(lens) == 128
 
 
+def test_a_clause_start_right_after_the_first_token_is_a_split_point():
+    pars = [corpus.Paragraph("s", 0, ["：", "甲乙", "丙丁", "戊己"], split="train"),
+            corpus.Paragraph("s", 1, ["庚辛", "壬癸"], split="train")]
+    tok = CharTokenizer.build(pars, min_count=1)
+    docs = Documents(pars, tok)
+    assert docs.docs[0].starts.tolist() == [0, 1]
+    rng = np.random.default_rng(15)
+    at_1 = [make_example(rng, tok, docs, max_len=16, doc_index=0)["a_text"] == "：" for _ in range(200)]
+    assert np.mean(at_1) == pytest.approx(0.9 + 0.1 / 6, abs=0.06)  # the split after "：" nine times in ten
+
+
 def test_two_token_documents_split_in_the_middle():
     pars, tok, docs = _setup({"s": [[2], [2], [2]]})
     rng = np.random.default_rng(8)
