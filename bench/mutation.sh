@@ -10,7 +10,10 @@
 #   CHILDREN=2 bench/mutation.sh ...        # parallel mutants (default 1: the machine is shared)
 #   PY=/path/to/python bench/mutation.sh    # a Python with mutmut, pytest and the project's requirements
 #   SRC=/a/copy bench/mutation.sh           # mutate and test another copy of ctxlib/ and tests/ (e.g. a "before")
+#   MUT_WORK=/tmp/x ROOT=/a/checkout ...    # where the scratch copies go; the checkout (checkpoints/, .venv) to use
 #
+# It ends with a table: per scope killed/tested, the score, survivors, mutants no selected test reaches, timeouts,
+# suspicious ones and the seconds taken, then the total over the scopes run.
 # Survivors of a module: `cd $MUT_WORK/<name> && mutmut results` and `mutmut show <mutant>`.
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
