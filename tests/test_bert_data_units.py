@@ -132,6 +132,9 @@ def test_prepared_documents_are_cached_per_paragraph_list():
     d1 = bert_data._documents(pars, tok)
     assert bert_data._documents(pars, tok) is d1  # tokenised once
     assert bert_data._documents(d1, tok) is d1  # a prepared Documents passes through
+    tok2 = CharTokenizer.build(pars, min_count=1)
+    d_tok2 = bert_data._documents(pars, tok2)  # another tokenizer: tokenised again, with that tokenizer
+    assert d_tok2 is not d1 and d_tok2.tokenizer is tok2
     other = list(pars)
     d2 = bert_data._documents(other, tok)
     assert d2 is not d1 and len(d2) == 3
