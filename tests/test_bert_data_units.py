@@ -579,17 +579,21 @@ def _stream_files(tmp_path, n_lines, length=12, first=0x4E00):
 
 
 @pytest.mark.parametrize("pool, n_lines, n_batches, n_rows", [(1, 40, 10, 40), (2, 40, 10, 40), (1, 44, 11, 44),
-                                                                (2, 44, 10, 40)])
+                                                                (2, 43, 10, 40)])
 def test_stream_epochs_cover_every_line_once(tmp_path, pool, n_lines, n_batches, n_rows):
     """Buffers of 16 lines, batches of 4 made `pool` batches at a time: 40 lines are 4 + 4 + 2 batches, each line once
-    as an A side; of a last buffer of 12 lines, pool 2 uses the 8 of one whole chunk, pool 1 all 12."""
+    as an A side; of a last buffer of 11 lines, 8 are used (the rest do not fill a batch)."""
     files, tok, line_of = _stream_files(tmp_path, n_lines)
     s = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=pool, buffer=16)
     it = iter(s)
     for epoch in range(3):
-        rows = [line_of[int(r[1])] for _ in range(n_batches) for r in _originals(next(it))]
+        batches = [[line_of[int(r[1])] for r in _originals(next(it))] for _ in range(n_batches)]
+        rows = [d for b in batches for d in b]
         assert len(set(rows)) == len(rows) == n_rows and set(range(32)) <= set(rows)
         assert s.state_dict()["epoch"] == epoch
+        if pool == 1 and epoch == 0:  # one batch at a time: the next 4 lines of the buffer's shuffled order
+            perm = np.random.default_rng([1, 0]).permutation(16)
+            assert [set(b) for b in batches[:4]] == [set(perm[4 * i:4 * i + 4].tolist()) for i in range(4)]
     s2 = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=2, buffer=16, rank=1, world=2)
     rows = [line_of[int(r[1])] for _ in range(5) for r in _originals(next(iter(s2)))]
     assert set(rows) <= set(range(1, 40, 2))
