@@ -412,6 +412,7 @@ def test_whole_words_fill_exactly_and_a_long_first_word_is_kept_whole():
     assert [m["index"] for m in mask_tokens(rng, ids.copy(), one, tk, whole_word=True)] == list(range(1, 21))
     assert len(mask_tokens(rng, ids.copy(), one, tk, whole_word=1)) == 20
     assert len(mask_tokens(rng, ids.copy(), one, tk, whole_word=0.0)) == 3
+    assert len(mask_tokens(rng, ids.copy(), one, tk)) == 3  # the default masks characters
     with pytest.raises(ValueError, match="^whole_word must be a bool or a share between 0 and 1, not -0.1$"):
         mask_tokens(rng, ids.copy(), one, tk, whole_word=-0.1)
 
