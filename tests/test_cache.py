@@ -184,6 +184,7 @@ def test_warmup_without_umap_or_models_does_not_raise(monkeypatch):
         raise RuntimeError("no corpus here")
 
     monkeypatch.setattr("ctxlib.corpus.load", broken)
+    _fresh_task_memory(monkeypatch)
     monkeypatch.setattr(loaders, "try_load", lambda m: (None, "missing"))
     times = warmup.warm(models=["elmo"])
     assert set(times) >= {"corpus", "optimizer", "umap"}
@@ -192,11 +193,21 @@ def test_warmup_without_umap_or_models_does_not_raise(monkeypatch):
     assert warmup.start() is None
 
 
+def _fresh_task_memory(monkeypatch):
+    """The warm-up draws the task samples and features into tasks' process-wide memory; with a fake corpus those
+    would be empty, and later tests (the live mix, fine-tuning) would get the empty sample."""
+    from ctxlib.evaluation import tasks
+
+    monkeypatch.setattr(tasks, "_SAMPLES", {})
+    monkeypatch.setattr(tasks, "_FEATURES", {})
+
+
 def test_warmup_fills_the_nearest_words_cache(tmp_path, monkeypatch):
     from ctxlib.app import loaders, warmup
 
     monkeypatch.setitem(sys.modules, "umap", None)
     monkeypatch.setattr("ctxlib.corpus.load", lambda *a, **k: [])
+    _fresh_task_memory(monkeypatch)
     enc = Counting(_checkpoint(tmp_path))
     monkeypatch.setattr(loaders, "try_load", lambda m: (enc, None) if m == "bert" else (None, "missing"))
     warmup.warm(models=["bert", "gpt"])

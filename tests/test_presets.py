@@ -15,7 +15,7 @@ MODULES = {"bert": (bert, BertConfig), "elmo": (elmo, ElmoConfig), "word2vec": (
 
 def test_all_presets_are_presets_with_the_same_fields():
     names = [f.name for f in dataclasses.fields(Preset)]
-    assert names == ["model", "steps", "lr", "warmup", "budget_s", "amp", "timeline", "data"]
+    assert names == ["model", "steps", "lr", "warmup", "budget_s", "amp", "timeline", "resume_file", "data"]
     for kind, (mod, config) in MODULES.items():
         assert {"tiny", "default"} <= set(mod.PRESETS), kind
         data_keys = {frozenset(p.data) for p in mod.PRESETS.values()}
