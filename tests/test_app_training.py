@@ -200,15 +200,21 @@ def _slow_work(session, spec):
     return work
 
 
+def _running_job_with_points(n: int, timeout: float = 30):
+    """The live job this page started, once it has reported n points (fails after `timeout` seconds)."""
+    job = jobs.current(live_views.SLOT)
+    t0 = time.time()
+    while len(job.points) < n:
+        assert time.time() - t0 < timeout
+        time.sleep(0.05)
+    return job
+
+
 def test_cancel_leaves_the_page_usable(live_short, monkeypatch):
     monkeypatch.setattr(live, "make_work", _slow_work)
     at = _live()
     at.button(key="lv_start").click().run()
-    job = jobs.current(live_views.SLOT)
-    t0 = time.time()
-    while len(job.points) < 5:
-        assert time.time() - t0 < 30
-        time.sleep(0.05)
+    job = _running_job_with_points(5)
     at.run()
     assert at.get("progress") and at.metric[1].label == "Step"
     live_plot = [s for s in chart_specs(at) if s["layout"]["title"]["text"] == "Training loss as it trains"]
@@ -360,11 +366,7 @@ def test_a_running_bert_shows_its_heads_so_far(live_short, monkeypatch):
     at = _live()
     at.radio(key="lv_kind").set_value("bert").run()
     at.button(key="lv_start").click().run()
-    job = jobs.current(live_views.SLOT)
-    t0 = time.time()
-    while len(job.points) < 3:
-        assert time.time() - t0 < 30
-        time.sleep(0.05)
+    job = _running_job_with_points(3)
     at.run()
     titles = [s["layout"]["title"]["text"] for s in chart_specs(at)]
     assert titles[0] == "Training loss as it trains" and titles[1].startswith("The heads that form first")
