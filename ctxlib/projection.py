@@ -74,12 +74,48 @@ def tsne(X, seed: int = 0) -> np.ndarray:
                     max_iter=300).fit_transform(X)  # 300 of sklearn's 1000 default: enough for <= 1000 points
 
 
+_NUMBA_CACHED: list[int] = []  # how many of umap's/pynndescent's jitted functions got a disk cache (once a process)
+
+
+def numba_disk_cache(prefixes: tuple[str, ...] = ("umap", "pynndescent")) -> int:
+    """Give every jitted function of the imported `prefixes` modules that has no disk cache one (numba's
+    `Dispatcher.enable_caching`, before its first compile), so their compiled code is kept under $NUMBA_CACHE_DIR.
+
+    umap declares its hot functions without `cache=True` (fast_knn_indices, smooth_knn_dist,
+    compute_membership_strengths, the layout epochs): every process compiled them again, ~40 s of CPU holding the
+    GIL (the server's warm-up starved the page scripts of a class arriving). With this, a later process loads them
+    in well under a second. Returns how many were enabled now; a function numba cannot cache is left as it is."""
+    import sys
+
+    try:
+        from numba.core.caching import NullCache
+        from numba.core.registry import CPUDispatcher
+    except Exception:  # no numba: nothing to cache
+        return 0
+    n = 0
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not name.startswith(prefixes):
+            continue
+        for obj in list(vars(mod).values()):
+            if (isinstance(obj, CPUDispatcher) and getattr(obj, "__module__", None) == name
+                    and isinstance(getattr(obj, "_cache", None), NullCache) and not obj.overloads):
+                try:
+                    obj.enable_caching()
+                    n += 1
+                except Exception as e:  # e.g. a function numba refuses to cache: it compiles as before
+                    log.debug("no numba disk cache for %s.%s: %s", name, obj.__name__, e)
+    return n
+
+
 def umap(X, seed: int = 0) -> np.ndarray:
     X = _as_matrix(X)
     n = len(X)
     if n < 5:
         return pca(X)
     import umap as umap_lib  # lazy: several seconds (numba)
+
+    if not _NUMBA_CACHED:
+        _NUMBA_CACHED.append(numba_disk_cache())
 
     reducer = umap_lib.UMAP(n_components=2, n_neighbors=max(2, min(15, n - 1)), metric="cosine",
                             random_state=seed, init="random" if n < 10 else "spectral")

@@ -246,3 +246,29 @@ def test_frozen_figure_dict_made_once_and_never_changed():
     assert frozen.to_dict() is frozen.to_dict() and frozen.to_dict() == want
     big = scale_fonts(frozen, 1.5)  # presentation mode works on a copy
     assert big["layout"]["title"]["font"]["size"] == 15 and frozen.to_dict() == want
+
+
+def test_numba_disk_cache_gives_uncached_jitted_functions_a_disk_cache(tmp_path, monkeypatch):
+    """umap declares its hot functions without cache=True, so every server process compiled them again (~40 s of
+    CPU holding the GIL while a class arrived); projection.numba_disk_cache gives them numba's disk cache."""
+    numba = pytest.importorskip("numba")
+    from numba.core.caching import NullCache
+
+    from ctxlib import projection
+
+    src = tmp_path / "ctxlab_nbtest_mod.py"
+    src.write_text("import numba\n\n@numba.njit\ndef twice(x):\n    return 2 * x\n\n"
+                   "@numba.njit\ndef thrice(x):\n    return 3 * x\n\n@numba.njit(cache=True)\ndef own(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "nbcache"))
+    import ctxlab_nbtest_mod as mod
+
+    monkeypatch.setitem(sys.modules, "ctxlab_nbtest_mod", mod)
+    assert mod.thrice(1) == 3  # compiled before: left alone (its code is already in memory)
+    assert isinstance(mod.twice._cache, NullCache)
+    assert projection.numba_disk_cache(("ctxlab_nbtest_mod",)) == 1
+    assert not isinstance(mod.twice._cache, NullCache) and isinstance(mod.thrice._cache, NullCache)
+    assert mod.twice(21) == 42
+    assert list((tmp_path / "nbcache").rglob("*twice*.nbi"))  # the compiled code went to the disk cache
+    assert projection.numba_disk_cache(("ctxlab_nbtest_mod",)) == 0  # once only
+    assert projection.numba_disk_cache(("no_such_prefix_x",)) == 0
