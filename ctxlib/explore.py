@@ -72,7 +72,8 @@ def word_profile(enc, texts: list[str], word: str, cache: MutableMapping | None 
             rows[i] = cache.get((word, t))
     todo = [i for i, r in enumerate(rows) if r is None]
     if todo:
-        for i, e in zip(todo, enc.encode([texts[i] for i in todo], target=word, batch_size=64)):
+        for i, e in zip(todo, enc.encode([texts[i] for i in todo], target=word, batch_size=64,
+                                                attentions=False)):
             idx = e.word_indices(word)
             if not idx:
                 raise WordNotFound(word, i, e.text)

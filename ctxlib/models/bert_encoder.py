@@ -34,6 +34,7 @@ class CharTransformerEncoder(Encoder):
     """A BertModel checkpoint (BERT, or GPT when `causal`) behind the Encoder interface; subclasses set `kind`,
     `causal` and `_encode_tokens` (where the specials go)."""
 
+    HAS_ATTENTIONS = True
     kind = "base"
     causal = False  # the model's BertConfig.causal this encoder expects
     word_level = False
