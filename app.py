@@ -33,10 +33,8 @@ def home() -> None:
     for m, err in status.items():
         if err is not None and checkpoint.resolve(m).exists():  # a broken checkpoint; one not built yet: the table says so
             st.caption(widgets.escape_md(f"{m}: {err}"))
-    with st.expander(msg("home.models.full_record")):
-        for m in loaded:
-            st.markdown(f"**{m}**")
-            st.json(loaders.model_record(m), expanded=False)
+    with st.expander(msg("home.models.full_record")):  # one element for all models (each element is a message)
+        st.json({m: loaders.model_record(m) for m in loaded}, expanded=1)
 
     st.header(msg("home.pages"))
     for page in sorted(Path(__file__).parent.glob("pages/*.py")):

@@ -13,6 +13,8 @@ the characters; BERT and GPT read characters, some of which may be [UNK].
 """
 from __future__ import annotations
 
+import functools
+
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,8 +168,9 @@ def stored_ranking(path: Path | str, layer_names: list[str], set_name: str = "fr
     return {View(j): p for j, p in enumerate(pr)} if len(pr) == len(layer_names) else None
 
 
+@functools.lru_cache(maxsize=8)
 def sense_set_size(set_name: str = "frozen") -> tuple[int, int]:
-    """(words, sentences) of a held-out sense set."""
+    """(words, sentences) of a held-out sense set (read once a process: the sets are frozen files)."""
     from .evaluation.heldout import sense_sets
 
     sets = sense_sets(set_name)

@@ -72,7 +72,7 @@ def section() -> dict[str, str | None]:
     for note in notes:
         getattr(st, note.level if note.level != "error" else "warning")(escape_md(msg(note.id, **note.values)))
     blocked = any(n.level == "error" for n in notes)
-    status, rows, found, stored, kinds = {}, [], {}, [], set()
+    status, rows, found, stored, kinds, lines = {}, [], {}, [], set(), []
     chart, verdicts = st.empty(), st.container()
     for m in loaders.MODEL_ORDER:  # model by model, each with its spinner while it loads
         with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
@@ -101,8 +101,10 @@ def section() -> dict[str, str | None]:
         best = triple.best_row(new)  # None: every view is context-free (word2vec), which its caption explains
         key = "triple.best" if best is not None and best.margin > 1e-9 else "triple.none_right"
         if best is not None:
-            verdicts.markdown("- " + escape_md(msg(key, model=m, layer=view_label(d.layer_names, best.view),
-                                                   margin=best.margin)))
+            lines.append("- " + escape_md(msg(key, model=m, layer=view_label(d.layer_names, best.view),
+                                              margin=best.margin)))
+    if lines:  # one element, not one per model: each element is a message the server queues and sends
+        verdicts.markdown("\n".join(lines))
     if rows:  # drawn once, when every model is in (a figure per model meant building and sending it four times)
         chart.plotly_chart(loaders.cached_figure(f"margin|{word}|{rows}", lambda: explorer.margin_chart(
             rows, title=msg("triple.chart_title", word=word), margin_title=msg("triple.margin_axis"),
@@ -113,15 +115,14 @@ def section() -> dict[str, str | None]:
         return status
     vocab_notes.show(found, word)
     _context_notes(word, texts, kinds)
-    if rows:
+    if rows:  # the notes under the chart as one caption (paragraphs)
         n_words, n_sents = triple.sense_set_size()
-        st.caption(msg("triple.caption", words=n_words, sentences=n_sents))
-        for kind in ("word2vec", "elmo", "gpt"):
-            if kind in kinds:
-                st.caption(msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves",
-                                "gpt": "triple.caption_gpt"}[kind]))
+        notes = [msg("triple.caption", words=n_words, sentences=n_sents)]
+        notes += [msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
+                  for k in ("word2vec", "elmo", "gpt") if k in kinds]
         if stored:
-            st.caption(msg("triple.ranking_file", models=", ".join(stored)))
+            notes.append(msg("triple.ranking_file", models=", ".join(stored)))
+        st.caption("\n\n".join(notes))
     return status
 
 
