@@ -198,3 +198,29 @@ def test_unvalidated_builders_make_figures_plotly_accepts():
     assert list(margin.layout.yaxis.categoryarray)[-1] == "word2vec · layer 0"
     assert figs[1].layout.shapes[0].y0 == 0.55 and figs[1].layout.annotations[0].text == "majority 0.55"
     assert "shapes" not in figs[2].to_dict()["layout"]
+
+
+def test_spec_figure_is_its_dict_until_used_as_a_figure():
+    """SpecFigure's to_dict() is the builder's dicts + Plotly's default template, without building Plotly objects;
+    any other use builds the real figure, and changes after that show in to_dict()."""
+    import pickle
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from ctxlib.viz.common import SpecFigure, default_template
+
+    data = [{"type": "bar", "x": ["a", "b"], "y": [1.0, 2.0]}, {"x": [1, 2], "y": [3, 4], "mode": "markers"}]
+    layout = {"title": {"text": "t"}, "height": 300}
+    fig = SpecFigure(data, layout)
+    d = fig.to_dict()
+    assert not fig._ctxlab_built
+    want = go.Figure(data=data, layout=layout).to_dict()
+    assert d["data"][1]["type"] == "scatter" and d["layout"]["template"] == default_template() == want["layout"]["template"]
+    assert json.loads(pio.to_json(d, validate=False)) == json.loads(pio.to_json(want, validate=False))
+    assert isinstance(fig, go.Figure) and fig.layout.title.text == "t" and len(fig.data) == 2 and fig._ctxlab_built
+    fig.update_layout(height=500)
+    assert fig.to_dict()["layout"]["height"] == 500
+    back = pickle.loads(pickle.dumps(SpecFigure(data, layout)))
+    assert type(back) is go.Figure and back.to_dict()["layout"]["height"] == 300
+    go.Figure(SpecFigure(data, layout).to_dict())  # valid for Plotly's validation

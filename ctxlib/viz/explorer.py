@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import CJK_FONT, PALETTE, escape
+from .common import CJK_FONT, PALETTE, SpecFigure, escape
 
 TYPE_COLOUR = "#111111"
 # one colour and marker per model, the same in every chart whichever models are shown (others: the palette)
@@ -68,10 +68,11 @@ def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.0
 
 
 def _figure(data: list[dict], layout: dict) -> go.Figure:
-    """go.Figure of plain-dict traces and layout, without Plotly's per-property validation: validating costs 5-80 ms a
-    figure, most of a page's first run with new sentences (every figure is new), and the dicts are fixed here.
-    tests/test_viz_explorer.py checks that each builder's output passes validation (go.Figure(fig.to_dict()))."""
-    return go.Figure(data=data, layout=layout, _validate=False)
+    """A figure of plain-dict traces and layout, without Plotly's per-property validation (5-80 ms a figure) and
+    built only when asked for more than its dict (common.SpecFigure): most of a page's first run with new sentences
+    went into figures. tests/test_viz_explorer.py checks that each builder's output passes validation
+    (go.Figure(fig.to_dict()))."""
+    return SpecFigure(data, layout)
 
 
 def _colour_map(values) -> dict:
