@@ -210,6 +210,21 @@ def rss_mb(pid: int | None) -> dict:
     return {"rss": round(kb.get("VmRSS", 0) / 1024, 1), "peak": round(kb.get("VmHWM", 0) / 1024, 1)}
 
 
+def wait_idle(pid: int | None, max_s: float, window: float = 2.0, share: float = 0.05) -> float | None:
+    """Wait until `pid` uses under `share` of a core over `window` seconds (the server's background warm-up is done),
+    at most `max_s` seconds; returns the seconds waited (None: no pid, or not idle by then)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < max_s:
+        a = cpu_s(pid)
+        time.sleep(window)
+        b = cpu_s(pid)
+        if a is None or b is None:
+            return None
+        if b - a < share * window:
+            return round(time.perf_counter() - t0, 1)
+    return None
+
+
 def cpu_s(pid: int | None) -> float | None:
     """User + system CPU seconds of `pid` so far (/proc/<pid>/stat), or None."""
     try:
@@ -381,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query", default="", help='extra query parameters over every student\'s, e.g. "proj=pca&models=bert"')
     p.add_argument("--warmup", type=int, default=1, help="runs by one extra session before the class, not timed (0: none)")
     p.add_argument("--pause", type=float, default=0.0, help="seconds to wait after the warm-up, before RSS and the class")
+    p.add_argument("--until-idle", type=float, default=0.0,
+                   help="then wait (at most so many seconds) until the server is idle: its background warm-up done, as "
+                        "when a teacher opens the app before class; the output's idle_wait_s says how long (0: no wait)")
     return p
 
 
@@ -388,7 +406,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if not (1 <= args.students <= MAX_STUDENTS and 1 <= args.runs <= MAX_RUNS and 0 <= args.cycles <= MAX_CYCLES
             and 0 < args.timeout <= 3600 and 0 < args.max_seconds <= 4 * 3600 and args.warmup >= 0
-            and 0 <= args.pause <= 600):
+            and 0 <= args.pause <= 600 and 0 <= args.until_idle <= 1800):
         print(f"error: --students 1..{MAX_STUDENTS}, --runs 1..{MAX_RUNS}, --cycles 0..{MAX_CYCLES}, --timeout and "
               "--max-seconds positive", file=sys.stderr)
         return 2
@@ -419,7 +437,7 @@ def main(argv=None) -> int:
             return 2
     uri = f"ws://{'[' + host + ']' if ':' in host else host}:{port}/_stcore/stream"
     pid = args.pid or (proc.pid if proc else listening_pid(port))
-    warm, curve, before, t0 = [], None, {}, time.perf_counter()
+    warm, curve, before, t0, idle_wait = [], None, {}, time.perf_counter(), None
     try:
         try:
             if args.warmup:  # the first run of a fresh server loads the models: not what a class waits for each time
@@ -427,6 +445,7 @@ def main(argv=None) -> int:
                                                                args.lang, 0, args.query), args.max_seconds))
                 warm = [r["first_error"] for r in w if r["first_error"] or r["timed_out"]] + wf
             time.sleep(args.pause)  # e.g. the home page's corpus prewarm, a background thread, is done by then
+            idle_wait = wait_idle(pid, args.until_idle) if args.until_idle > 0 else None
             before, t0 = rss_mb(pid), time.perf_counter()
             if args.cycles:
                 results, failures, curve = asyncio.run(asyncio.wait_for(
@@ -447,7 +466,7 @@ def main(argv=None) -> int:
            "runs": 1 if args.cycles else args.runs, "cycles": args.cycles, "seed": args.seed, **summary(results, failures),
            "wall_s": round(wall, 2), "server_pid": pid, "rss_before_mb": before.get("rss"), "rss_after_mb": after.get("rss"),
            "rss_peak_mb": after.get("peak"), "loadavg": load_avg(), "started": bool(args.start),
-           "warmup_errors": len(warm)}
+           "warmup_errors": len(warm), "idle_wait_s": idle_wait}
     out.update(curve or {})  # --cycles: the RSS curve (and the CPU after students left mid-run)
     print(json.dumps(out, ensure_ascii=False))
     return 0

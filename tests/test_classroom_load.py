@@ -118,13 +118,34 @@ def _bench(capsys, *argv) -> dict:
 
 def test_two_students_on_the_home_page(server, capsys):
     port, pid = server
-    r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--timeout", "60")
+    r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--timeout", "60",
+               "--until-idle", "60")
     assert r["n_runs"] == 2 and r["errors"] == 0, r
+    assert r["idle_wait_s"] is not None and 0 <= r["idle_wait_s"] < 60
     assert 0 < r["p50_s"] <= r["p95_s"] <= r["max_s"] < 60
     assert r["server_pid"] == pid  # found from the port through /proc
     assert r["rss_before_mb"] > 50 and r["rss_after_mb"] > 50 and r["rss_peak_mb"] >= r["rss_after_mb"]
     assert r["elements_per_run"] > 10  # the page was drawn, not just connected to
     assert set(r) >= {"p50_s", "p95_s", "max_s", "errors", "exceptions", "error_alerts", "rss_before_mb", "rss_after_mb"}
+
+
+def test_wait_idle_returns_once_a_process_is_idle_and_gives_up_on_a_busy_one():
+    import subprocess
+
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 20: pass"])
+    try:
+        assert cl.wait_idle(busy.pid, max_s=2.5, window=0.5) is None  # spinning the whole time
+    finally:
+        busy.kill()
+        busy.wait()
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
+    try:
+        waited = cl.wait_idle(idle.pid, max_s=10, window=0.5)
+        assert waited is not None and waited < 5
+    finally:
+        idle.kill()
+        idle.wait()
+    assert cl.wait_idle(None, max_s=1) is None
 
 
 def test_an_error_on_the_page_is_counted(server, capsys):
