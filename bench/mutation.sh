@@ -33,8 +33,8 @@ declare -A TESTS=(
   [scalar_mix]="ctxlib/models/scalar_mix.py | tests/test_scalar_mix.py"
   [sgns]="ctxlib/training/sgns.py | tests/test_sgns.py tests/test_word2vec.py::test_skipgram_step_matches_a_numpy_loop"
   [analysis]="ctxlib/analysis.py | tests/test_analysis.py"
-  # checkpoint.unzip (the zips the training page downloads and reads) is tested in test_live.py's zip tests
-  [checkpoint]="ctxlib/checkpoint.py | tests/test_checkpoint.py tests/test_live.py::test_zip_in_a_top_folder_loads tests/test_live.py::test_bad_zips_are_refused_clearly tests/test_live.py::test_zip_size_cap"
+  # checkpoint.unzip (the zips the training page downloads and reads): test_checkpoint_zip.py, and test_live.py's zip tests
+  [checkpoint]="ctxlib/checkpoint.py | tests/test_checkpoint.py tests/test_checkpoint_zip.py tests/test_live.py::test_zip_in_a_top_folder_loads tests/test_live.py::test_bad_zips_are_refused_clearly tests/test_live.py::test_zip_size_cap"
   [encoder]="ctxlib/encoder.py | tests/test_encoder.py"
   [explore]="ctxlib/explore.py | tests/test_explore.py"  # the Streamlit-free page logic
   [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
