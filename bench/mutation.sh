@@ -39,7 +39,7 @@ declare -A TESTS=(
   # checkpoint.unzip (the zips the training page downloads and reads): test_checkpoint_zip.py, and test_live.py's zip tests
   [checkpoint]="ctxlib/checkpoint.py | tests/test_checkpoint.py tests/test_checkpoint_zip.py tests/test_live.py::test_zip_in_a_top_folder_loads tests/test_live.py::test_bad_zips_are_refused_clearly tests/test_live.py::test_zip_size_cap"
   [encoder]="ctxlib/encoder.py | tests/test_encoder.py"
-  [explore]="ctxlib/explore.py | tests/test_explore.py"  # the Streamlit-free page logic
+  [explore]="ctxlib/explore.py | tests/test_explore.py tests/test_explore_atlas_cache.py"  # the Streamlit-free page logic
   [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_negatives.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
   # masking and pair building: all of bert_data.py (documents, examples, masking, collate, the batch iterators and
   # their resume) with its corpus-free tests (test_bert_data.py's statistics on real text load the corpus: ~10 s a mutant)
