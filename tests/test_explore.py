@@ -399,3 +399,17 @@ def test_atlas_baseline_is_seeded_one_other_real_token_or_the_word_alone(monkeyp
     assert len(picked) > 1  # the seed does choose among the other tokens
     empty = explore._atlas_encode(enc, "苹果", [], 0, 0)
     assert empty.vecs.dtype == empty.base.dtype == np.float32 and empty.layer_names == enc.layer_names
+
+
+def test_atlas_contexts_are_the_other_words_with_the_word_kept_whole(monkeypatch):
+    """The cluster labels' context words: the sentence cut with the word kept as one piece, the word left out (cut
+    without it, jieba would give 苹果 / 手机 and both would count as context)."""
+    import app_fakes
+    from ctxlib import corpus
+    from ctxlib.corpus import Occurrence
+
+    monkeypatch.setattr(corpus, "occurrences",
+                        lambda word, cap, seed: ([Occurrence("我买了苹果手机", 4, 6, None, "reviews", "train")], 1))
+    d = explore.atlas_sample(app_fakes.FakeEncoder("elmo", 2), "果手", cap=1)
+    ctx, = d.contexts
+    assert "机" in ctx and not {"苹果", "手机", "果手"} & set(ctx)
