@@ -3,7 +3,8 @@
 #
 # Each module runs on its own, in a scratch copy of ctxlib/ and tests/ under $MUT_WORK, with only that module's fast
 # test files as the runner (mutmut runs, for each mutant, the selected tests that cover the mutated function). The
-# score is killed (incl. timeouts) / mutants tested; mutants no selected test reaches count as survivors.
+# score is killed (incl. timeouts) / mutants tested; mutants no selected test reaches count as survivors (but see
+# "covered" below).
 #
 #   bench/mutation.sh                       # every module below, smallest first
 #   bench/mutation.sh analysis checkpoint   # some of them (names: the keys of TESTS)
