@@ -95,17 +95,25 @@ def _path(kind: str, k: str) -> Path:
 
 def load(kind: str, k: str) -> tuple[dict[str, np.ndarray], object] | None:
     """(arrays, JSON part) of entry `k` of `kind`, or None when missing or unreadable (an unreadable file is removed)."""
-    path = _path(kind, k)
-    if not path.exists():
-        return None
-    try:
+    def parse(path: Path):
         with np.load(path, allow_pickle=False) as z:
             arrays = {n: z[n] for n in z.files}
         meta = json.loads(str(arrays.pop(_META)))
         if not isinstance(meta, dict) or meta.get("version") != VERSION:
             raise ValueError("wrong layout")
         return arrays, meta.get("data")
-    except Exception as e:  # cut short, corrupt, an old layout: rebuild
+
+    return _read(_path(kind, k), parse)
+
+
+def _read(path: Path, parse: Callable[[Path], object]):
+    """`parse(path)`, or None when the file is missing or unreadable (cut short, corrupt, an old layout): an
+    unreadable file is removed, so that the entry is rebuilt."""
+    if not path.exists():
+        return None
+    try:
+        return parse(path)
+    except Exception as e:
         log.warning("cache entry %s unreadable (%s): rebuilding", path, e)
         try:
             path.unlink()
@@ -154,21 +162,13 @@ def cached(kind: str, k: str | None, build: Callable[[], tuple[dict[str, np.ndar
 
 def load_json(kind: str, k: str):
     """The JSON entry `k` of `kind`, or None when missing or unreadable (an unreadable file is removed)."""
-    path = cache_dir() / kind / f"{k}.json"
-    if not path.exists():
-        return None
-    try:
+    def parse(path: Path):
         meta = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(meta, dict) or meta.get("version") != VERSION or "data" not in meta:
             raise ValueError("wrong layout")
         return meta["data"]
-    except Exception as e:
-        log.warning("cache entry %s unreadable (%s): rebuilding", path, e)
-        try:
-            path.unlink()
-        except OSError:
-            pass
-        return None
+
+    return _read(cache_dir() / kind / f"{k}.json", parse)
 
 
 def save_json(kind: str, k: str, data) -> bool:

@@ -278,3 +278,69 @@ def test_unknown_kind_message_names_the_file(tmp_path):
     with pytest.raises(checkpoint.CheckpointError) as err:
         encoder.load(tmp_path)
     assert str(err.value).startswith(f"{tmp_path / 'config.json'}: unknown model kind 'lstm9'")
+
+
+# -- the type matrix on disk (ctxlib.cache), for a loaded checkpoint; the defaults that reach it ------------------------
+def _checkpoint_folder(tmp_path, name="chars"):
+    d = tmp_path / "ckpt" / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"kind": "chars", "config": {"dim": DIM}}), encoding="utf-8")
+    (d / "model.pt").write_bytes(b"weights v1")
+    return d
+
+
+def test_type_matrix_on_disk_is_per_checkpoint_model_and_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXLAB_CACHE", str(tmp_path / "cache"))
+    d = _checkpoint_folder(tmp_path)
+
+    def at(path, cls=CharEncoder, name="chars"):
+        enc = cls()
+        enc.path, enc.name = path, name
+        return enc
+
+    first = at(d)
+    words, M = first.type_matrix(3)
+    assert first.batches and len(list((tmp_path / "cache" / "type_matrix").glob("*.npz"))) == 1
+    fresh = at(d)  # a new process: read from disk, nothing encoded
+    w2, M2 = fresh.type_matrix(3)
+    assert not fresh.batches and w2 == words == first.vocab[:3] and np.array_equal(M, M2) and M2.dtype == np.float32
+    # another size, another model name or kind at the same folder, a retrained checkpoint: computed afresh
+    smaller = at(d)
+    assert smaller.type_matrix(2)[0] == first.vocab[:2] and smaller.batches
+    renamed = at(d, name="chars-2")
+    renamed.type_matrix(3)
+    assert renamed.batches
+
+    class OtherKind(CharEncoder):
+        kind = "chars-b"
+
+    other = at(d, OtherKind)
+    other.type_matrix(3)
+    assert other.batches
+    (d / "model.pt").write_bytes(b"retrained weights")
+    retrained = at(d)
+    retrained.type_matrix(3)
+    assert retrained.batches
+    assert len(list((tmp_path / "cache" / "type_matrix").glob("*.npz"))) == 5
+    nowhere = at(None)  # no checkpoint folder: computed, nothing stored
+    nowhere.type_matrix(4)
+    assert nowhere.batches and len(list((tmp_path / "cache" / "type_matrix").glob("*.npz"))) == 5
+
+
+def test_type_matrix_encodes_256_words_a_batch_and_defaults_to_10000_words():
+    enc = CharEncoder(vocab=[chr(0x4E00 + i) for i in range(300)])
+    enc.type_matrix()
+    assert [len(b) for b in enc.batches] == [256, 44]
+
+    class Sizes(CharEncoder):
+        def _type_matrix(self, max_words):
+            self.asked = getattr(self, "asked", []) + [max_words]
+            return super()._type_matrix(max_words)
+
+    enc = Sizes()
+    enc.type_matrix()
+    enc.type_vectors(1)
+    enc.nearest_words(np.ones(DIM), 0)
+    assert enc.asked == [10000]  # one matrix, of the default size, serves all three
+    enc.type_vectors(0, 2)
+    assert enc.asked == [10000, 2]

@@ -275,3 +275,141 @@ def test_accuracy_rows_round():
     assert explore.accuracy_rows({"elmo": (["a", "b"], [0.5, 2 / 3]), "bert": (["c"], [1.0])}) == [
         {"model": "elmo", "layer": "a", "accuracy": 0.5}, {"model": "elmo", "layer": "b", "accuracy": 0.667},
         {"model": "bert", "layer": "c", "accuracy": 1.0}]
+
+
+# -- issue #17, item 4, second pass: what the mutation run still found untested ------------------------------------------
+
+def test_same_depth_with_two_layers():
+    assert [explore.same_depth(j, 3, 2) for j in range(3)] == [0, 1, 1]  # the top of three is the top of two
+    assert [explore.same_depth(j, 2, 3) for j in range(2)] == [0, 2]  # a two-layer model's bottom stays the bottom
+
+
+def test_nearest_rows_normalise_each_row_by_its_own_length_and_default_to_five():
+    words = [chr(0x4E00 + i) for i in range(8)]
+    rng = np.random.default_rng(3)
+    M = rng.normal(size=(8, 3))
+    M /= np.linalg.norm(M, axis=1, keepdims=True)
+    vecs = np.array([[3.0, 4.0, 0.0], [0.1, -0.2, 0.05], [10.0, 0.0, -1.0]])  # rows of very different lengths
+    rows = explore.nearest_rows(words, M, vecs, words[0])
+    for v, row in zip(vecs, rows):
+        sims = M @ (v / np.linalg.norm(v))
+        want = [(words[i], sims[i]) for i in np.argsort(-sims) if i != 0][:5]
+        assert row == "  ".join(f"{w} {s:.2f}" for w, s in want)
+
+
+def test_kmeans_cluster_labels_are_three_words_without_the_word():
+    rng = np.random.default_rng(0)
+    vecs = np.concatenate([rng.normal(size=(6, 1, 4)) + 5, rng.normal(size=(6, 1, 4)) - 5])
+    d = _atlas(vecs, vecs, ["x"])
+    d.contexts = [["苹果", "吃", "甜"]] * 6 + [["手机", "买", "屏幕", "电池"]] * 6  # 苹果 would be a label of the first
+    cats, top = explore.atlas_colouring(d, "kmeans", 0, 2, "苹果", "-", {})
+    assert sorted(top[cats[0]]) == ["吃", "甜"]  # the word itself left out
+    assert len(top[cats[-1]]) == 3 and set(top[cats[-1]]) < {"手机", "买", "屏幕", "电池"}  # three at most
+
+
+def test_csv_edges_no_models_and_a_tagged_row():
+    header, rows = _read_csv(explore.vectors_csv({}, ["苹果"], [None], "苹果"))
+    assert header == ["model", "layer", "layer_name", "sentence_no", "sentence", "label", "word"] and rows == []
+    d = _atlas(np.ones((2, 1, 2)), np.ones((2, 1, 2)), ["x"])
+    d.tags = ["n", None]
+    _, rows = _read_csv(explore.atlas_csv(d, 0, ["A", "B"]))
+    assert [r[3] for r in rows] == ["n", ""]
+
+
+def test_chance_diagnosis_ties_missing_counts_and_the_rare_threshold():
+    out = explore.chance_diagnosis(["甲", "乙", "甲", "乙", "丙", "丙", "丙"], [])
+    assert out["smallest"] == ("乙", 2)  # a tie between 甲 and 乙 (two each): the first label by its text, not by order
+    rows = [{"source": "pd", "sense": None}, {"source": "supplement", "sense": "水果"}]  # no "train" count: 0
+    out = explore.chance_diagnosis(["a", "a"], rows)
+    assert out["corpus"] == {"pd": 0} and out["senses"] == {"水果": 0} and out["rare"]
+    rows = [{"source": "pd", "sense": None, "train": 12}, {"source": "supplement", "sense": "水果", "train": 8}]
+    assert not explore.chance_diagnosis(["a", "a"], rows)["rare"]  # 12 + 8 = 20 occurrences: not rare
+    rows[1]["train"] = 7
+    assert explore.chance_diagnosis(["a", "a"], rows)["rare"]
+
+
+def test_word_profile_of_a_word_model_keeps_the_word_whole_and_reports_its_vocabulary():
+    import app_fakes
+
+    from ctxlib.encoder import MAX_CHARS
+
+    enc = app_fakes.FakeEncoder("word2vec", 1)  # word level, one layer: in_vocab depends on the word
+    calls = []
+    encode = enc.encode
+    enc.encode = lambda texts, **kw: (calls.append(kw), encode(texts, **kw))[1]
+    d = explore.word_profile(enc, ["我买了苹果手机", "果手" + "x" * MAX_CHARS], "果手")
+    assert d.pooled == [["果手"], ["果手"]] and d.word_level is True  # jieba alone would cut 苹果 / 手机
+    assert d.truncated == [False, True] and d.in_vocab is ("果手" in enc._vocab)
+    assert calls == [{"target": "果手", "batch_size": 64}]
+    word = enc._vocab[1]
+    assert explore.word_profile(enc, [f"我说{word}"], word).in_vocab is True
+    with pytest.raises(explore.WordNotFound) as err:
+        explore.word_profile(enc, ["果手" + "x" * MAX_CHARS, "没有"], "果手")
+    assert err.value.word == "果手" and err.value.index == 1
+
+
+def test_atlas_sample_reads_its_inputs_and_crops_to_the_models_length(monkeypatch):
+    import app_fakes
+    from ctxlib import corpus
+    from ctxlib.corpus import Occurrence
+
+    asked = []
+    long = Occurrence("一二三四五六七八九十苹果十九八七六五四三二一", 10, 12, None, "pd", "train")
+
+    def occurrences(word, cap, seed):
+        asked.append((word, cap, seed))
+        return [long], 1
+
+    monkeypatch.setattr(corpus, "occurrences", occurrences)
+    enc = app_fakes.FakeEncoder("bert", 2, chars=True)
+    enc.config["max_len"] = 10
+    d = explore.atlas_sample(enc, "苹果", cap=5)
+    assert asked == [("苹果", 5, 0)]  # the seed's default is 0
+    assert d.texts == ["九十苹果十九"] and d.spans == [(2, 4)]  # max_len - 4 = 6 characters around the word
+    explore.atlas_sample(enc, "苹果", cap=2, seed=4)
+    assert asked[-1] == ("苹果", 2, 4)
+
+
+def test_atlas_baseline_is_seeded_one_other_real_token_or_the_word_alone(monkeypatch):
+    import app_fakes
+    from ctxlib import corpus
+    from ctxlib.corpus import Occurrence
+
+    occ = [Occurrence("我吃苹果了吗", 2, 4, None, "pd", "train"), Occurrence("没有", 0, 0, None, "pd", "train"),
+           Occurrence("苹果", 0, 2, None, "pd", "train"), Occurrence("他买苹果吃", 2, 4, None, "pd", "train")]
+    monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: (occ, 4))
+    enc = app_fakes.FakeGpt(3)  # a [CLS] token of width zero opens every sentence
+    calls = []
+    encode = enc.encode
+    enc.encode = lambda texts, **kw: (calls.append((list(texts), kw)), encode(texts, **kw))[1]
+    d = explore.atlas_sample(enc, "苹果", cap=4, seed=0)
+    assert calls == [([o.text for o in occ], {"target": "苹果", "batch_size": 4})]  # one batch for all
+    assert d.texts == ["我吃苹果了吗", "苹果", "他买苹果吃"]  # the empty span is skipped, the rest kept
+    assert d.base.dtype == np.float32 and d.vecs.dtype == np.float32
+    lone = encode(["苹果"])[0]
+    np.testing.assert_array_equal(d.base[1], lone.layers[:, 1])  # nothing else in the sentence: the word's first token
+    cls_vecs = [encode([t])[0].layers[:, 0] for t in d.texts]
+    picked = set()
+    for seed in range(12):
+        s = explore.atlas_sample(enc, "苹果", cap=4, seed=seed)
+        np.testing.assert_array_equal(s.base, explore.atlas_sample(enc, "苹果", cap=4, seed=seed).base)  # seeded
+        for i in (0, 2):
+            assert not np.allclose(s.base[i], cls_vecs[i])  # never the zero-width [CLS]
+        picked.add(s.base[0].tobytes())
+    assert len(picked) > 1  # the seed does choose among the other tokens
+    empty = explore._atlas_encode(enc, "苹果", [], 0, 0)
+    assert empty.vecs.dtype == empty.base.dtype == np.float32 and empty.layer_names == enc.layer_names
+
+
+def test_atlas_contexts_are_the_other_words_with_the_word_kept_whole(monkeypatch):
+    """The cluster labels' context words: the sentence cut with the word kept as one piece, the word left out (cut
+    without it, jieba would give 苹果 / 手机 and both would count as context)."""
+    import app_fakes
+    from ctxlib import corpus
+    from ctxlib.corpus import Occurrence
+
+    monkeypatch.setattr(corpus, "occurrences",
+                        lambda word, cap, seed: ([Occurrence("我买了苹果手机", 4, 6, None, "reviews", "train")], 1))
+    d = explore.atlas_sample(app_fakes.FakeEncoder("elmo", 2), "果手", cap=1)
+    ctx, = d.contexts
+    assert "机" in ctx and not {"苹果", "手机", "果手"} & set(ctx)

@@ -15,6 +15,20 @@ class Cancelled(Exception):
     pass
 
 
+class CancelAt:
+    """A report callback that raises Cancelled (as the page's stop button does) at the n-th report that
+    `counts(point, phase)` selects; `seen` is how many it has seen."""
+
+    def __init__(self, n, counts):
+        self.n, self.counts, self.seen = n, counts, 0
+
+    def __call__(self, frac, point=None, phase=None):
+        if self.counts(point, phase):
+            self.seen += 1
+            if self.seen == self.n:
+                raise Cancelled()
+
+
 @pytest.fixture
 def short(monkeypatch):
     """Runs of a few seconds on 300 paragraphs of the train split, saved every 0.3 s."""
@@ -93,14 +107,7 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
 
 
 def test_cancel_keeps_the_last_save(short, tmp_path):
-    n = [0]
-
-    def report(frac, point=None, phase=None):
-        if point:
-            n[0] += 1
-            if n[0] == 40:
-                raise Cancelled()
-
+    report = CancelAt(40, lambda point, phase: bool(point))  # at the 40th point
     run = live.LiveRun(live.LiveSpec("gpt", 60), tmp_path / "run")
     with pytest.raises(Cancelled):
         live.train(run.spec, run, report)
@@ -120,18 +127,11 @@ def test_word2vec_run_and_its_nearest_words(short, tmp_path):
 
 
 def test_cancelled_word2vec_keeps_the_vectors_trained_so_far(short, tmp_path):
-    calls = [0]
-
-    def report(frac, point=None, phase=None):
-        if phase == "train":
-            calls[0] += 1
-            if calls[0] == 3:
-                raise Cancelled()
-
+    report = CancelAt(3, lambda point, phase: phase == "train")  # at the 3rd report of the training phase
     run = live.LiveRun(live.LiveSpec("word2vec", 60), tmp_path / "w")
     with pytest.raises(Cancelled):
         live.train(run.spec, run, report)
-    assert calls[0] == 3  # no report after the cancel (its save is not a phase the page waits on)
+    assert report.seen == 3  # no report after the cancel (its save is not a phase the page waits on)
     assert run.ended is not None and run.loadable() and not run.has_timeline()
     s = run.summary
     assert s["stopped_early"] is True and 0 < s["tokens_seen"] < s["raw_words_per_epoch"] * 5  # before the 5 epochs
