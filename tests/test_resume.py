@@ -167,3 +167,7 @@ def test_resumed_plan_is_the_fresh_plan_with_its_steps(kind, pars, tmp_path):
     replanned = RunSpec.make(kind, mod.PRESETS, "tiny", 0, None, resume=out, steps=50)
     assert replanned.plan == dataclasses.replace(fresh.plan, steps=50)
     assert resumed.run_record(1)["steps"] == 45 and replanned.run_record(1)["steps"] == 50
+    # the recorded rebuild command names the re-planned steps (a run of 8,000 steps is rebuilt with --steps 8000)
+    assert replanned.command() == f"python -m ctxlib train {kind} --preset tiny --seed 0 --steps 50"
+    plain = RunSpec.make(kind, mod.PRESETS, "tiny", 0, tmp_path / "plain")
+    assert plain.command() == f"python -m ctxlib train {kind} --preset tiny --seed 0"

@@ -32,6 +32,7 @@ class RunSpec:
     resumed: tuple | None = None  # (config.json, vocab.json, fp32 state dict) of the run being continued
     state: dict | None = None  # the Trainer state from resume.pt (None: weights alone)
     prev: dict = field(default_factory=dict)  # the summary saved so far
+    preset_steps: int | None = None  # the preset's own step count (the command names --steps when the plan differs)
 
     @classmethod
     def make(cls, kind: str, presets: dict[str, Preset], preset: str, seed: int, out, resume=None, corpus_path=None,
@@ -55,7 +56,7 @@ class RunSpec:
             raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
         plan = presets[preset].replan(steps)
         out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / kind
-        return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev)
+        return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev, presets[preset].steps)
 
     def run_record(self, world: int) -> dict:
         """What --resume needs to continue this run (stored as summary["run"])."""
@@ -65,7 +66,9 @@ class RunSpec:
                 "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
 
     def command(self) -> str:
+        replanned = self.preset_steps is not None and self.plan.steps != self.preset_steps
         return (f"{checkpoint.rebuild_command(self.kind)} --preset {self.preset} --seed {self.seed}"
+                + (f" --steps {self.plan.steps}" if replanned else "")
                 + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else ""))
 
 
