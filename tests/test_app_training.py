@@ -411,3 +411,21 @@ def test_a_link_to_another_sessions_live_model_says_whose_it_is(live_short):
         said = _texts(at, "caption")
         assert "names a model trained live in another browser session" in said and "belong to the session that trained them" in said
         assert "not an available model" not in said and "unknown" not in said.lower()
+
+
+def test_switching_the_language_keeps_the_choices_shown(live_short):
+    """Streamlit keeps a radio's value in the browser as its label: after a language switch the page must send the
+    browser the label of the current choice in the new language, or the radio shows nothing selected."""
+    at = _live()
+    at.radio(key="lv_kind").set_value("elmo").run()
+    at.radio(key="ctxlab_lang_radio").set_value("中文").run()
+    assert not at.exception and at.session_state["tr_mode"] == "live" and at.session_state["lv_kind"] == "elmo"
+    shown = {k: at.radio(key=k).proto for k in ("tr_mode", "lv_kind", "lv_source")}
+    assert {k: (p.set_value, p.raw_value) for k, p in shown.items()} == {
+        "tr_mode": (True, "现场训练一个"), "lv_kind": (True, "ELMo（微型）"), "lv_source": (True, "内置语料（随机一部分）")}
+    assert all(p.raw_value in p.options for p in shown.values())
+    at.run()  # the next run (the browser now reports the new labels) keeps the choices
+    assert not at.exception and at.radio(key="tr_mode").value == "live" and at.radio(key="lv_kind").value == "elmo"
+    at.radio(key="tr_mode").set_value("replay").run()
+    at.radio(key="ctxlab_lang_radio").set_value("English").run()
+    assert (at.radio(key="tr_mode").proto.set_value, at.radio(key="tr_mode").proto.raw_value) == (True, "Replay the shipped models")

@@ -14,12 +14,29 @@ from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
 
 from . import loaders
-from .i18n import escape_md, msg
+from .i18n import escape_md, lang, msg
 
 SLOT = "train"  # the jobs kind: live trainings wait in the server's line (ctxlib.jobs)
 PREFIX = "lv"
 UPLOAD_KEY = "lv_upload"
 MAX_UPLOAD_MB = 20  # the browser refuses larger files; live.check_upload refuses over user_text.USER_FILE_CAP
+
+
+LABELLED_CHOICES = ("tr_mode", "tr_layer", "lv_kind", "lv_source")  # the page's pickers whose labels are in the language
+_LANG_SEEN = "tr_lang_seen"
+
+
+def keep_choices_across_languages(keys=LABELLED_CHOICES) -> None:
+    """Call before drawing the pickers. Streamlit (1.67) keeps a radio's or selectbox's value in the browser as the
+    label it shows; after the interface language changes, that label is none of the new labels, and the picker shows
+    nothing selected (while the page goes on with the old choice). Setting each kept choice again from the session
+    state, once after a language change, sends the browser its label in the new language."""
+    if st.session_state.get(_LANG_SEEN) == lang():
+        return
+    for k in keys:
+        if k in st.session_state:
+            st.session_state[k] = st.session_state[k]
+    st.session_state[_LANG_SEEN] = lang()
 
 
 def session() -> live.LiveSession:
@@ -54,11 +71,15 @@ def _upload(kind: str):
 def choices() -> live.LiveSpec | None:
     """The model, text and budget pickers; the spec to train, or None (with a message) when it cannot start."""
     c1, c2, c3 = st.columns([2, 2, 2])
-    kind = c1.radio(msg("live.model"), live.KINDS, key="lv_kind", format_func=lambda k: msg(f"live.kind.{k}"))
+    # the labels are fixed when drawn (not looked up later in whatever language is current): see
+    # keep_choices_across_languages
+    kind = c1.radio(msg("live.model"), live.KINDS, key="lv_kind",
+                    format_func={k: msg(f"live.kind.{k}") for k in live.KINDS}.__getitem__)
     sources = ["builtin", "upload"] if kind in live.UPLOAD_KINDS else ["builtin"]
     if st.session_state.get("lv_source") not in sources:
         st.session_state["lv_source"] = "builtin"
-    source = c2.radio(msg("live.source"), sources, key="lv_source", format_func=lambda s: msg(f"live.source_{s}"))
+    source = c2.radio(msg("live.source"), sources, key="lv_source",
+                      format_func={s: msg(f"live.source_{s}") for s in sources}.__getitem__)
     if kind not in live.UPLOAD_KINDS:
         c2.caption(msg("live.gpt_builtin"))
     budget = c3.slider(msg("live.budget"), live.BUDGET_MIN_S, live.BUDGET_MAX_S, 60, step=10, key="lv_budget",
