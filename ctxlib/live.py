@@ -77,7 +77,7 @@ PRESETS: dict[str, Preset] = {
                    data=dict(batch=16, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
     "gpt": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
                   steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True, resume_file=False,
-                  data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000)),
+                  data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000, timeline_valid=64)),
     "elmo": Preset(model=dict(filters=[[1, 16], [2, 16], [3, 32]], max_chars=6, dim=32, hidden=64, vocab_size=3000,
                               cutoffs=[300, 1500], dropout=0.0),
                    steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True, resume_file=False,

@@ -162,6 +162,33 @@ def test_live_bert_reads_a_small_held_out_sample():
     assert bert._valid_paragraphs(n) == few  # the same sample every run (cached)
 
 
+def test_live_gpt_reads_a_small_held_out_sample(short, tmp_path, monkeypatch):
+    from ctxlib.models.bert import CharTokenizer
+    from ctxlib.training import bert, gpt
+
+    valid = corpus.load("corpora", "valid")
+    assert gpt._valid_paragraphs(gpt.VALID_WINDOWS) == valid  # the CLI runs' timeline: the whole split, as before
+    n = live.PRESETS["gpt"].data["timeline_valid"]
+    few = gpt._valid_paragraphs(n)
+    assert n < gpt.VALID_WINDOWS and few == list(bert._valid_sample(8 * n)) and len(few) == 8 * n < len(valid)
+    # the first n windows, encoding only the paragraphs that hold them: the same windows as encoding them all
+    tok = CharTokenizer.build(short, min_count=1)
+    model = gpt.build_model(tok, dict(hidden=16, layers=1, heads=2, ffn=16, max_len=16))
+    docs = gpt.encode_documents(valid[:400], tok)
+    want = gpt.windows(docs, 16)[:n]
+    batches, chars = gpt._valid_batches(model, tok, valid[:400], None, max_windows=n)
+    assert chars == int((want[:, 2] - want[:, 1]).sum())
+    got = sorted(tuple(r[r != -100].tolist()) for b in batches for r in b["labels"])
+    assert got == sorted(tuple(docs[d][s:e].tolist()) for d, s, e in want)
+    # a live GPT run asks for the sample, not the split
+    asked = []
+    monkeypatch.setattr(gpt, "_valid_paragraphs", lambda k: asked.append(k) or few)
+    run = live.LiveRun(live.LiveSpec("gpt", 1), tmp_path / "run")
+    live.train(run.spec, run, lambda *a, **k: None)
+    assert asked == [n] and run.has_timeline()
+    assert all(np.isfinite(s["valid_loss"]) for s in replay.load(run.out).data["snapshots"])
+
+
 def test_head_formation_follows_the_heads_strongest_at_the_end(tmp_path):
     from test_replay import STEPS, write_timeline
 
