@@ -321,6 +321,22 @@ def head_formation(rp) -> dict | None:
     return out
 
 
+FORMED_SHARE = 0.5  # a head that gives at least this share of its attention to one neighbour counts as formed
+
+
+def head_verdict(hf: dict, formed: float = FORMED_SHARE) -> dict:
+    """What a run's neighbour heads show, from `head_formation`: the neighbour ("prev" or "next") whose head ends with
+    the larger share, as {"which", "layer", "head", "start" (share at step 0), "end" (at the last snapshot), "peak"
+    (highest), "first" (index of the first snapshot at or above `formed`, or None), "state"}: "formed" (it ends at
+    or above `formed`), "faded" (it got there, then fell below) or "forming" (it never got there)."""
+    which = max(hf, key=lambda m: hf[m]["shares"][-1])
+    sh = hf[which]["shares"]
+    first = next((i for i, x in enumerate(sh) if x >= formed), None)
+    state = "formed" if sh[-1] >= formed else ("faded" if first is not None else "forming")
+    return {"which": which, "layer": hf[which]["layer"], "head": hf[which]["head"], "start": sh[0], "end": sh[-1],
+            "peak": max(sh), "first": first, "state": state}
+
+
 def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str, list[tuple[str, float]]]:
     """word2vec: each word's `topn` nearest words in the run's model (words it does not know are left out)."""
     import ctxlib

@@ -347,6 +347,11 @@ def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, 
     assert [t["name"] for t in heads["data"]][0].startswith("previous character: layer ") and len(heads["data"]) == 2
     assert all(len(t["y"]) == len(STEPS) for t in heads["data"])
     assert "Previous-character head (layer " in _texts(at, "caption") and "Notice: at step 0 every head" in _texts(at, "info")
+    # the notice says what this run shows: its random attention formed no head
+    v = live.head_verdict(live.head_formation(replay.load(run.out)))
+    assert v["state"] == "forming" and v["end"] < live.FORMED_SHARE
+    assert f"In this run's {STEPS[-1]:,} steps no head has formed yet: the strongest, layer {v['layer']}, head {v['head']}, " \
+           f"gives {v['end']:.2f} of its attention to the character just {'before' if v['which'] == 'prev' else 'after'}" in _texts(at, "info")
 
 
 def _timeline_work(session, spec):

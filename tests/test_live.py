@@ -216,6 +216,23 @@ def test_head_formation_follows_the_heads_strongest_at_the_end(tmp_path):
     assert list(live.head_formation(replay.load(tmp_path / "g"))) == ["prev"]  # causal: no next character
 
 
+def test_head_verdict_says_formed_faded_or_forming():
+    def hf(prev, nxt=None):
+        out = {"prev": {"layer": 2, "head": 1, "shares": prev}}
+        if nxt is not None:
+            out["next"] = {"layer": 1, "head": 2, "shares": nxt}
+        return out
+
+    v = live.head_verdict(hf([0.06, 0.3, 0.55, 0.7], [0.06, 0.1, 0.2, 0.3]))
+    assert (v["which"], v["layer"], v["head"], v["state"], v["first"], v["start"], v["end"], v["peak"]) == \
+        ("prev", 2, 1, "formed", 2, 0.06, 0.7, 0.7)
+    v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.3], [0.05, 0.6, 0.4, 0.35]))
+    assert (v["which"], v["state"], v["first"], v["peak"], v["end"]) == ("next", "faded", 1, 0.6, 0.35)
+    v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.49]))  # GPT: the previous character only
+    assert (v["which"], v["state"], v["first"]) == ("prev", "forming", None)
+    assert live.head_verdict(hf([0.06, 0.5]))["state"] == "formed"  # the threshold itself counts
+
+
 # -- stale session folders -------------------------------------------------------------------------------------------
 def _dead_pid() -> int:
     import subprocess

@@ -140,11 +140,16 @@ def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
                 step=f"{rp.steps[-1]:,}")
     if n is None:
         st.caption(msg("live.heads.summary_gpt", **nums))
-        st.info(msg("live.heads.notice_gpt"))
     else:
         st.caption(msg("live.heads.summary", **nums, nl=n["layer"], nh=n["head"], n0=f"{n['shares'][0]:.2f}",
                        n1=f"{n['shares'][-1]:.2f}"))
-        st.info(msg("live.heads.notice", even=f"{(p['shares'][0] + n['shares'][0]) / 2:.2f}"))
+    # what this run shows (formed, formed then faded, not formed yet), then why these heads come first
+    v = live.head_verdict(hf)
+    first = "" if v["first"] is None else f"{rp.steps[v['first']]:,}"
+    st.info(msg(f"live.heads.notice_{v['state']}", start=f"{v['start']:.2f}", end=f"{v['end']:.2f}",
+                peak=f"{v['peak']:.2f}", first=first, steps=f"{rp.steps[-1]:,}", layer=v["layer"], head=v["head"],
+                formed=f"{live.FORMED_SHARE:.1f}", neighbour=msg(f"live.heads.neighbour_{v['which']}"))
+            + " " + msg("live.heads.why_gpt" if n is None else "live.heads.why"))
 
 
 def finished_heads(folder: str) -> None:
