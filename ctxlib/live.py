@@ -71,10 +71,10 @@ CLEAN_EVERY_S = 600.0
 PRESETS: dict[str, Preset] = {
     "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
                                   max_vocab=20000), data=dict(sentences=None)),
-    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0,
+    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=32, dropout=0.0, attn_dropout=0.0,
                               positions="rope"),
-                   steps=1000, lr=1e-2, warmup=50, amp="off", timeline=True, resume_file=False,
-                   data=dict(batch=16, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
+                   steps=1000, lr=3e-3, warmup=50, amp="off", timeline=True, resume_file=False,
+                   data=dict(batch=64, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
     "gpt": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
                   steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True, resume_file=False,
                   data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000, timeline_valid=64)),
@@ -83,7 +83,8 @@ PRESETS: dict[str, Preset] = {
                    steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True, resume_file=False,
                    data=dict(paragraphs=0, batch_tokens=400, max_len=30, bench_steps=0, valid_sentences=100)),
 }
-STEPS_PER_S = {"bert": 25.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
+STEPS_PER_S = {"bert": 30.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
+VOCAB_TOP = {"bert": 1200}  # on the built-in subset: the most frequent characters kept (the rest [UNK]); see PRESETS
 _RUN_IDS = itertools.count(1)
 _PRESET_LOCK = threading.Lock()
 
@@ -193,6 +194,18 @@ class LiveRun:
         return (self.out / "timeline.json").is_file() and (self.out / "timeline.npz").is_file()
 
 
+def top_k_min_count(paragraphs, k: int) -> int:
+    """The min_count that keeps about the `k` most frequent characters of `paragraphs` (as CharTokenizer.build counts
+    them; characters tied with the k-th are kept too): the k-th largest count."""
+    from collections import Counter
+
+    from .tokens import char_tokens, norm_token
+
+    c = Counter(norm_token(t) for p in paragraphs for t, _, _ in char_tokens(p.text))
+    counts = sorted(c.values(), reverse=True)
+    return counts[k - 1] if len(counts) >= k else 1
+
+
 def plan_steps(kind: str, budget_s: float) -> int:
     """Optimizer steps planned for a run of `budget_s` seconds (more than it will make: the budget ends it)."""
     return max(100, int(budget_s * STEPS_PER_S[kind]))
@@ -275,6 +288,8 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
                     data["paragraphs"] = len(subset(spec.words, spec.seed))
                 else:
                     paragraphs = subset(spec.words, spec.seed)
+                    if spec.kind in VOCAB_TOP:
+                        data["min_count"] = max(data["min_count"], top_k_min_count(paragraphs, VOCAB_TOP[spec.kind]))
             preset = replace(P, steps=plan_steps(spec.kind, budget), data=data)
 
             def cb(step: int, ema: float, info: dict):

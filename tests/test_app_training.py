@@ -154,7 +154,7 @@ def _texts(at, kind):
 def test_live_word2vec_run_start_to_end_then_use_and_download(live_short):
     at = _live()
     assert at.radio(key="lv_kind").options == ["word2vec", "ELMo (tiny)", "BERT (tiny)", "GPT (tiny)"]
-    assert at.slider(key="lv_budget").value == 60 and at.button(key="lv_start").disabled is False
+    assert at.slider(key="lv_budget").value == 90 and at.button(key="lv_start").disabled is False
     at.radio(key="lv_kind").set_value("word2vec")
     at.slider(key="lv_budget").set_value(1).run()
     at.button(key="lv_start").click().run()

@@ -9,6 +9,7 @@ import pytest
 
 import ctxlib
 from ctxlib import checkpoint, corpus, live, replay, user_text
+from ctxlib.models.bert import SPECIALS
 
 
 class Cancelled(Exception):
@@ -63,7 +64,8 @@ def test_subset_holds_at_least_the_words_asked():
 
 
 # -- runs ----------------------------------------------------------------------------------------------------------
-def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
+def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path, monkeypatch):
+    monkeypatch.setitem(live.VOCAB_TOP, "bert", 300)  # the subset's 300 most frequent characters (the page: 1,200)
     points = []
     run = live.LiveRun(live.LiveSpec("bert", 3), tmp_path / "run")
     out = live.train(run.spec, run, lambda f, p=None, phase=None: points.append((f, p, phase)))
@@ -79,6 +81,7 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
     rp = replay.load(run.out)
     assert rp.kind == "bert" and rp.steps[0] == 0 and rp.steps[-1] == run.summary["steps"]
     assert "attention_0" in rp.arrays
+    assert len(ctxlib.load(run.out).tokenizer) - len(SPECIALS) in range(300, 320)  # ~300 characters (ties kept)
     from ctxlib.training import bert
     assert not any(k.startswith("live-") for k in bert.PRESETS)  # the run's preset is gone again
     # the download: a zip that ctxlib.load reads, with the same weights
@@ -90,6 +93,20 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
     va, vb = a.word_vectors(["苹果手机很好用"], "苹果"), b.word_vectors(["苹果手机很好用"], "苹果")
     assert np.allclose(va, vb)
     assert replay.load(z).steps == rp.steps  # the replay reads the zip too
+
+
+def test_top_k_min_count_keeps_the_most_frequent_characters(short):
+    from collections import Counter
+
+    from ctxlib.models.bert import CharTokenizer
+    from ctxlib.tokens import char_tokens, norm_token
+
+    c = Counter(norm_token(t) for p in short for t, _, _ in char_tokens(p.text))
+    for k in (1, 50, 300):
+        mc = live.top_k_min_count(short, k)
+        assert sum(n >= mc for n in c.values()) >= k > sum(n > mc for n in c.values())
+        assert len(CharTokenizer.build(short, min_count=mc)) - len(SPECIALS) == sum(n >= mc for n in c.values())
+    assert live.top_k_min_count(short, len(c) + 1) == 1  # fewer characters than asked: all kept
 
 
 def test_cancel_keeps_the_last_save(short, tmp_path):

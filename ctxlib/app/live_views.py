@@ -19,6 +19,7 @@ from .i18n import escape_md, lang, msg
 SLOT = "train"  # the jobs kind: live trainings wait in the server's line (ctxlib.jobs)
 PREFIX = "lv"
 UPLOAD_KEY = "lv_upload"
+DEFAULT_BUDGET_S = 90  # the tiny BERT's first heads need ~2,000 steps, ~90 s of a free core (live.PRESETS)
 MAX_UPLOAD_MB = 20  # the browser refuses larger files; live.check_upload refuses over user_text.USER_FILE_CAP
 
 
@@ -82,7 +83,7 @@ def choices() -> live.LiveSpec | None:
                       format_func={s: msg(f"live.source_{s}") for s in sources}.__getitem__)
     if kind not in live.UPLOAD_KINDS:
         c2.caption(msg("live.gpt_builtin"))
-    budget = c3.slider(msg("live.budget"), live.BUDGET_MIN_S, live.BUDGET_MAX_S, 60, step=10, key="lv_budget",
+    budget = c3.slider(msg("live.budget"), live.BUDGET_MIN_S, live.BUDGET_MAX_S, DEFAULT_BUDGET_S, step=10, key="lv_budget",
                        help=msg("live.budget_help"))
     words, path = live.SUBSETS[1], None
     if source == "builtin":
