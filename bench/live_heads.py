@@ -14,9 +14,11 @@ Two modes:
   allows here, the schedule planned by live.plan_steps; the shares then come from the run's timeline
   (live.head_formation), as the page shows them.
 
-    OMP_NUM_THREADS=1 nice python bench/live_heads.py --steps 2000                # the live preset
-    OMP_NUM_THREADS=1 nice python bench/live_heads.py --steps 2000 --lr 3e-3 --batch 64 --max-len 32
-    OMP_NUM_THREADS=1 nice python bench/live_heads.py --budget 90                 # as the page runs it
+    OMP_NUM_THREADS=1 nice python bench/live_heads.py --steps 2000 --every 250     # the live preset
+    OMP_NUM_THREADS=1 nice python bench/live_heads.py --steps 2000 --lr 1e-2 --batch 16 --max-len 64 --vocab-top 0
+    OMP_NUM_THREADS=1 nice python bench/live_heads.py --budget 90                  # as the page runs it
+The vocabulary: as the page, the subset's live.VOCAB_TOP most frequent characters, unless --min-count is given
+(--steps) or --vocab-top 0. The results of the recipes tried are in the comment above ctxlib.live.PRESETS.
 Last line: one JSON object (recipe, steps, seconds, losses, shares).
 """
 from __future__ import annotations

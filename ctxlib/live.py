@@ -58,16 +58,28 @@ CLEAN_EVERY_S = 600.0
 # the live models' sizes: the tests' tiny models, a little wider, with a timeline; `steps` is planned per run from
 # the budget (STEPS_PER_S, measured on one CPU thread; the time budget ends the run, the plan only spaces the
 # timeline's snapshots and the learning-rate decay).
-# BERT: rotary positions and a peak learning rate of 1e-2: of the recipes tried, the one whose strongest next-character
-# head ends highest after ~60 s, though none forms a clear head that soon (the shipped BERT's appear around step 348
-# of a 4 x 256 model). Shares of the strongest head, mean of the two fixed attention sentences; even attention ~0.06.
-# 1,200 steps without a time budget (~60 s of one free CPU core; 70-77 s of CPU with loading and snapshots), prev/next
-# share at the end, train/held-out loss: learned absolute positions at lr 3e-3 (the previous preset) 0.07/0.06,
-# 6.91/7.12; rotary at 3e-3 0.09/0.09, 6.68/6.92 (the best loss: it leaves the unigram plateau after step ~700);
-# rotary at 5e-3 0.09/0.12, 6.87/7.02; rotary at 1e-2 0.08/0.20, 7.24/7.40; rotary at 1e-2 on 32-character inputs
-# (1,400 steps) 0.03/0.11 (0.31 at step 497). 60 s runs on the busy 2-core machine (load 12-27: 87-520 steps):
-# absolute at 1e-2 0.09/0.08 (243 steps); rotary at 2e-2 unstable (one head at 0.92, then collapsed); 4 heads of 16,
-# batches of 8 and a 959-character vocabulary did no better than 2 heads of 32, batches of 16 and 3,316 characters.
+# BERT: batches of 64 inputs of at most 32 characters, peak lr 3e-3 (50 warm-up steps), rotary positions, 2 layers
+# with 2 heads of 32, and on the built-in subset its ~1,200 most frequent characters (VOCAB_TOP; the rest [UNK]:
+# 5.8-6.2% of the characters of the 50k, 200k and 1M-word subsets; the top 800 would leave 12%). Chosen with
+# bench/live_heads.py (one recipe per command, one JSON line) by the share of the strongest previous- or
+# next-character head (mean over the timeline's two fixed attention sentences; even attention ~0.06; a head "forms"
+# at >= 0.5, live.FORMED_SHARE) within the budget. 200k-word subset, seed 0, --steps N (the schedule planned for N);
+# end shares prev/next (the step where one first reached 0.5), train/held-out loss (MLM + NSP, nats):
+#   16 x 64 chars, lr 1e-2, 3,316 chars (the last preset), 2,400 steps: 0.21/0.11 (prev 0.72 at step 600, gone by
+#     1,000: the heads flicker while the loss stays on the unigram plateau), 7.24/7.36
+#   64 x 32, lr 1e-2, 3,316 chars, 2,400: 0.24/0.24, 6.60/6.84      ... lr 5e-3, 2,000: 0.21/0.25, 5.40/6.00
+#   64 x 32, lr 3e-3, 3,316 chars, 2,400: 0.42/0.45 (0.39/0.43 at 2,000), 4.93/5.75   ... lr 2e-3, 2,000: 0.30/0.30
+#   the same at 2,000 steps with 4 heads of 16: 0.33/0.28, 5.11/5.81; with 1,921 chars (min_count 10): 0.39/0.51
+#     (next 0.51 at 2,000), 4.99/5.53; with 1,921 chars and 1 layer: 0.14/0.28, 5.50/6.04
+#   with 1,223 chars (min_count 30, as VOCAB_TOP 1,200), 2,000: 0.33/0.60 (next 0.51 at 1,500), 4.85/5.41;
+#     seed 1: 0.53/0.51 (prev 0.51 at 1,750), 4.83/5.42;  MLM only (no NSP; not a preset field): 0.23/0.32,
+#     4.39/4.77 (MLM alone); masking 30% (not a preset field): 0.32/0.45, 4.99/5.04
+#   with 642 chars (min_count 100; 16% [UNK]), 2,000: 0.59/0.62 (0.54 at 1,250), 4.35/5.00: faster, too many [UNK]
+# Time: 64 x 32 steps cost ~45 ms of one free core (2,400 steps with 3,316 characters: 107 s of CPU with the machine
+# lightly loaded), so the ~2,000 steps a head needs take ~90 s: the page's default budget (live_views). On this
+# 2-core machine loaded by other jobs (load 4-5) a step took 55-75 ms of CPU and wall time stretched further: the
+# page's own run (--budget) made 1,260 steps in 90 s (end 0.18/0.16, held-out 5.95) and 660 in 60 s (0.09/0.10),
+# and the page then says that no head has formed yet (live_views.heads_view).
 PRESETS: dict[str, Preset] = {
     "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
                                   max_vocab=20000), data=dict(sentences=None)),
