@@ -375,6 +375,7 @@ def test_a_running_bert_shows_its_heads_so_far(live_short, monkeypatch):
     at.run()
     titles = [s["layout"]["title"]["text"] for s in chart_specs(at)]
     assert titles[0] == "Training loss as it trains" and titles[1].startswith("The heads that form first")
+    assert f"So far, at step {STEPS[-1]:,}, no head has formed" in _texts(at, "info")  # the run goes on
     at.button(key="lv_cancel").click().run()
     assert job.wait(10)
     _until_done(at)

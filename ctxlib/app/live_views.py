@@ -122,12 +122,13 @@ def _live_view(job) -> None:
         if rp is None or len(rp.steps) < 2:
             st.caption(msg("live.heads.waiting"))
         else:
-            heads_view(rp, key="lv_heads_live")
+            heads_view(rp, key="lv_heads_live", running=True)
 
 
-def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
+def heads_view(rp: replay.Replay, key: str = "lv_heads", running: bool = False) -> None:
     """The attention heads that form first (live.head_formation): the strongest previous- (and next-) character head's
-    share over the snapshots, the numbers at the start and the end, and what to notice. Nothing for ELMo."""
+    share over the snapshots, the numbers at the start and the end, and what to notice (`running`: the run goes on, so
+    a head not formed yet is "so far"). Nothing for ELMo."""
     hf = live.head_formation(rp)
     if hf is None:
         return
@@ -147,10 +148,11 @@ def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
     # what this run shows (formed, formed then faded, not formed yet), then why these heads come first
     v = live.head_verdict(hf)
     first = "" if v["first"] is None else f"{rp.steps[v['first']]:,}"
-    st.info(msg(f"live.heads.notice_{v['state']}", start=f"{v['start']:.2f}", end=f"{v['end']:.2f}",
+    state = "forming_so_far" if running and v["state"] == "forming" else v["state"]
+    st.info(msg(f"live.heads.notice_{state}", start=f"{v['start']:.2f}", end=f"{v['end']:.2f}",
                 peak=f"{v['peak']:.2f}", first=first, steps=f"{rp.steps[-1]:,}", layer=v["layer"], head=v["head"],
                 formed=f"{live.FORMED_SHARE:.1f}", neighbour=msg(f"live.heads.neighbour_{v['which']}"))
-            + " " + msg("live.heads.why_gpt" if n is None else "live.heads.why"))
+            + msg("live.heads.why_gpt" if n is None else "live.heads.why"))  # en: the why starts with a space
 
 
 def finished_heads(folder: str) -> None:
