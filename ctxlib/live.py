@@ -79,7 +79,9 @@ CLEAN_EVERY_S = 600.0
 # lightly loaded), so the ~2,000 steps a head needs take ~90 s: the page's default budget (live_views). On this
 # 2-core machine loaded by other jobs (load 4-5) a step took 55-75 ms of CPU and wall time stretched further: the
 # page's own run (--budget) made 1,260 steps in 90 s (end 0.18/0.16, held-out 5.95) and 660 in 60 s (0.09/0.10),
-# and the page then says that no head has formed yet (live_views.heads_view).
+# and the page then says that no head has formed yet (live_views.heads_view); a 180 s run on the page, the load lighter
+# by then, made 3,231 steps: the previous-character head passed 0.5 at the snapshot of step 1,582 and ended at 0.60
+# (next 0.59), loss 4.48/5.12 (and a 90 s page run at load ~5: 1,127 steps, 0.13/0.12).
 PRESETS: dict[str, Preset] = {
     "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
                                   max_vocab=20000), data=dict(sentences=None)),
