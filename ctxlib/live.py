@@ -58,32 +58,47 @@ CLEAN_EVERY_S = 600.0
 # the live models' sizes: the tests' tiny models, a little wider, with a timeline; `steps` is planned per run from
 # the budget (STEPS_PER_S, measured on one CPU thread; the time budget ends the run, the plan only spaces the
 # timeline's snapshots and the learning-rate decay).
-# BERT: rotary positions and a peak learning rate of 1e-2: of the recipes tried, the one whose strongest next-character
-# head ends highest after ~60 s, though none forms a clear head that soon (the shipped BERT's appear around step 348
-# of a 4 x 256 model). Shares of the strongest head, mean of the two fixed attention sentences; even attention ~0.06.
-# 1,200 steps without a time budget (~60 s of one free CPU core; 70-77 s of CPU with loading and snapshots), prev/next
-# share at the end, train/held-out loss: learned absolute positions at lr 3e-3 (the previous preset) 0.07/0.06,
-# 6.91/7.12; rotary at 3e-3 0.09/0.09, 6.68/6.92 (the best loss: it leaves the unigram plateau after step ~700);
-# rotary at 5e-3 0.09/0.12, 6.87/7.02; rotary at 1e-2 0.08/0.20, 7.24/7.40; rotary at 1e-2 on 32-character inputs
-# (1,400 steps) 0.03/0.11 (0.31 at step 497). 60 s runs on the busy 2-core machine (load 12-27: 87-520 steps):
-# absolute at 1e-2 0.09/0.08 (243 steps); rotary at 2e-2 unstable (one head at 0.92, then collapsed); 4 heads of 16,
-# batches of 8 and a 959-character vocabulary did no better than 2 heads of 32, batches of 16 and 3,316 characters.
+# BERT: batches of 64 inputs of at most 32 characters, peak lr 3e-3 (50 warm-up steps), rotary positions, 2 layers
+# with 2 heads of 32, and on the built-in subset its ~1,200 most frequent characters (VOCAB_TOP; the rest [UNK]:
+# 5.8-6.2% of the characters of the 50k, 200k and 1M-word subsets; the top 800 would leave 12%). Chosen with
+# bench/live_heads.py (one recipe per command, one JSON line) by the share of the strongest previous- or
+# next-character head (mean over the timeline's two fixed attention sentences; even attention ~0.06; a head "forms"
+# at >= 0.5, live.FORMED_SHARE) within the budget. 200k-word subset, seed 0, --steps N (the schedule planned for N);
+# end shares prev/next (the step where one first reached 0.5), train/held-out loss (MLM + NSP, nats):
+#   16 x 64 chars, lr 1e-2, 3,316 chars (the last preset), 2,400 steps: 0.21/0.11 (prev 0.72 at step 600, gone by
+#     1,000: the heads flicker while the loss stays on the unigram plateau), 7.24/7.36
+#   64 x 32, lr 1e-2, 3,316 chars, 2,400: 0.24/0.24, 6.60/6.84      ... lr 5e-3, 2,000: 0.21/0.25, 5.40/6.00
+#   64 x 32, lr 3e-3, 3,316 chars, 2,400: 0.42/0.45 (0.39/0.43 at 2,000), 4.93/5.75   ... lr 2e-3, 2,000: 0.30/0.30
+#   the same at 2,000 steps with 4 heads of 16: 0.33/0.28, 5.11/5.81; with 1,921 chars (min_count 10): 0.39/0.51
+#     (next 0.51 at 2,000), 4.99/5.53; with 1,921 chars and 1 layer: 0.14/0.28, 5.50/6.04
+#   with 1,223 chars (min_count 30, as VOCAB_TOP 1,200), 2,000: 0.33/0.60 (next 0.51 at 1,500), 4.85/5.41;
+#     seed 1: 0.53/0.51 (prev 0.51 at 1,750), 4.83/5.42;  MLM only (no NSP; not a preset field): 0.23/0.32,
+#     4.39/4.77 (MLM alone); masking 30% (not a preset field): 0.32/0.45, 4.99/5.04
+#   with 642 chars (min_count 100; 16% [UNK]), 2,000: 0.59/0.62 (0.54 at 1,250), 4.35/5.00: faster, too many [UNK]
+# Time: 64 x 32 steps cost ~45 ms of one free core (2,400 steps with 3,316 characters: 107 s of CPU with the machine
+# lightly loaded), so the ~2,000 steps a head needs take ~90 s: the page's default budget (live_views). On this
+# 2-core machine loaded by other jobs (load 4-5) a step took 55-75 ms of CPU and wall time stretched further: the
+# page's own run (--budget) made 1,260 steps in 90 s (end 0.18/0.16, held-out 5.95) and 660 in 60 s (0.09/0.10),
+# and the page then says that no head has formed yet (live_views.heads_view); a 180 s run on the page, the load lighter
+# by then, made 3,231 steps: the previous-character head passed 0.5 at the snapshot of step 1,582 and ended at 0.60
+# (next 0.59), loss 4.48/5.12 (and a 90 s page run at load ~5: 1,127 steps, 0.13/0.12).
 PRESETS: dict[str, Preset] = {
     "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
                                   max_vocab=20000), data=dict(sentences=None)),
-    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0,
+    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=32, dropout=0.0, attn_dropout=0.0,
                               positions="rope"),
-                   steps=1000, lr=1e-2, warmup=50, amp="off", timeline=True, resume_file=False,
-                   data=dict(batch=16, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
+                   steps=1000, lr=3e-3, warmup=50, amp="off", timeline=True, resume_file=False,
+                   data=dict(batch=64, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
     "gpt": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
                   steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True, resume_file=False,
-                  data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000)),
+                  data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000, timeline_valid=64)),
     "elmo": Preset(model=dict(filters=[[1, 16], [2, 16], [3, 32]], max_chars=6, dim=32, hidden=64, vocab_size=3000,
                               cutoffs=[300, 1500], dropout=0.0),
                    steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True, resume_file=False,
                    data=dict(paragraphs=0, batch_tokens=400, max_len=30, bench_steps=0, valid_sentences=100)),
 }
-STEPS_PER_S = {"bert": 25.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
+STEPS_PER_S = {"bert": 30.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
+VOCAB_TOP = {"bert": 1200}  # on the built-in subset: the most frequent characters kept (the rest [UNK]); see PRESETS
 _RUN_IDS = itertools.count(1)
 _PRESET_LOCK = threading.Lock()
 
@@ -193,6 +208,18 @@ class LiveRun:
         return (self.out / "timeline.json").is_file() and (self.out / "timeline.npz").is_file()
 
 
+def top_k_min_count(paragraphs, k: int) -> int:
+    """The min_count that keeps about the `k` most frequent characters of `paragraphs` (as CharTokenizer.build counts
+    them; characters tied with the k-th are kept too): the k-th largest count."""
+    from collections import Counter
+
+    from .tokens import char_tokens, norm_token
+
+    c = Counter(norm_token(t) for p in paragraphs for t, _, _ in char_tokens(p.text))
+    counts = sorted(c.values(), reverse=True)
+    return counts[k - 1] if len(counts) >= k else 1
+
+
 def plan_steps(kind: str, budget_s: float) -> int:
     """Optimizer steps planned for a run of `budget_s` seconds (more than it will make: the budget ends it)."""
     return max(100, int(budget_s * STEPS_PER_S[kind]))
@@ -275,6 +302,8 @@ def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
                     data["paragraphs"] = len(subset(spec.words, spec.seed))
                 else:
                     paragraphs = subset(spec.words, spec.seed)
+                    if spec.kind in VOCAB_TOP:
+                        data["min_count"] = max(data["min_count"], top_k_min_count(paragraphs, VOCAB_TOP[spec.kind]))
             preset = replace(P, steps=plan_steps(spec.kind, budget), data=data)
 
             def cb(step: int, ema: float, info: dict):
@@ -319,6 +348,22 @@ def head_formation(rp) -> dict | None:
         layer, head = divmod(int(np.argmax(mean[-1])), mean.shape[2])
         out[m] = {"layer": layer + 1, "head": head + 1, "shares": [round(float(x), 4) for x in mean[:, layer, head]]}
     return out
+
+
+FORMED_SHARE = 0.5  # a head that gives at least this share of its attention to one neighbour counts as formed
+
+
+def head_verdict(hf: dict, formed: float = FORMED_SHARE) -> dict:
+    """What a run's neighbour heads show, from `head_formation`: the neighbour ("prev" or "next") whose head ends with
+    the larger share, as {"which", "layer", "head", "start" (share at step 0), "end" (at the last snapshot), "peak"
+    (highest), "first" (index of the first snapshot at or above `formed`, or None), "state"}: "formed" (it ends at
+    or above `formed`), "faded" (it got there, then fell below) or "forming" (it never got there)."""
+    which = max(hf, key=lambda m: hf[m]["shares"][-1])
+    sh = hf[which]["shares"]
+    first = next((i for i, x in enumerate(sh) if x >= formed), None)
+    state = "formed" if sh[-1] >= formed else ("faded" if first is not None else "forming")
+    return {"which": which, "layer": hf[which]["layer"], "head": hf[which]["head"], "start": sh[0], "end": sh[-1],
+            "peak": max(sh), "first": first, "state": state}
 
 
 def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str, list[tuple[str, float]]]:

@@ -154,7 +154,7 @@ def _texts(at, kind):
 def test_live_word2vec_run_start_to_end_then_use_and_download(live_short):
     at = _live()
     assert at.radio(key="lv_kind").options == ["word2vec", "ELMo (tiny)", "BERT (tiny)", "GPT (tiny)"]
-    assert at.slider(key="lv_budget").value == 60 and at.button(key="lv_start").disabled is False
+    assert at.slider(key="lv_budget").value == 90 and at.button(key="lv_start").disabled is False
     at.radio(key="lv_kind").set_value("word2vec")
     at.slider(key="lv_budget").set_value(1).run()
     at.button(key="lv_start").click().run()
@@ -347,6 +347,11 @@ def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, 
     assert [t["name"] for t in heads["data"]][0].startswith("previous character: layer ") and len(heads["data"]) == 2
     assert all(len(t["y"]) == len(STEPS) for t in heads["data"])
     assert "Previous-character head (layer " in _texts(at, "caption") and "Notice: at step 0 every head" in _texts(at, "info")
+    # the notice says what this run shows: its random attention formed no head
+    v = live.head_verdict(live.head_formation(replay.load(run.out)))
+    assert v["state"] == "forming" and v["end"] < live.FORMED_SHARE
+    assert f"In this run's {STEPS[-1]:,} steps no head has formed yet: the strongest, layer {v['layer']}, head {v['head']}, " \
+           f"gives {v['end']:.2f} of its attention to the character just {'before' if v['which'] == 'prev' else 'after'}" in _texts(at, "info")
 
 
 def _timeline_work(session, spec):
@@ -370,6 +375,7 @@ def test_a_running_bert_shows_its_heads_so_far(live_short, monkeypatch):
     at.run()
     titles = [s["layout"]["title"]["text"] for s in chart_specs(at)]
     assert titles[0] == "Training loss as it trains" and titles[1].startswith("The heads that form first")
+    assert f"So far, at step {STEPS[-1]:,}, no head has formed" in _texts(at, "info")  # the run goes on
     at.button(key="lv_cancel").click().run()
     assert job.wait(10)
     _until_done(at)
@@ -411,3 +417,21 @@ def test_a_link_to_another_sessions_live_model_says_whose_it_is(live_short):
         said = _texts(at, "caption")
         assert "names a model trained live in another browser session" in said and "belong to the session that trained them" in said
         assert "not an available model" not in said and "unknown" not in said.lower()
+
+
+def test_switching_the_language_keeps_the_choices_shown(live_short):
+    """Streamlit keeps a radio's value in the browser as its label: after a language switch the page must send the
+    browser the label of the current choice in the new language, or the radio shows nothing selected."""
+    at = _live()
+    at.radio(key="lv_kind").set_value("elmo").run()
+    at.radio(key="ctxlab_lang_radio").set_value("中文").run()
+    assert not at.exception and at.session_state["tr_mode"] == "live" and at.session_state["lv_kind"] == "elmo"
+    shown = {k: at.radio(key=k).proto for k in ("tr_mode", "lv_kind", "lv_source")}
+    assert {k: (p.set_value, p.raw_value) for k, p in shown.items()} == {
+        "tr_mode": (True, "现场训练一个"), "lv_kind": (True, "ELMo（微型）"), "lv_source": (True, "内置语料（随机一部分）")}
+    assert all(p.raw_value in p.options for p in shown.values())
+    at.run()  # the next run (the browser now reports the new labels) keeps the choices
+    assert not at.exception and at.radio(key="tr_mode").value == "live" and at.radio(key="lv_kind").value == "elmo"
+    at.radio(key="tr_mode").set_value("replay").run()
+    at.radio(key="ctxlab_lang_radio").set_value("English").run()
+    assert (at.radio(key="tr_mode").proto.set_value, at.radio(key="tr_mode").proto.raw_value) == (True, "Replay the shipped models")

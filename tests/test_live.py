@@ -9,6 +9,7 @@ import pytest
 
 import ctxlib
 from ctxlib import checkpoint, corpus, live, replay, user_text
+from ctxlib.models.bert import SPECIALS
 
 
 class Cancelled(Exception):
@@ -77,7 +78,8 @@ def test_subset_holds_at_least_the_words_asked():
 
 
 # -- runs ----------------------------------------------------------------------------------------------------------
-def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
+def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path, monkeypatch):
+    monkeypatch.setitem(live.VOCAB_TOP, "bert", 300)  # the subset's 300 most frequent characters (the page: 1,200)
     points = []
     run = live.LiveRun(live.LiveSpec("bert", 3), tmp_path / "run")
     out = live.train(run.spec, run, lambda f, p=None, phase=None: points.append((f, p, phase)))
@@ -93,6 +95,7 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
     rp = replay.load(run.out)
     assert rp.kind == "bert" and rp.steps[0] == 0 and rp.steps[-1] == run.summary["steps"]
     assert "attention_0" in rp.arrays
+    assert len(ctxlib.load(run.out).tokenizer) - len(SPECIALS) in range(300, 320)  # ~300 characters (ties kept)
     from ctxlib.training import bert
     assert not any(k.startswith("live-") for k in bert.PRESETS)  # the run's preset is gone again
     # the download: a zip that ctxlib.load reads, with the same weights
@@ -104,6 +107,20 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path):
     va, vb = a.word_vectors(["苹果手机很好用"], "苹果"), b.word_vectors(["苹果手机很好用"], "苹果")
     assert np.allclose(va, vb)
     assert replay.load(z).steps == rp.steps  # the replay reads the zip too
+
+
+def test_top_k_min_count_keeps_the_most_frequent_characters(short):
+    from collections import Counter
+
+    from ctxlib.models.bert import CharTokenizer
+    from ctxlib.tokens import char_tokens, norm_token
+
+    c = Counter(norm_token(t) for p in short for t, _, _ in char_tokens(p.text))
+    for k in (1, 50, 300):
+        mc = live.top_k_min_count(short, k)
+        assert sum(n >= mc for n in c.values()) >= k > sum(n > mc for n in c.values())
+        assert len(CharTokenizer.build(short, min_count=mc)) - len(SPECIALS) == sum(n >= mc for n in c.values())
+    assert live.top_k_min_count(short, len(c) + 1) == 1  # fewer characters than asked: all kept
 
 
 def test_cancel_keeps_the_last_save(short, tmp_path):
@@ -162,6 +179,33 @@ def test_live_bert_reads_a_small_held_out_sample():
     assert bert._valid_paragraphs(n) == few  # the same sample every run (cached)
 
 
+def test_live_gpt_reads_a_small_held_out_sample(short, tmp_path, monkeypatch):
+    from ctxlib.models.bert import CharTokenizer
+    from ctxlib.training import bert, gpt
+
+    valid = corpus.load("corpora", "valid")
+    assert gpt._valid_paragraphs(gpt.VALID_WINDOWS) == valid  # the CLI runs' timeline: the whole split, as before
+    n = live.PRESETS["gpt"].data["timeline_valid"]
+    few = gpt._valid_paragraphs(n)
+    assert n < gpt.VALID_WINDOWS and few == list(bert._valid_sample(8 * n)) and len(few) == 8 * n < len(valid)
+    # the first n windows, encoding only the paragraphs that hold them: the same windows as encoding them all
+    tok = CharTokenizer.build(short, min_count=1)
+    model = gpt.build_model(tok, dict(hidden=16, layers=1, heads=2, ffn=16, max_len=16))
+    docs = gpt.encode_documents(valid[:400], tok)
+    want = gpt.windows(docs, 16)[:n]
+    batches, chars = gpt._valid_batches(model, tok, valid[:400], None, max_windows=n)
+    assert chars == int((want[:, 2] - want[:, 1]).sum())
+    got = sorted(tuple(r[r != -100].tolist()) for b in batches for r in b["labels"])
+    assert got == sorted(tuple(docs[d][s:e].tolist()) for d, s, e in want)
+    # a live GPT run asks for the sample, not the split
+    asked = []
+    monkeypatch.setattr(gpt, "_valid_paragraphs", lambda k: asked.append(k) or few)
+    run = live.LiveRun(live.LiveSpec("gpt", 1), tmp_path / "run")
+    live.train(run.spec, run, lambda *a, **k: None)
+    assert asked == [n] and run.has_timeline()
+    assert all(np.isfinite(s["valid_loss"]) for s in replay.load(run.out).data["snapshots"])
+
+
 def test_head_formation_follows_the_heads_strongest_at_the_end(tmp_path):
     from test_replay import STEPS, write_timeline
 
@@ -187,6 +231,23 @@ def test_head_formation_follows_the_heads_strongest_at_the_end(tmp_path):
     assert live.head_formation(replay.load(tmp_path / "e")) is None
     write_timeline(tmp_path / "g", kind="gpt")
     assert list(live.head_formation(replay.load(tmp_path / "g"))) == ["prev"]  # causal: no next character
+
+
+def test_head_verdict_says_formed_faded_or_forming():
+    def hf(prev, nxt=None):
+        out = {"prev": {"layer": 2, "head": 1, "shares": prev}}
+        if nxt is not None:
+            out["next"] = {"layer": 1, "head": 2, "shares": nxt}
+        return out
+
+    v = live.head_verdict(hf([0.06, 0.3, 0.55, 0.7], [0.06, 0.1, 0.2, 0.3]))
+    assert (v["which"], v["layer"], v["head"], v["state"], v["first"], v["start"], v["end"], v["peak"]) == \
+        ("prev", 2, 1, "formed", 2, 0.06, 0.7, 0.7)
+    v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.3], [0.05, 0.6, 0.4, 0.35]))
+    assert (v["which"], v["state"], v["first"], v["peak"], v["end"]) == ("next", "faded", 1, 0.6, 0.35)
+    v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.49]))  # GPT: the previous character only
+    assert (v["which"], v["state"], v["first"]) == ("prev", "forming", None)
+    assert live.head_verdict(hf([0.06, 0.5]))["state"] == "formed"  # the threshold itself counts
 
 
 # -- stale session folders -------------------------------------------------------------------------------------------

@@ -14,12 +14,30 @@ from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
 
 from . import loaders
-from .i18n import escape_md, msg
+from .i18n import escape_md, lang, msg
 
 SLOT = "train"  # the jobs kind: live trainings wait in the server's line (ctxlib.jobs)
 PREFIX = "lv"
 UPLOAD_KEY = "lv_upload"
+DEFAULT_BUDGET_S = 90  # the tiny BERT's first heads need ~2,000 steps, ~90 s of a free core (live.PRESETS)
 MAX_UPLOAD_MB = 20  # the browser refuses larger files; live.check_upload refuses over user_text.USER_FILE_CAP
+
+
+LABELLED_CHOICES = ("tr_mode", "tr_layer", "lv_kind", "lv_source")  # the page's pickers whose labels are in the language
+_LANG_SEEN = "tr_lang_seen"
+
+
+def keep_choices_across_languages(keys=LABELLED_CHOICES) -> None:
+    """Call before drawing the pickers. Streamlit (1.67) keeps a radio's or selectbox's value in the browser as the
+    label it shows; after the interface language changes, that label is none of the new labels, and the picker shows
+    nothing selected (while the page goes on with the old choice). Setting each kept choice again from the session
+    state, once after a language change, sends the browser its label in the new language."""
+    if st.session_state.get(_LANG_SEEN) == lang():
+        return
+    for k in keys:
+        if k in st.session_state:
+            st.session_state[k] = st.session_state[k]
+    st.session_state[_LANG_SEEN] = lang()
 
 
 def session() -> live.LiveSession:
@@ -54,14 +72,18 @@ def _upload(kind: str):
 def choices() -> live.LiveSpec | None:
     """The model, text and budget pickers; the spec to train, or None (with a message) when it cannot start."""
     c1, c2, c3 = st.columns([2, 2, 2])
-    kind = c1.radio(msg("live.model"), live.KINDS, key="lv_kind", format_func=lambda k: msg(f"live.kind.{k}"))
+    # the labels are fixed when drawn (not looked up later in whatever language is current): see
+    # keep_choices_across_languages
+    kind = c1.radio(msg("live.model"), live.KINDS, key="lv_kind",
+                    format_func={k: msg(f"live.kind.{k}") for k in live.KINDS}.__getitem__)
     sources = ["builtin", "upload"] if kind in live.UPLOAD_KINDS else ["builtin"]
     if st.session_state.get("lv_source") not in sources:
         st.session_state["lv_source"] = "builtin"
-    source = c2.radio(msg("live.source"), sources, key="lv_source", format_func=lambda s: msg(f"live.source_{s}"))
+    source = c2.radio(msg("live.source"), sources, key="lv_source",
+                      format_func={s: msg(f"live.source_{s}") for s in sources}.__getitem__)
     if kind not in live.UPLOAD_KINDS:
         c2.caption(msg("live.gpt_builtin"))
-    budget = c3.slider(msg("live.budget"), live.BUDGET_MIN_S, live.BUDGET_MAX_S, 60, step=10, key="lv_budget",
+    budget = c3.slider(msg("live.budget"), live.BUDGET_MIN_S, live.BUDGET_MAX_S, DEFAULT_BUDGET_S, step=10, key="lv_budget",
                        help=msg("live.budget_help"))
     words, path = live.SUBSETS[1], None
     if source == "builtin":
@@ -100,12 +122,13 @@ def _live_view(job) -> None:
         if rp is None or len(rp.steps) < 2:
             st.caption(msg("live.heads.waiting"))
         else:
-            heads_view(rp, key="lv_heads_live")
+            heads_view(rp, key="lv_heads_live", running=True)
 
 
-def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
+def heads_view(rp: replay.Replay, key: str = "lv_heads", running: bool = False) -> None:
     """The attention heads that form first (live.head_formation): the strongest previous- (and next-) character head's
-    share over the snapshots, the numbers at the start and the end, and what to notice. Nothing for ELMo."""
+    share over the snapshots, the numbers at the start and the end, and what to notice (`running`: the run goes on, so
+    a head not formed yet is "so far"). Nothing for ELMo."""
     hf = live.head_formation(rp)
     if hf is None:
         return
@@ -119,11 +142,17 @@ def heads_view(rp: replay.Replay, key: str = "lv_heads") -> None:
                 step=f"{rp.steps[-1]:,}")
     if n is None:
         st.caption(msg("live.heads.summary_gpt", **nums))
-        st.info(msg("live.heads.notice_gpt"))
     else:
         st.caption(msg("live.heads.summary", **nums, nl=n["layer"], nh=n["head"], n0=f"{n['shares'][0]:.2f}",
                        n1=f"{n['shares'][-1]:.2f}"))
-        st.info(msg("live.heads.notice", even=f"{(p['shares'][0] + n['shares'][0]) / 2:.2f}"))
+    # what this run shows (formed, formed then faded, not formed yet), then why these heads come first
+    v = live.head_verdict(hf)
+    first = "" if v["first"] is None else f"{rp.steps[v['first']]:,}"
+    state = "forming_so_far" if running and v["state"] == "forming" else v["state"]
+    st.info(msg(f"live.heads.notice_{state}", start=f"{v['start']:.2f}", end=f"{v['end']:.2f}",
+                peak=f"{v['peak']:.2f}", first=first, steps=f"{rp.steps[-1]:,}", layer=v["layer"], head=v["head"],
+                formed=f"{live.FORMED_SHARE:.1f}", neighbour=msg(f"live.heads.neighbour_{v['which']}"))
+            + msg("live.heads.why_gpt" if n is None else "live.heads.why"))  # en: the why starts with a space
 
 
 def finished_heads(folder: str) -> None:

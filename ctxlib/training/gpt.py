@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 
 # data keys: batch (windows per step), max_paragraphs (a random sample of the train split; None = all),
 # min_count (of a character to enter the vocabulary), valid_chars (held-out characters for the final bits per
-# character; None = the whole valid split)
+# character; None = the whole valid split), optionally timeline_valid (held-out windows of the timeline's loss at
+# each snapshot; VALID_WINDOWS when absent, and fewer read only BERT's cached sample of the valid split)
 PRESETS: dict[str, Preset] = {
     # tests: a few seconds on a slice of the corpus
     "tiny": Preset(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), steps=60, lr=3e-3, warmup=5,
@@ -137,12 +138,13 @@ def _valid_batches(model: BertModel, tok: CharTokenizer, paragraphs, max_chars: 
                    max_windows: int | None = None) -> tuple[list[dict], int]:
     """Batches of the first windows (up to `max_windows`) of the first paragraphs (up to `max_chars`
     characters), sorted by length; and the characters they predict."""
-    docs, n = [], 0
+    docs, n, w = [], 0, 0
     for d in encode_documents(paragraphs, tok):
-        if max_chars is not None and n >= max_chars:
-            break
+        if (max_chars is not None and n >= max_chars) or (max_windows is not None and w >= max_windows):
+            break  # the windows asked for are there: the rest of the paragraphs need no encoding
         docs.append(d)
         n += len(d)
+        w += -(-len(d) // model.cfg.max_len)
     rows = windows(docs, model.cfg.max_len)[:max_windows]
     rows = rows[np.argsort(rows[:, 2] - rows[:, 1], kind="stable")]
     return [collate(docs, rows[i:i + batch], tok.cls_id) for i in range(0, len(rows), batch)], int((rows[:, 2] - rows[:, 1]).sum())
@@ -173,7 +175,21 @@ def evaluate_lm(model: BertModel, tok: CharTokenizer, paragraphs, max_chars: int
             "n_chars": n, "unk_share": round(unk / max(n, 1), 4)}
 
 
-def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 256):
+VALID_WINDOWS = 256  # held-out windows of the timeline's loss (a preset's data["timeline_valid"] can ask for fewer)
+
+
+def _valid_paragraphs(n: int) -> list:
+    """The paragraphs the timeline's held-out loss takes its first `n` windows from: the valid split of the corpora;
+    for fewer than VALID_WINDOWS (the training page's live runs) the fixed sample BERT's live runs use (8n paragraphs,
+    kept for the process), so a run does not load and tokenise the whole split before its first step."""
+    from .. import corpus
+
+    if n >= VALID_WINDOWS:
+        return corpus.load("corpora", "valid")
+    return list(bert_training._valid_sample(8 * n))
+
+
+def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VALID_WINDOWS):
     """Held-out next-character loss (nats per character) on the first n windows of the paragraphs (the timeline's
     held-out curve)."""
     batches, _ = _valid_batches(model, tok, paragraphs, None, max_windows=n)
@@ -232,7 +248,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
                  f", resuming {out} at step {spec.state['step']}" if spec.state else "")
     tl = None
     if record and timeline and rank == 0:
-        valid_loss = _valid_loss_fn(model, tok, corpus.load("corpora", "valid"))
+        n_valid = data.get("timeline_valid", VALID_WINDOWS)
+        valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
         tl = Timeline("gpt", P.steps, model, lambda: GptEncoder("live", model.cfg.to_json(), {}, None, model, tok), valid_loss)
     folder = RunFolder(
         spec, rank, world, timeline=tl,
