@@ -15,7 +15,6 @@ PLAY_S = 1.5  # seconds per recorded step while playing
 _t0 = time.perf_counter()
 widgets.page_header("Training", "training.title")
 MODES = ["replay", "live"]
-lv.keep_choices_across_languages()
 state.choice("tr_mode", "mode", MODES, what=msg("live.url.mode"))
 mode = st.radio(msg("live.mode"), MODES, key="tr_mode", horizontal=True,
                 format_func={m: msg(f"live.mode_{m}") for m in MODES}.__getitem__, label_visibility="collapsed")

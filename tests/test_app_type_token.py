@@ -484,3 +484,16 @@ def test_typed_word_and_sentences_go_into_the_url(fakes):
     assert again.text_input(key="tt_word").value == "打" and again.text_area(key="tt_text").value == text
     at.selectbox(key="tt_set").set_value("活动").run()
     assert "word" not in at.query_params and "s" not in at.query_params
+
+
+def test_switching_the_language_keeps_the_example_set_shown(monkeypatch):
+    """The browser keeps a selectbox's value as its label: after a language switch the page sends the label of the
+    chosen example set in the new language (else the box shows nothing selected)."""
+    app_fakes.install(monkeypatch)
+    at = _run(lang="en")
+    third = list(EXAMPLE_SETS)[2]
+    at.selectbox(key="tt_set").set_value(third).run()
+    at.radio(key="ctxlab_lang_radio").set_value("中文").run()
+    box = at.selectbox(key="tt_set")
+    assert not at.exception and box.value == third
+    assert box.proto.set_value and box.proto.raw_value in box.proto.options and "：" in box.proto.raw_value

@@ -23,23 +23,6 @@ DEFAULT_BUDGET_S = 90  # the tiny BERT's first heads need ~2,000 steps, ~90 s of
 MAX_UPLOAD_MB = 20  # the browser refuses larger files; live.check_upload refuses over user_text.USER_FILE_CAP
 
 
-LABELLED_CHOICES = ("tr_mode", "tr_layer", "lv_kind", "lv_source")  # the page's pickers whose labels are in the language
-_LANG_SEEN = "tr_lang_seen"
-
-
-def keep_choices_across_languages(keys=LABELLED_CHOICES) -> None:
-    """Call before drawing the pickers. Streamlit (1.67) keeps a radio's or selectbox's value in the browser as the
-    label it shows; after the interface language changes, that label is none of the new labels, and the picker shows
-    nothing selected (while the page goes on with the old choice). Setting each kept choice again from the session
-    state, once after a language change, sends the browser its label in the new language."""
-    if st.session_state.get(_LANG_SEEN) == lang():
-        return
-    for k in keys:
-        if k in st.session_state:
-            st.session_state[k] = st.session_state[k]
-    st.session_state[_LANG_SEEN] = lang()
-
-
 def session() -> live.LiveSession:
     """This session's folder for runs and uploads (made on first use; deleted with the session state)."""
     if not isinstance(st.session_state.get("lv_session"), live.LiveSession):
@@ -73,7 +56,7 @@ def choices() -> live.LiveSpec | None:
     """The model, text and budget pickers; the spec to train, or None (with a message) when it cannot start."""
     c1, c2, c3 = st.columns([2, 2, 2])
     # the labels are fixed when drawn (not looked up later in whatever language is current): see
-    # keep_choices_across_languages
+    # widgets.keep_choices_across_languages
     kind = c1.radio(msg("live.model"), live.KINDS, key="lv_kind",
                     format_func={k: msg(f"live.kind.{k}") for k in live.KINDS}.__getitem__)
     sources = ["builtin", "upload"] if kind in live.UPLOAD_KINDS else ["builtin"]

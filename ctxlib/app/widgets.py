@@ -69,10 +69,32 @@ def page_header(page_title: str, title_id: str, icon: str | None = None) -> None
     _leave_pages_directory_mode()
     st.set_page_config(page_title=st.session_state.get(TAB_TITLE, page_title), page_icon=icon, layout="wide")
     language_switch()
+    keep_choices_across_languages()
     present.sidebar_toggle()
     if (bad := bad_lang_param()) is not None:
         state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
     st.title(msg(title_id))
+
+
+# Pickers (session-state keys, any page) whose option labels are in the interface language and that take no index=
+# or value= of their own (their choice lives in the session state): Type vs token's example set, the ELMo page's
+# live task, the atlas's colouring, the attention page's summary measure, the Training page's mode, layer, model and
+# text. A picker drawn with index= (e.g. ELMo's half) gets its label in the new language from that index.
+LABELLED_CHOICES = ("tt_set", "elmo_live_task", "at_colour", "att_metric", "tr_mode", "tr_layer", "lv_kind", "lv_source")
+_LANG_SEEN = "ctxlab_lang_seen"
+
+
+def keep_choices_across_languages(keys=LABELLED_CHOICES) -> None:
+    """Streamlit (1.67) keeps a radio's or selectbox's value in the browser as the label it shows; after the interface
+    language changes, that label is none of the new labels, and the picker shows nothing selected (while the page
+    goes on with the old choice). Setting each kept choice again from the session state, once after a language
+    change and before the pickers are drawn, sends the browser its label in the new language."""
+    if st.session_state.get(_LANG_SEEN) == lang():
+        return
+    for k in keys:
+        if k in st.session_state:
+            st.session_state[k] = st.session_state[k]
+    st.session_state[_LANG_SEEN] = lang()
 
 
 _LAYER_IDS = {"embeddings": "embeddings", "char-CNN token layer": "char_cnn", "type vector": "type_vector",
