@@ -240,3 +240,18 @@ def test_word2vec_margin_with_the_real_checkpoint(monkeypatch):
     marks, ranks, _ = _demo(at)
     assert marks["word2vec"] == [f"{cos[0] - cos[1]:+.3f}"] == ["+0.000"] and ranks["word2vec"] == ["0.50"]
     assert float(marks["elmo"][-1]) != 0  # the same demo does show a margin where the vectors differ
+
+
+def test_home_demo_heading_names_the_word_typed(monkeypatch):
+    app_fakes.install(monkeypatch)
+    at = _run()
+    assert "is 苹果 closer" in at.header[0].value
+    at.text_input(key="home_word_w").set_value("打")
+    at.text_input(key="home_a_w").set_value("他在打电话")
+    at.text_input(key="home_b_w").set_value("我给妈妈打了个电话")
+    at.text_input(key="home_c_w").set_value("他们在打篮球").run()
+    assert not at.exception and "is 打 closer" in at.header[0].value
+    at.text_input(key="home_word_w").set_value("<b>*x*").run()
+    assert not at.exception and "\\<b\\>\\*x\\*" in at.header[0].value  # HTML and markdown shown as typed
+    at.text_input(key="home_word_w").set_value("  ").run()
+    assert not at.exception and "is 苹果 closer" in at.header[0].value  # nothing typed: the default word

@@ -65,9 +65,11 @@ def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> N
 
 def section() -> dict[str, str | None]:
     """Draw the demo; returns {model: None if loaded else the load error} for the page's model table."""
-    st.header(msg("triple.header"))
+    heading = st.empty()  # names the word typed below (drawn first, filled once the inputs are read)
     st.markdown(msg("triple.intro"))
     word, *raw = _inputs()
+    shown = word.strip() if word and word.strip() else DEFAULTS["word"]
+    heading.header(msg("triple.header", word=escape_md(shown[:12])))
     word, texts, notes = triple.check_triple(word, *raw)
     for note in notes:
         getattr(st, note.level if note.level != "error" else "warning")(escape_md(msg(note.id, **note.values)))
