@@ -340,7 +340,7 @@ def test_word_profile_of_a_word_model_keeps_the_word_whole_and_reports_its_vocab
     d = explore.word_profile(enc, ["我买了苹果手机", "果手" + "x" * MAX_CHARS], "果手")
     assert d.pooled == [["果手"], ["果手"]] and d.word_level is True  # jieba alone would cut 苹果 / 手机
     assert d.truncated == [False, True] and d.in_vocab is ("果手" in enc._vocab)
-    assert calls == [{"target": "果手", "batch_size": 64}]
+    assert calls == [{"target": "果手", "batch_size": 64, "attentions": False}]  # vectors only: no attention maps
     word = enc._vocab[1]
     assert explore.word_profile(enc, [f"我说{word}"], word).in_vocab is True
     with pytest.raises(explore.WordNotFound) as err:
