@@ -106,6 +106,25 @@ def test_train_resume_end_to_end_and_fallback_to_weights(pars, tmp_path, caplog)
     bert_train(device="cpu", paragraphs=pars, resume=out, steps=33)  # weights alone: the step count goes on
     s = __import__("json").loads((out / "config.json").read_text())["summary"]
     assert s["steps"] == 33 and rs.load_state(out)["step"] == 33
+    assert rs.load_state(out)["rewarm_from"] == 30  # the fresh optimizer joined at step 30
+
+
+def test_fresh_optimizer_on_resumed_weights_warms_up_again():
+    """Resumed from the weights alone (no optimizer state), the lr ramps up over `warmup` steps from the resumed
+    step, then follows the schedule; with the optimizer state it follows the schedule at once."""
+    cfg = TrainConfig(steps=1000, lr=1e-3, warmup=10, progress=False)
+    model = torch.nn.Linear(2, 2)
+    plain = Trainer(model, [], cfg, device="cpu")
+    fresh = Trainer(model, [], cfg, device="cpu", state={"model": model.state_dict(), "step": 500, "tokens": 0,
+                                                       "trained_s": 0.0, "optimizer": None})
+    fresh._prepare()
+    assert fresh.step == 500 and fresh.rewarm_from == 500
+    assert fresh.lr_at(500) == pytest.approx(plain.lr_at(500) / 10)
+    assert fresh.lr_at(504) == pytest.approx(plain.lr_at(504) / 2)
+    assert fresh.lr_at(510) == pytest.approx(plain.lr_at(510))
+    kept = Trainer(model, [], cfg, device="cpu", state={**fresh.state_dict(), "rewarm_from": None})
+    kept._prepare()
+    assert kept.rewarm_from is None and kept.lr_at(500) == pytest.approx(plain.lr_at(500))
 
 
 def test_bucket_batches_resume_position():

@@ -140,6 +140,7 @@ class Trainer:
         self.opt = None
         self._resume = state
         self._interrupted = False
+        self.rewarm_from: int | None = None  # a fresh optimizer joined a resumed run here: warm its lr up again
 
     # -- schedule ------------------------------------------------------------------------------
     def lr_at(self, step: int, trained_s: float | None = None) -> float:
@@ -149,7 +150,12 @@ class Trainer:
         frac = (step - c.warmup) / max(1, c.steps - c.warmup)
         if c.budget_s:
             frac = max(frac, (self.trained_s if trained_s is None else trained_s) / c.budget_s)
-        return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
+        lr = c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
+        if self.rewarm_from is not None and 0 <= step - self.rewarm_from < c.warmup:
+            # resumed from the weights alone: Adam's fresh moments make its first updates ~lr per parameter, so
+            # the lr ramps up again over `warmup` steps instead of jumping in at the schedule's value
+            lr *= (step - self.rewarm_from + 1) / c.warmup
+        return lr
 
     def amp_used(self) -> bool:
         return self.cfg.amp == "bf16" or (self.cfg.amp == "auto" and fast_bf16(self.device))
@@ -184,12 +190,15 @@ class Trainer:
                 "optimizer": self.opt.state_dict() if self.opt is not None else None,
                 "step": self.step, "tokens": self.tokens, "trained_s": self.trained_s, "ema": self.ema,
                 "history": list(self.history), "torch_rng": torch.get_rng_state(), "batches": pos,
-                "world": self.world, "train_config": asdict(self.cfg)}
+                "world": self.world, "train_config": asdict(self.cfg), "rewarm_from": self.rewarm_from}
 
     def _load_state(self, s: dict):
         self.model.load_state_dict(s["model"])
         self.step, self.tokens, self.trained_s = int(s["step"]), int(s["tokens"]), float(s["trained_s"])
         self.ema = s.get("ema")
+        self.rewarm_from = s.get("rewarm_from")
+        if s.get("optimizer") is None and self.step > 0:  # the weights alone: a fresh optimizer starts here
+            self.rewarm_from = self.step
         self.history = [tuple(h) for h in s.get("history", [])]
         if s.get("torch_rng") is not None:
             torch.set_rng_state(s["torch_rng"])
