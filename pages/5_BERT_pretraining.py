@@ -46,6 +46,8 @@ else:
         st.info(msg("pretraining.mask.none"))
     else:
         st.code(masked, language=None)
+        if vp.mask_at_end(masked):
+            st.caption(msg("pretraining.mask.at_end"))
         try:
             res = ask("bert", "fill_mask", stamp, masked, topk=topk, originals=originals)
             st.plotly_chart(vp.fill_mask_figure(res, originals, msg("pretraining.mask.panel"), msg("pretraining.lm.rank"),

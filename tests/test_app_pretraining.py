@@ -50,6 +50,8 @@ def test_bad_inputs_give_messages(bert):
     assert any("There is no [MASK]" in i.value for i in at.info)
     at = _run(text="今天天气很[MASK]")
     assert at.code[0].value == "今天天气很[MASK]" and len(chart_specs(at)) >= 1
+    assert any("nothing follows it" in c.value for c in at.caption)  # a mask at the end: the punctuation hint
+    assert not any("nothing follows it" in c.value for c in _run(text="今天天气很[MASK]。").caption)
     at = _run(text="<script>alert(1)</script>天气很好", mask="13")
     assert "<script>alert(1)</script>" in at.code[0].value  # shown as text in a code block
     assert not any("<script" in m.value for m in at.markdown if m.proto.allow_html)

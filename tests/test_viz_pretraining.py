@@ -5,6 +5,11 @@ import pytest
 from ctxlib.viz import pretraining as va
 
 
+def test_mask_at_end():
+    assert va.mask_at_end("我今天很高[MASK]") and va.mask_at_end("我今天很高[MASK]  ")
+    assert not va.mask_at_end("我今天很高[MASK]。") and not va.mask_at_end("[MASK]天很好") and not va.mask_at_end("")
+
+
 def test_mask_text_characters_and_whole_words():
     text = "今天天气很好"
     masked, pairs = va.mask_text(text, [3])

@@ -151,6 +151,12 @@ def masked_input(text: str, chosen: list[int], whole_word: bool = False) -> tupl
     return masked, [o for _, o in pairs]
 
 
+def mask_at_end(masked: str) -> bool:
+    """Whether the last [MASK] of `masked` ends the text (nothing but spaces after it). The corpus's sentences end in
+    punctuation, so a model asked there mostly guesses 。 or ，: the page says so and suggests adding 。."""
+    return masked.rstrip().endswith("[MASK]")
+
+
 def mask_span(text: str, span: tuple[int, int]) -> tuple[str, list[str]]:
     """`text` with every character overlapping the character span [s, e) masked, and the masked characters."""
     from ..tokens import char_tokens
