@@ -6,7 +6,7 @@ import pytest
 from app_pages import PAGES, run_page
 from streamlit.testing.v1 import AppTest
 
-from ctxlib import checkpoint
+from ctxlib import checkpoint, results
 from ctxlib.app import i18n
 
 PAGE = "7_Results.py"
@@ -92,8 +92,6 @@ def test_chinese():
     text = " ".join(m.value for m in at.markdown)
     assert "本应用测得" in text and "Measured here" not in text
     # every claim's verdict, in Chinese, in the order ctxlib.results computes them (whatever the checkpoints reach)
-    from ctxlib import results
-
     shown = [m.value for m in at.markdown if m.value.startswith("**:")]
     verdicts = [c.verdict for c in results.claims()]
     assert len(shown) == len(verdicts) and verdicts

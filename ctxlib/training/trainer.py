@@ -7,7 +7,8 @@ time limits, data parallelism, resumable state, logging, a tqdm bar with tokens/
 - Schedule: linear warmup, then linear decay to `min_lr_ratio` of the peak. With `budget_s` the
   decay follows whichever runs out first, steps or training seconds (so a run stopped by its time
   budget still ends at the low learning rate). `time_limit` only stops this process (one stretch
-  of a longer run); it never bends the schedule.
+  of a longer run); it never bends the schedule. A run resumed from the weights alone (no optimizer
+  state) ramps its lr up again over `warmup` steps from the step where the fresh optimizer joined.
 - Data parallel: under `torchrun` (torch.distributed initialised) the model is wrapped in
   DistributedDataParallel (gloo on CPU, nccl on CUDA). Each rank draws its own shard from its
   `batches`; gradients are averaged, so with equal shard sizes k steps on 2 ranks equal k steps
