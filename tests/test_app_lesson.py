@@ -170,3 +170,20 @@ def test_present_off_by_default_and_in_the_lesson(monkeypatch):
     at = _run(present="1", step="1")
     _button(at, "lesson.reveal").click().run()
     assert chart_specs(at)[0]["layout"]["font"]["size"] == pytest.approx(18)
+
+
+@pytest.mark.parametrize("text, hint", [("我今天很高[MASK]", True), ("我今天很高[MASK]。", False)])
+def test_fill_mask_step_with_the_mask_last_gets_the_hint(text, hint):
+    """A teacher's fill-mask step whose [MASK] ends the text: the students read why the model will guess 。 there."""
+    def page(text):
+        from ctxlib import lesson
+        from ctxlib.app import lesson_views
+
+        lesson_views.inputs(lesson.Step("fill_mask", {"en": "t"}, {"en": "q"}, {"en": "a"}, params={"text": text}))
+
+    at = AppTest.from_function(page, args=(text,), default_timeout=60)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert not at.exception, at.exception
+    want = i18n.lookup("pretraining.mask.at_end", "en")
+    assert (want in [c.value for c in at.caption]) == hint, [c.value for c in at.caption]

@@ -213,3 +213,15 @@ def test_fill_mask_over_long_text_subprocess():
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     [line] = r.stderr.strip().splitlines()
     assert line.startswith("error: the text is 256 tokens long; fill-mask takes at most"), line
+
+
+@pytest.mark.parametrize("text, note", [("我今天很高[MASK]", True), ("我今天很高[MASK]。", False)])
+def test_fill_mask_notes_a_mask_at_the_very_end(tiny_bert, capsys, monkeypatch, text, note):
+    """Nothing after the last [MASK]: a note on stderr says why 。 comes first and what to add; stdout stays JSON."""
+    import ctxlib.encoder
+
+    monkeypatch.setattr(ctxlib.encoder, "load", lambda name: tiny_bert)
+    assert main(["fill-mask", text, "--model", "bert"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)[0]["candidates"]
+    assert ("End the text with 。" in err) == note, err

@@ -96,6 +96,8 @@ def inputs(step: lesson.Step) -> None:
         st.markdown("\n".join(f"{i + 1}. {escape_md(s)}" for i, s in enumerate(p["sentences"])))
     elif step.kind in ("fill_mask", "elmo_lm", "attention"):
         st.code(p["text"], language=None)
+        if step.kind == "fill_mask" and vp.mask_at_end(p["text"]):
+            st.caption(msg("pretraining.mask.at_end"))
     elif step.kind == "nsp":
         st.markdown(f"**A:** {escape_md(p['a'])}  \n**B:** {escape_md(p['b'])}")
     elif step.kind == "next_char":
