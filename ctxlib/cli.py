@@ -73,9 +73,15 @@ def cmd_train(args) -> int:
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
     kw = {"corpus_path": args.corpus}
     if args.kind in ("elmo", "bert", "gpt"):
-        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps, timeline=not args.no_timeline)
-    elif args.resume or args.stretch or args.amp or args.steps:
-        return _fail(f"--resume, --stretch, --amp and --steps are for elmo, bert and gpt; {args.kind} trains in one go")
+        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps, timeline=not args.no_timeline,
+                  init_from=args.init_from)
+    elif args.resume or args.stretch or args.amp or args.steps or args.init_from:
+        return _fail(f"--resume, --init-from, --stretch, --amp and --steps are for elmo, bert and gpt; {args.kind} "
+                     f"trains in one go")
+    if args.init_from is not None:
+        status = _check_init_from(args)
+        if status:
+            return status
     if args.kind == "gpt" and args.corpus is not None:
         return _fail("gpt trains on the built-in corpus only; --corpus is for word2vec, elmo and bert")
     if args.steps is not None and args.steps <= 0:
@@ -112,6 +118,30 @@ def cmd_train(args) -> int:
 
     if dist_info()[0] == 0:
         print(f"saved {out}")
+    return 0
+
+
+def _check_init_from(args) -> int:
+    """--init-from DIR: a run folder of the same kind, a new --out, and --steps beyond DIR's steps; 0 when fine."""
+    from . import checkpoint
+    from .training import resume
+
+    if args.resume is not None:
+        return _fail("--init-from starts a new run from another run's weights; --resume continues a run: give one")
+    if args.out is None:
+        return _fail("--init-from needs --out DIR for the new run, so the checkpoint it starts from stays as it is")
+    try:
+        run = resume.run_info(args.init_from)
+        done = int(checkpoint.read_config(args.init_from).get("summary", {}).get("steps", 0))
+    except (checkpoint.CheckpointError, OSError, ValueError, TypeError) as e:
+        return _fail(str(e))
+    if run["kind"] != args.kind:
+        return _fail(f"{args.init_from} holds a {run['kind']} run, not a {args.kind} run")
+    if Path(args.out).resolve() == Path(args.init_from).resolve():
+        return _fail("--out must be a new folder, not the one --init-from starts from (to continue it, use --resume)")
+    if args.steps is None or args.steps <= done:
+        return _fail(f"{args.init_from} is at step {done:,}: plan the continued run with --steps beyond it, "
+                     f"e.g. --steps {done + 2000}")
     return 0
 
 
@@ -299,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(streamed from disk, so it may be larger than memory); needs --out")
     s.add_argument("--resume", default=None, metavar="DIR",
                    help="continue the run saved in DIR (its preset and seed; resume.pt, else the weights alone)")
+    s.add_argument("--init-from", default=None, metavar="DIR",
+                   help="continued pre-training: a new run in --out that starts from DIR's weights, vocabulary and step "
+                        "count (fresh optimizer), on --corpus or the built-in corpus, up to --steps")
     s.set_defaults(fn=cmd_train)
 
     s = sub.add_parser("embed", help="vectors of a word in each input sentence, as .npz")

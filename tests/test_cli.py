@@ -127,6 +127,29 @@ def test_train_options_for_other_kinds_exit_2(tmp_path, capsys):
     assert len(err) == 3 and all(e.startswith("error: ") for e in err)
 
 
+def test_init_from_mistakes_exit_2_with_what_to_do(tmp_path, capsys):
+    """--init-from's mistakes: no run there, another kind, no --out, --out = the source, --steps not beyond the
+    source's, together with --resume, for word2vec. Each is one line saying what to do; nothing is trained."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps({"kind": "bert", "config": {}, "summary": {"steps": 100, "run": {"preset": "tiny", "seed": 0}}}))
+    cases = [(["--init-from", str(tmp_path / "none"), "--out", str(tmp_path / "o"), "--steps", "200"], "config.json"),
+             (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "200", "--kind-elmo"], "not a elmo run"),
+             (["--init-from", str(src), "--steps", "200"], "needs --out"),
+             (["--init-from", str(src), "--out", str(src), "--steps", "200"], "new folder"),
+             (["--init-from", str(src), "--out", str(tmp_path / "o")], "--steps 2100"),
+             (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "100"], "beyond it"),
+             (["--init-from", str(src), "--resume", str(src), "--out", str(tmp_path / "o"), "--steps", "200"], "give one")]
+    for extra, want in cases:
+        kind = "elmo" if "--kind-elmo" in extra else "bert"
+        assert main(["train", kind, *[a for a in extra if a != "--kind-elmo"]]) == 2, extra
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("error: ") and want in line, (extra, line)
+    assert main(["train", "word2vec", "--init-from", str(src), "--out", str(tmp_path / "o")]) == 2
+    assert "--init-from" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 # -- every command against the pages' bad inputs (issue #14, part 6): exit 0 or 2, never a traceback ----------------
 BAD_TEXT = {"empty": "", "missing": "今天天气很好", "unseen": "龘靐", "5000": "苹果" * 2500,
             "html": "<script>alert(1)</script>苹果", "control": "苹果\x07\x1b[31m很\x7f甜"}

@@ -190,3 +190,31 @@ def test_resumed_plan_is_the_fresh_plan_with_its_steps(kind, pars, tmp_path):
     assert replanned.command() == f"python -m ctxlib train {kind} --preset tiny --seed 0 --steps 50"
     plain = RunSpec.make(kind, mod.PRESETS, "tiny", 0, tmp_path / "plain")
     assert plain.command() == f"python -m ctxlib train {kind} --preset tiny --seed 0"
+
+
+def test_init_from_continues_pretraining_on_another_corpus_in_a_new_folder(pars, tmp_path):
+    """--init-from: a new run in its own folder, on the user's text, from another run's weights, vocabulary and step
+    count; the source folder is left as it was, and the new run resumes like any other."""
+    import json
+
+    torch.set_num_threads(1)
+    src, new = tmp_path / "src", tmp_path / "new"
+    bert_train(preset="tiny", device="cpu", out=src, seed=0, paragraphs=pars, steps=8)
+    before = {p.name: p.read_bytes() for p in src.iterdir()}
+    text = tmp_path / "mine.txt"
+    text.write_text("\n".join(p.text for p in pars[:40]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="beyond its 8 steps"):
+        bert_train(device="cpu", out=new, init_from=src, corpus_path=str(text), steps=8)
+    with pytest.raises(ValueError, match="exclude each other"):
+        bert_train(device="cpu", out=new, init_from=src, resume=src, steps=12)
+    bert_train(device="cpu", out=new, init_from=src, corpus_path=str(text), steps=12, stretch=1e-9)  # one step, then stop
+    assert {p.name: p.read_bytes() for p in src.iterdir()} == before  # the source is untouched
+    assert rs.load_state(new)["step"] == 9 and rs.load_state(new)["rewarm_from"] == 8
+    bert_train(device="cpu", resume=new)  # the new run resumes with its own corpus and plan
+    s = json.loads((new / "config.json").read_text())["summary"]
+    assert s["steps"] == 12 and s["finished"] and s["run"]["init_from"] == str(src)
+    assert s["run"]["corpus"] == str(text) and s["run"]["preset"] == "tiny"
+    assert s["command"].endswith(f"--init-from {src} --steps 12 --corpus {text} --out DIR")
+    assert json.loads((new / "vocab.json").read_text()) == json.loads(before["vocab.json"])
+    a, b = torch.load(src / "model.pt"), torch.load(new / "model.pt")
+    assert any(not torch.equal(a[k], b[k]) for k in a)

@@ -85,7 +85,7 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
           corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True) -> Path:
+          timeline: bool = True, init_from=None) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
     time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
@@ -100,7 +100,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     from .trainer import TrainConfig, Trainer, init_distributed
 
     rank, world = init_distributed(device)
-    spec = RunSpec.make("bert", PRESETS, preset, seed, out, resume, corpus_path, steps)
+    spec = RunSpec.make("bert", PRESETS, preset, seed, out, resume, corpus_path, steps, init_from)
     P, seed, out = spec.plan, spec.seed, spec.out
     data = P.data
     t0 = time.time()

@@ -186,7 +186,7 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
           save_every: float = 600.0, corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True) -> Path:
+          timeline: bool = True, init_from=None) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
@@ -202,7 +202,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     from .trainer import init_distributed
 
     rank, world = init_distributed(device)
-    spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps)
+    spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps, init_from)
     p, seed, d, preset = spec.plan, spec.seed, spec.out, spec.preset
     data = p.data
     t_start = time.time()

@@ -206,7 +206,7 @@ def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VA
 def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
           corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True) -> Path:
+          timeline: bool = True, init_from=None) -> Path:
     """Pre-train the next-character LM on the train split of all sources and save a checkpoint (default
     checkpoints/gpt); the arguments are training.bert.train's. The summary gets the held-out bits per character
     on the valid split of the corpora ("valid")."""
@@ -218,7 +218,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     if corpus_path is not None:
         raise ValueError("GPT trains on the built-in corpus only (no --corpus yet)")
     rank, world = init_distributed(device)
-    spec = RunSpec.make("gpt", PRESETS, preset, seed, out, resume, None, steps)
+    spec = RunSpec.make("gpt", PRESETS, preset, seed, out, resume, None, steps, init_from)
     P, seed, out = spec.plan, spec.seed, spec.out
     data = P.data
     t0 = time.time()

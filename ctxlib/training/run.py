@@ -2,7 +2,9 @@
 
 - `RunSpec.make(...)`: the preset (its step plan optionally re-planned), seed, output folder and corpus of a
   new run, or, with `resume=DIR`, those of the run saved there plus its weights, vocabulary and trainer state
-  (`resume.load_state`; None falls back to the weights alone).
+  (`resume.load_state`; None falls back to the weights alone). With `init_from=DIR`, a new run (its own folder and
+  corpus, e.g. a teacher's own text) that starts from DIR's weights, vocabulary, step count and timeline, with a fresh
+  optimizer: continued pre-training, planned with `steps` beyond DIR's.
 - `RunFolder`: the hooks a `Trainer` calls. Every save writes, from rank 0 only, a loadable checkpoint
   (config.json with the summary so far and the `run` record that --resume reads, vocab.json, model.pt), the
   timeline and resume.pt (unless the plan's `resume_file` is off); every step it records a timeline snapshot when one is due.
@@ -33,39 +35,57 @@ class RunSpec:
     state: dict | None = None  # the Trainer state from resume.pt (None: weights alone)
     prev: dict = field(default_factory=dict)  # the summary saved so far
     preset_steps: int | None = None  # the preset's own step count (the command names --steps when the plan differs)
+    init_from: str | None = None  # the run folder whose weights a continued run started from
 
     @classmethod
     def make(cls, kind: str, presets: dict[str, Preset], preset: str, seed: int, out, resume=None, corpus_path=None,
-             steps: int | None = None) -> "RunSpec":
+             steps: int | None = None, init_from=None) -> "RunSpec":
         resumed = state = None
         prev: dict = {}
-        if resume is not None:
-            run = rs.run_info(resume)
+        if resume is not None and init_from is not None:
+            raise ValueError("resume and init_from exclude each other: resume continues a run in its own folder, "
+                             "init_from starts a new run from another run's weights")
+        source = resume if resume is not None else init_from
+        if source is not None:
+            run = rs.run_info(source)
             if run["kind"] != kind:
-                raise ValueError(f"{resume} holds a {run['kind']} run, not a {kind} run")
-            preset, seed, out = run["preset"], run["seed"], Path(resume)
-            corpus_path = run.get("corpus") or corpus_path
-            steps = steps or run.get("steps")
-            resumed = checkpoint.load(resume)
-            state = rs.load_state(resume)
+                raise ValueError(f"{source} holds a {run['kind']} run, not a {kind} run")
+            preset, seed = run["preset"], run["seed"]
+            if resume is not None:
+                out = Path(resume)
+                corpus_path = run.get("corpus") or corpus_path
+                steps = steps or run.get("steps")
+                init_from = run.get("init_from")  # a continued run keeps naming where it started
+            resumed = checkpoint.load(source)
+            state = rs.load_state(resume) if resume is not None else None
             prev = resumed[0].get("summary", {})
             if state is None:  # the weights alone: keep the step count (and so the schedule), fresh optimizer and order
                 state = {"model": resumed[2], "step": int(prev.get("steps", 0)), "tokens": int(prev.get("tokens_seen", 0)),
                          "trained_s": float(prev.get("wall_s", 0.0)), "optimizer": None, "batches": None}
+            if resume is None and (steps is None or steps <= state["step"]):
+                raise ValueError(f"init_from {source}: plan the continued run with steps beyond its {state['step']:,} "
+                                 f"steps (got {steps})")
         if preset not in presets:
             raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
         plan = presets[preset].replan(steps)
         out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / kind
-        return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev, presets[preset].steps)
+        return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev, presets[preset].steps,
+                   None if init_from is None else str(init_from))
 
     def run_record(self, world: int) -> dict:
         """What --resume needs to continue this run (stored as summary["run"])."""
         user = self.corpus_path is not None
-        return {"preset": self.preset, "seed": self.seed, "world_size": world, "steps": self.plan.steps,
-                "corpus": str(self.corpus_path) if user else None,
-                "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
+        rec = {"preset": self.preset, "seed": self.seed, "world_size": world, "steps": self.plan.steps,
+               "corpus": str(self.corpus_path) if user else None,
+               "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
+        if self.init_from is not None:
+            rec["init_from"] = self.init_from
+        return rec
 
     def command(self) -> str:
+        if self.init_from is not None:  # the source run's own command comes first (its config.json names it)
+            return (f"{checkpoint.rebuild_command(self.kind)} --init-from {self.init_from} --steps {self.plan.steps}"
+                    + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else "") + " --out DIR")
         replanned = self.preset_steps is not None and self.plan.steps != self.preset_steps
         return (f"{checkpoint.rebuild_command(self.kind)} --preset {self.preset} --seed {self.seed}"
                 + (f" --steps {self.plan.steps}" if replanned else "")
@@ -81,8 +101,9 @@ class RunFolder:
                  summary_extra: Callable[[object], dict] = lambda tr: {}, timeline=None):
         self.spec, self.rank, self.world = spec, rank, world
         self.save_checkpoint, self.summary_extra, self.timeline = save_checkpoint, summary_extra, timeline
-        if timeline is not None and spec.resumed is not None:
-            timeline.load_existing(spec.out)
+        if timeline is not None and spec.resumed is not None:  # a continued run goes on with its source's timeline
+            timeline.load_existing(spec.out if spec.init_from is None or spec.out.joinpath("timeline.json").is_file()
+                                   else spec.init_from)
 
     def write(self, trainer, summary: dict) -> None:
         keep = self.spec.plan.resume_file
