@@ -93,9 +93,10 @@ def cloze(enc) -> dict:
         raise ValueError(f"model '{enc.name}' is a {enc.kind} model; the cloze test needs fill-mask (BERT)")
     items = cloze_items()
     hits = defaultdict(lambda: [0, 0, 0])
-    misses = []
+    misses, ranks = [], []
     for text, ans, dom in items:
         cands = [c for c, _ in enc.fill_mask(text, topk=5)[0]["candidates"]]
+        ranks.append(cands.index(ans) + 1 if ans in cands else 0)
         for key in (dom, "all"):
             hits[key][0] += int(cands[:1] == [ans])
             hits[key][1] += int(ans in cands)
@@ -103,7 +104,8 @@ def cloze(enc) -> dict:
         if cands[:1] != [ans]:
             misses.append({"text": text, "answer": ans, "top5": cands})
     return {"n": len(items), **{k: {"top1": round(v[0] / v[2], 4), "top5": round(v[1] / v[2], 4), "n": v[2]}
-                                for k, v in sorted(hits.items())}, "misses": misses[:30]}
+                                for k, v in sorted(hits.items())}, "misses": misses[:30],
+            "ranks": ranks}  # per item in cloze.tsv order: the answer's rank in the top 5, 0 when not in it
 
 
 def run_eval(model_name: str, task: str, out=None, **_) -> dict:
