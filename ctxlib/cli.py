@@ -136,7 +136,8 @@ def _check_init_from(args) -> int:
     except (checkpoint.CheckpointError, OSError, ValueError, TypeError) as e:
         return _fail(str(e))
     if run["kind"] != args.kind:
-        return _fail(f"{args.init_from} holds a {run['kind']} run, not a {args.kind} run")
+        return _fail(f"{args.init_from} holds a model of kind {run['kind']}; train {args.kind} --init-from needs a "
+                     f"{args.kind} run folder")
     if Path(args.out).resolve() == Path(args.init_from).resolve():
         return _fail("--out must be a new folder, not the one --init-from starts from (to continue it, use --resume)")
     if args.steps is None or args.steps <= done:

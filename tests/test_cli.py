@@ -134,7 +134,7 @@ def test_init_from_mistakes_exit_2_with_what_to_do(tmp_path, capsys):
     src.mkdir()
     (src / "config.json").write_text(json.dumps({"kind": "bert", "config": {}, "summary": {"steps": 100, "run": {"preset": "tiny", "seed": 0}}}))
     cases = [(["--init-from", str(tmp_path / "none"), "--out", str(tmp_path / "o"), "--steps", "200"], "config.json"),
-             (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "200", "--kind-elmo"], "not a elmo run"),
+             (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "200", "--kind-elmo"], "of kind bert; train elmo --init-from needs"),
              (["--init-from", str(src), "--steps", "200"], "needs --out"),
              (["--init-from", str(src), "--out", str(src), "--steps", "200"], "new folder"),
              (["--init-from", str(src), "--out", str(tmp_path / "o")], "--steps 2100"),
