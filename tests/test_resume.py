@@ -218,3 +218,20 @@ def test_init_from_continues_pretraining_on_another_corpus_in_a_new_folder(pars,
     assert json.loads((new / "vocab.json").read_text()) == json.loads(before["vocab.json"])
     a, b = torch.load(src / "model.pt"), torch.load(new / "model.pt")
     assert any(not torch.equal(a[k], b[k]) for k in a)
+    # the timeline goes on from the source's (the tiny preset records none, so a stand-in timeline is asked)
+    from ctxlib.training.bert import PRESETS
+    from ctxlib.training.run import RunFolder, RunSpec
+
+    class Timeline:
+        def load_existing(self, directory):
+            self.loaded = str(directory)
+
+    spec = RunSpec.make("bert", PRESETS, "tiny", 0, tmp_path / "third", init_from=src, steps=20)
+    RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
+    assert tl.loaded == str(src)
+    spec = RunSpec.make("bert", PRESETS, "tiny", 0, None, resume=new)  # resumed before it saved a timeline: the source's
+    RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
+    assert tl.loaded == str(src) and spec.init_from == str(src)
+    (new / "timeline.json").write_text("{}")  # once it has saved its own (which holds the source's snapshots too)
+    RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
+    assert tl.loaded == str(new)
