@@ -267,7 +267,7 @@ def cmd_fill_mask(args) -> int:
     except ValueError as e:  # longer than the model's positions
         return _fail(f"{e}; shorten the text around the [MASK]")
     print(json.dumps(out, ensure_ascii=False, indent=1))
-    from .viz.pretraining import mask_at_end
+    from .tokens import mask_at_end  # not viz.pretraining: that one imports plotly
 
     if mask_at_end(args.text):
         print("note: nothing follows the last [MASK]; the model learned from sentences that end in punctuation, so "

@@ -93,3 +93,10 @@ def norm_token(tok: str) -> str:
 def tokens_in_span(tokens: list[Token], start: int, end: int) -> list[int]:
     """Indices of tokens overlapping [start, end)."""
     return [i for i, (_, a, b) in enumerate(tokens) if a < end and b > start]
+
+
+def mask_at_end(masked: str) -> bool:
+    """Whether the last [MASK] of `masked` ends the text (nothing but spaces after it). The corpus's sentences end in
+    punctuation, so a model asked there mostly guesses 。 or ，: the pre-training page, lesson steps and the fill-mask
+    command say so and suggest adding 。."""
+    return masked.rstrip().endswith("[MASK]")

@@ -96,12 +96,13 @@ def cloze(enc) -> dict:
     misses, ranks = [], []
     for text, ans, dom in items:
         cands = [c for c, _ in enc.fill_mask(text, topk=5)[0]["candidates"]]
-        ranks.append(cands.index(ans) + 1 if ans in cands else 0)
+        rank = cands.index(ans) + 1 if ans in cands else 0
+        ranks.append(rank)
         for key in (dom, "all"):
-            hits[key][0] += int(cands[:1] == [ans])
-            hits[key][1] += int(ans in cands)
+            hits[key][0] += int(rank == 1)
+            hits[key][1] += int(rank > 0)
             hits[key][2] += 1
-        if cands[:1] != [ans]:
+        if rank != 1:
             misses.append({"text": text, "answer": ans, "top5": cands})
     return {"n": len(items), **{k: {"top1": round(v[0] / v[2], 4), "top5": round(v[1] / v[2], 4), "n": v[2]}
                                 for k, v in sorted(hits.items())}, "misses": misses[:30],

@@ -9,6 +9,7 @@ import html
 
 import plotly.graph_objects as go
 
+from ..tokens import mask_at_end  # noqa: F401  (the pages call it as vp.mask_at_end)
 from .attention import SPECIALS
 from .common import CJK_FONT, hbar_panels, with_true_bar
 
@@ -149,12 +150,6 @@ def masked_input(text: str, chosen: list[int], whole_word: bool = False) -> tupl
         return text, [None] * text.count("[MASK]")
     masked, pairs = mask_text(text, chosen, whole_word)
     return masked, [o for _, o in pairs]
-
-
-def mask_at_end(masked: str) -> bool:
-    """Whether the last [MASK] of `masked` ends the text (nothing but spaces after it). The corpus's sentences end in
-    punctuation, so a model asked there mostly guesses 。 or ，: the page says so and suggests adding 。."""
-    return masked.rstrip().endswith("[MASK]")
 
 
 def mask_span(text: str, span: tuple[int, int]) -> tuple[str, list[str]]:
