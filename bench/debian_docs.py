@@ -177,7 +177,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     from ctxlib import corpus
 
-    root = a.debs / "x" if (a.debs / "x").is_dir() else download(a.debs)
+    try:
+        root = a.debs / "x" if (a.debs / "x").is_dir() else download(a.debs)
+    except (OSError, subprocess.CalledProcessError) as e:  # no apt-get/dpkg-deb, no mirror, a full disk
+        print(f"error: could not download and unpack {', '.join(PACKAGES)} into {a.debs}: {e}", file=sys.stderr)
+        return 2
     paras, stats = extract(root)
     a.out.mkdir(parents=True, exist_ok=True)
     splits = {s: [p for p in paras if corpus.split_of(p) == s] for s in corpus.SPLITS}

@@ -57,3 +57,13 @@ def test_extract_dedups_after_nfkc(tmp_path):
     assert paras == ["这个命令列出目录中的所有文件和子目录。", "在对话框中选择要插入的图片文件。"]
     assert stats["manpages-zh"] == {"files": 2, "paragraphs": 1, "characters": 19}
     assert stats["libreoffice-help-zh-cn"]["paragraphs"] == 1 and stats["debian-edu-doc-zh-cn"]["files"] == 0
+
+
+def test_a_failed_download_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    def no_apt(*a, **k):
+        raise FileNotFoundError("apt-get")
+
+    monkeypatch.setattr(dd.subprocess, "run", no_apt)
+    assert dd.main(["--out", str(tmp_path / "out"), "--debs", str(tmp_path / "debs")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: could not download") and not (tmp_path / "out").exists()
