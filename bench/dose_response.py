@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         try:
             tl = json.loads(p.read_text(encoding="utf-8"))
             pts = rows(tl)
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             print(f"dose_response: cannot read {p} ({e.__class__.__name__}); "
                   "give a checkpoint folder with a timeline", file=sys.stderr)
             return 2

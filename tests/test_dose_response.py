@@ -53,3 +53,5 @@ def test_cli_prints_the_table_and_exits_2_on_a_folder_without_timeline(tmp_path,
     assert "cannot read" in capsys.readouterr().err
     (d / "timeline.json").write_bytes(b"\xff\x00binary")
     assert dr.main([str(d)]) == 2
+    (d / "timeline.json").write_text(json.dumps({"snapshots": [1, 2]}))  # valid JSON, not a timeline
+    assert dr.main([str(d)]) == 2
