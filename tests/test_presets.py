@@ -46,7 +46,7 @@ def test_time_budget_and_amp_as_before():
     assert bert.PRESETS["default"].budget_s == 6400.0 and bert.PRESETS["tiny"].budget_s == 0.0
     assert elmo.PRESETS["default"].budget_s == 6600.0 and elmo.PRESETS["long"].budget_s == 0.0
     assert [p.amp for p in elmo.PRESETS.values()] == ["off", "off", "auto"]
-    assert [p.amp for p in bert.PRESETS.values()] == ["auto", "auto", "auto"]
+    assert [p.amp for p in bert.PRESETS.values()] == ["auto"] * 4
     assert not bert.PRESETS["tiny"].timeline and not elmo.PRESETS["tiny"].timeline
     assert bert.PRESETS["long"].timeline and elmo.PRESETS["long"].timeline
 
@@ -58,3 +58,14 @@ def test_replan_replaces_steps_only():
     assert p.replan(None) is p and p.replan(0) is p
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.steps = 1
+
+
+def test_wide_bert_is_long_with_only_the_width_changed():
+    """The width lever is measured against `long`: everything but the width (hidden, heads, ffn) and the planned
+    length is the same, and 64-wide heads as before."""
+    long, wide = bert.PRESETS["long"], bert.PRESETS["wide"]
+    assert {k: v for k, v in wide.model.items() if k not in ("hidden", "heads", "ffn")} == \
+        {k: v for k, v in long.model.items() if k not in ("hidden", "heads", "ffn")}
+    assert wide.model["hidden"] > long.model["hidden"] and wide.model["ffn"] == 4 * wide.model["hidden"]
+    assert wide.model["hidden"] // wide.model["heads"] == long.model["hidden"] // long.model["heads"]
+    assert dataclasses.replace(wide, model=long.model, steps=long.steps) == long
