@@ -60,22 +60,50 @@ def sense_sets(name: str) -> dict[str, list[tuple[str, str]]]:
     return {w: v for w, v in groups.items() if len({s for _, s in v}) >= 2}
 
 
-def sense_scores(enc, name: str, vectors: dict | None = None) -> dict:
+def type_mean(enc, word: str, cap: int = 200, seed: int = 0, window: int = 40) -> tuple[np.ndarray | None, int]:
+    """The mean of `word`'s token vectors, (n_layers, dim), over at most `cap` of its whole-word occurrences in the
+    train split of all sources (no sense labels are read; the supplement's train part is among them), each encoded
+    in a window of `window` characters either side, cut so that the occurrence is the window's first `word`.
+    Returns (mean, occurrences used); (None, 0) when the word never occurs. Subtracting it from a token vector leaves
+    what the context moved that token away from the word's average ("word-centering")."""
+    from .. import corpus
+
+    occ, _ = corpus.occurrences(word, "all", "train", cap=cap, seed=seed)
+    texts = []
+    for o in occ:
+        a = max(0, o.start - window)
+        k = o.text.rfind(word, a, o.start + len(word) - 1)  # an earlier (or overlapping) match in the window
+        if k >= 0:
+            a = k + len(word)
+        if o.text.find(word, a) == o.start:
+            texts.append(o.text[a:o.end + window])
+    if not texts:
+        return None, 0
+    return enc.word_vectors(texts, word).astype(np.float64).mean(0), len(texts)
+
+
+def sense_scores(enc, name: str, vectors: dict | None = None, center: bool = False, cap: int = 200) -> dict:
     """Per layer, mean over words: leave-one-out nearest-centroid accuracy and pair ranking.
-    `vectors` ({word: (n, L, D)}) skips the encoding (the timeline passes its own)."""
+    `vectors` ({word: (n, L, D)}) skips the encoding (the timeline passes its own). `center` subtracts each word's
+    `type_mean` (at most `cap` train-split occurrences) first; a word that never occurs is left as it is."""
     sets = sense_sets(name)
     per_word = {}
     acc_rows, pr_rows = [], []
     for w, items in sets.items():
         labels = [s for _, s in items]
         V = vectors[w] if vectors is not None else enc.word_vectors([t for t, _ in items], w)
+        if center:
+            mean, n_occ = type_mean(enc, w, cap=cap)
+            V = V.astype(np.float64) - (mean[None] if mean is not None else 0.0)
         acc = [loo_centroid_accuracy(V[:, j], labels) for j in range(V.shape[1])]
         pr = [pair_ranking(V[:, j], labels) for j in range(V.shape[1])]
         per_word[w] = {"n": len(items), "accuracy": [round(a, 4) for a in acc], "pair_ranking": [round(p, 4) for p in pr]}
+        if center:
+            per_word[w]["type_occurrences"] = n_occ
         acc_rows.append(acc)
         pr_rows.append(pr)
     acc_m, pr_m = np.mean(acc_rows, 0), np.mean(pr_rows, 0)
-    return {"set": name, "words": len(sets), "sentences": sum(len(v) for v in sets.values()),
+    return {"set": name, "words": len(sets), **({"centered": True} if center else {}), "sentences": sum(len(v) for v in sets.values()),
             "accuracy": [round(float(a), 4) for a in acc_m], "pair_ranking": [round(float(p), 4) for p in pr_m],
             "best_accuracy": round(float(acc_m.max()), 4), "best_accuracy_layer": int(acc_m.argmax()),
             "best_pair_ranking": round(float(pr_m.max()), 4), "best_pair_ranking_layer": int(pr_m.argmax()),
