@@ -67,3 +67,23 @@ def test_cli_bad_arguments_and_checkpoints_exit_2(tmp_path, capsys):
     assert wc.main([str(bad), "--sets", "frozen"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(ln.startswith("word_centering:") for ln in err)
+
+
+_spec2 = importlib.util.spec_from_file_location("sense_probe", ROOT / "bench" / "sense_probe.py")
+sp = importlib.util.module_from_spec(_spec2)
+_spec2.loader.exec_module(sp)
+
+
+def test_sense_probe_on_a_tiny_model_and_its_bad_checkpoint_exit(tiny_bert, tmp_path, capsys, monkeypatch):
+    from ctxlib import supplement
+
+    rows = [r for r in supplement.load() if r.word == "苹果"]
+    monkeypatch.setattr(supplement, "load", lambda *a, **k: rows)
+    r = sp.scores(tiny_bert)
+    n_layers = len(tiny_bert.layer_names)
+    assert r["words"] == 1 and len(r["probe_accuracy"]) == len(r["pair_ranking"]) == n_layers
+    assert all(0.0 <= x <= 1.0 for x in r["probe_accuracy"] + r["pair_ranking"]) and 0.0 < r["majority"] < 1.0
+    bad = tmp_path / "ck"
+    bad.mkdir()
+    assert sp.main([str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("sense_probe: cannot load")
