@@ -1,4 +1,4 @@
-"""Command line: python -m ctxlib corpus|train|embed|info|eval|fill-mask|generate|serve.
+"""Command line: python -m ctxlib corpus|train|sense-tune|embed|info|eval|fill-mask|generate|serve.
 
 User errors (missing word, unknown model, bad file) exit with code 2 and one
 clear line on stderr; nothing is written.
@@ -118,6 +118,32 @@ def cmd_train(args) -> int:
 
     if dist_info()[0] == 0:
         print(f"saved {out}")
+    return 0
+
+
+def cmd_sense_tune(args) -> int:
+    """Sense-tune a pre-trained BERT run folder into --out (ctxlib.training.sense_tune)."""
+    from . import checkpoint
+    from .training.sense_tune import SenseTuneConfig, sense_tune
+
+    if args.steps <= 0:
+        return _fail("--steps must be a positive number of optimizer steps")
+    if not args.lr > 0:
+        return _fail("--lr must be a positive learning rate")
+    src = checkpoint.resolve(args.model)
+    try:
+        kind = checkpoint.read_config(src).get("kind")
+    except (checkpoint.CheckpointError, OSError, ValueError, TypeError, AttributeError) as e:
+        return _fail(str(e))
+    if kind != "bert":
+        return _fail(f"{args.model} holds a {kind} model; sense-tune is for BERT checkpoints")
+    if Path(args.out).resolve() == src.resolve():
+        return _fail("--out must be another folder than the checkpoint it starts from, which stays as it is")
+    try:
+        out = sense_tune(src, args.out, SenseTuneConfig(steps=args.steps, lr=args.lr), seed=args.seed)
+    except ValueError as e:  # already sense-tuned, too few words
+        return _fail(str(e))
+    print(f"saved {out}")
     return 0
 
 
@@ -335,6 +361,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "count (fresh optimizer), on --corpus or the built-in corpus, up to --steps")
     s.set_defaults(fn=cmd_train)
 
+    s = sub.add_parser("sense-tune", help="fine-tune a pre-trained BERT so that same-sense occurrences lie closer "
+                                          "(the supplement's labelled train sentences, with MLM + NSP beside)")
+    s.add_argument("model", help="a pre-trained BERT checkpoint folder (or name); it is not changed")
+    s.add_argument("--out", required=True, help="the folder of the sense-tuned checkpoint")
+    s.add_argument("--steps", type=int, default=1500)
+    s.add_argument("--lr", type=float, default=2e-4, help="peak learning rate")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(fn=cmd_sense_tune)
+
     s = sub.add_parser("embed", help="vectors of a word in each input sentence, as .npz")
     s.add_argument("--model", required=True)
     s.add_argument("--word", required=True)
@@ -383,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose or args.cmd in ("train", "eval") else logging.WARNING,
+    logging.basicConfig(level=logging.INFO if args.verbose or args.cmd in ("train", "eval", "sense-tune") else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     from .checkpoint import CheckpointError
     from .corpus import CorpusError

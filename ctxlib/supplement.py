@@ -146,3 +146,13 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def train_senses(rows=None) -> dict[str, dict[str, list[str]]]:
+    """{word: {sense: [sentence, ...]}} of the train split (of `rows`, default the supplement), words with at least
+    2 senses: what sense-tuning (ctxlib.training.sense_tune) trains on."""
+    by: dict[str, dict[str, list[str]]] = {}
+    for r in rows if rows is not None else load():
+        if r.split == "train":
+            by.setdefault(r.word, {}).setdefault(r.sense, []).append(r.sentence)
+    return {w: s for w, s in sorted(by.items()) if len(s) >= 2}

@@ -177,6 +177,14 @@ def sense_set_size(set_name: str = "frozen") -> tuple[int, int]:
     return len(sets), sum(len(v) for v in sets.values())
 
 
+@functools.lru_cache(maxsize=1)
+def supplement_words() -> frozenset:
+    """The words of the teaching supplement's train split that have two senses: what a sense-tuned model was tuned on."""
+    from .supplement import train_senses
+
+    return frozenset(train_senses())
+
+
 # -- unseen words ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class VocabStatus:

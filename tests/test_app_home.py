@@ -255,3 +255,24 @@ def test_home_demo_heading_names_the_word_typed(monkeypatch):
     assert not at.exception and "\\<b\\>\\*x\\*" in at.header[0].value  # HTML and markdown shown as typed
     at.text_input(key="home_word_w").set_value("  ").run()
     assert not at.exception and "is 苹果 closer" in at.header[0].value  # nothing typed: the default word
+
+
+def test_home_says_when_a_model_was_sense_tuned_and_on_which_words(monkeypatch):
+    encs = app_fakes.install(monkeypatch)
+    encs["bert"].summary = {**encs["bert"].summary, "sense_tune": {"config": {"steps": 1500}, "words": 49}}
+    text = _all_text(_run())
+    assert "bert was sense-tuned after pre-training: 1500 more steps" in text and "49 words" in text
+    assert "'苹果' is one of the words bert was sense-tuned on" in text  # 苹果 is a supplement word
+    assert "elmo was sense-tuned" not in text
+    at = AppTest.from_file(APP, default_timeout=60)  # 文件 (the frozen set's word) is not in the supplement
+    at.query_params.update({"lang": "zh", "word": "文件", "a": "他把文件交给了领导", "b": "这份文件需要盖章",
+                            "c": "我把电脑里的文件删了"})
+    at.run()
+    assert not at.exception
+    text = _all_text(at)
+    assert "bert 在预训练之后还做了义项微调" in text and "做义项微调时用过的词" not in text
+
+
+def test_home_no_sense_tune_note_for_a_pre_trained_model(monkeypatch):
+    app_fakes.install(monkeypatch)
+    assert "sense-tuned" not in _all_text(_run())

@@ -74,7 +74,7 @@ def section() -> dict[str, str | None]:
     for note in notes:
         getattr(st, note.level if note.level != "error" else "warning")(escape_md(msg(note.id, **note.values)))
     blocked = any(n.level == "error" for n in notes)
-    status, rows, found, stored, kinds, lines = {}, [], {}, [], set(), []
+    status, rows, found, stored, kinds, lines, tuned = {}, [], {}, [], set(), [], {}
     chart, verdicts = st.empty(), st.container()
     for m in loaders.MODEL_ORDER:  # model by model, each with its spinner while it loads
         with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
@@ -97,6 +97,8 @@ def section() -> dict[str, str | None]:
             ranks, from_file = heldout(m, stamp)
         stored += [m] if from_file else []
         kinds.add(enc.kind)
+        if isinstance(enc.summary.get("sense_tune"), dict):
+            tuned[m] = enc.summary["sense_tune"]
         new = triple.margins(d.vecs, enc.kind)
         rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
                   "cos_ac": r.cos_ac, "rank": ranks.get(r.view)} for r in new]
@@ -122,6 +124,11 @@ def section() -> dict[str, str | None]:
         notes = [msg("triple.caption", words=n_words, sentences=n_sents)]
         notes += [msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
                   for k in ("word2vec", "elmo", "gpt") if k in kinds]
+        for m, t in tuned.items():  # a model trained with sense labels says so, and whether this word was among them
+            notes.append(msg("triple.sense_tuned", model=m, steps=t.get("config", {}).get("steps", "?"),
+                             words=t.get("words", "?")))
+            if word in triple.supplement_words():
+                notes.append(msg("triple.sense_tuned_word", model=m, word=escape_md(word)))
         if stored:
             notes.append(msg("triple.ranking_file", models=", ".join(stored)))
         st.caption("\n\n".join(notes))
