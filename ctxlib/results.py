@@ -64,6 +64,7 @@ class ClaimResult:
     figures: dict = field(default_factory=dict)  # named figures for the page's figure and why lines
     files: list[str] = field(default_factory=list)  # the files read, relative to the checkpoint folder's parent
     missing: list[tuple[str, str]] = field(default_factory=list)  # (file, the command that writes it)
+    notes: list[tuple[str, dict]] = field(default_factory=list)  # (message key, its values): what the figures rest on
 
     @property
     def verdict(self) -> str:
@@ -159,7 +160,22 @@ def _static_vs_contextual(r: _Reader) -> ClaimResult:
     if w:
         for where in HELDOUT_SETS:
             c.figures[f"word2vec_{where}"] = _senses_at(w, "pair_ranking", where, 0)
+    for m in CONTEXTUAL:  # a model trained with sense labels after pre-training: its figures say so
+        t = _sense_tune(r.root / m)
+        if t is not None and evals.get(m) is not None:
+            c.notes.append(("results.sense_tuned", {"model": m.upper() if m != "elmo" else "ELMo",
+                                                    "steps": (t.get("config") or {}).get("steps", "?"),
+                                                    "words": t.get("words", "?")}))
     return c
+
+
+def _sense_tune(folder: Path) -> dict | None:
+    """The `sense_tune` record of a checkpoint's config.json summary (ctxlib.training.sense_tune), or None."""
+    try:
+        t = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("summary", {}).get("sense_tune")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return t if isinstance(t, dict) else None
 
 
 def _elmo_tasks(r: _Reader, c: ClaimResult, tasks=TASKS) -> dict[str, dict]:

@@ -26,6 +26,8 @@ for i, c in enumerate(claims, 1):
         if c.comparisons:
             st.markdown(f"**{msg('results.measured')}** {rv.text(c, 'figure')}")
             st.markdown(f"**{msg('results.why')}** {rv.why(c)}")
+        for key, values in c.notes:
+            st.info(msg(key, **values))
         for file, command in c.missing:
             st.warning(msg("results.missing", file=file, command=command))
         if c.files:

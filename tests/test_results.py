@@ -95,3 +95,23 @@ def test_a_copied_folder_with_one_file_removed(tmp_path):
     found = {c.key: c for c in results.claims(tmp_path)}
     assert found["nsp_topic"].verdict == "missing"
     assert found["pretraining"].verdict != "missing" and len(found["pretraining"].comparisons) == 2  # MLM, NSP acc
+
+
+def test_a_sense_tuned_model_is_noted_beside_its_sense_figures(tmp_path):
+    src = checkpoint.CHECKPOINT_DIR
+    if not (src / "bert" / "eval_senses.json").is_file():
+        pytest.skip("shipped eval files missing")
+    for m in ("bert", "elmo"):
+        (tmp_path / m).mkdir()
+        for f in (src / m).glob("*.json"):
+            shutil.copy(f, tmp_path / m / f.name)
+    cfg = json.loads((tmp_path / "bert" / "config.json").read_text(encoding="utf-8"))
+    cfg["summary"].pop("sense_tune", None)
+    (tmp_path / "bert" / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    assert {c.key: c for c in results.claims(tmp_path)}["static_vs_contextual"].notes == []
+    cfg["summary"]["sense_tune"] = {"config": {"steps": 1500}, "words": 49}
+    (tmp_path / "bert" / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    notes = {c.key: c for c in results.claims(tmp_path)}["static_vs_contextual"].notes
+    assert notes == [("results.sense_tuned", {"model": "BERT", "steps": 1500, "words": 49})]
+    (tmp_path / "bert" / "config.json").write_text("{broken", encoding="utf-8")  # unreadable: no note, no error
+    assert {c.key: c for c in results.claims(tmp_path)}["static_vs_contextual"].notes == []
