@@ -124,23 +124,23 @@ def cmd_train(args) -> int:
 def cmd_sense_tune(args) -> int:
     """Sense-tune a pre-trained BERT run folder into --out (ctxlib.training.sense_tune)."""
     from . import checkpoint
-    from .training.sense_tune import SenseTuneConfig, sense_tune
+    from .training.sense_tune import SENSE_TUNE_LR, SenseTuneConfig, sense_tune
 
     if args.steps <= 0:
         return _fail("--steps must be a positive number of optimizer steps")
-    if not args.lr > 0:
+    if args.lr is not None and not args.lr > 0:
         return _fail("--lr must be a positive learning rate")
     src = checkpoint.resolve(args.model)
     try:
         kind = checkpoint.read_config(src).get("kind")
     except (checkpoint.CheckpointError, OSError, ValueError, TypeError, AttributeError) as e:
         return _fail(str(e))
-    if kind != "bert":
-        return _fail(f"{args.model} holds a {kind} model; sense-tune is for BERT checkpoints")
+    if kind not in SENSE_TUNE_LR:
+        return _fail(f"{args.model} holds a {kind} model; sense-tune is for BERT and ELMo checkpoints")
     if Path(args.out).resolve() == src.resolve():
         return _fail("--out must be another folder than the checkpoint it starts from, which stays as it is")
     try:
-        out = sense_tune(src, args.out, SenseTuneConfig(steps=args.steps, lr=args.lr), seed=args.seed)
+        out = sense_tune(src, args.out, SenseTuneConfig(steps=args.steps, lr=args.lr or SENSE_TUNE_LR[kind]), seed=args.seed)
     except ValueError as e:  # already sense-tuned, too few words
         return _fail(str(e))
     print(f"saved {out}")
@@ -361,12 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "count (fresh optimizer), on --corpus or the built-in corpus, up to --steps")
     s.set_defaults(fn=cmd_train)
 
-    s = sub.add_parser("sense-tune", help="fine-tune a pre-trained BERT so that same-sense occurrences lie closer "
+    s = sub.add_parser("sense-tune", help="fine-tune a pre-trained BERT or ELMo so that same-sense occurrences lie closer "
                                           "(the supplement's labelled train sentences, with MLM + NSP beside)")
-    s.add_argument("model", help="a pre-trained BERT checkpoint folder (or name); it is not changed")
+    s.add_argument("model", help="a pre-trained BERT or ELMo checkpoint folder (or name); it is not changed")
     s.add_argument("--out", required=True, help="the folder of the sense-tuned checkpoint")
     s.add_argument("--steps", type=int, default=1500)
-    s.add_argument("--lr", type=float, default=2e-4, help="peak learning rate")
+    s.add_argument("--lr", type=float, default=None, help="peak learning rate (default: BERT 2e-4, ELMo 5e-4)")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(fn=cmd_sense_tune)
 

@@ -94,6 +94,22 @@ def test_sense_tune_command_errors_exit_2_with_one_line(case, w2v_tiny, tmp_path
     assert main(["sense-tune", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err
-    assert {"w2v": "sense-tune is for BERT", "same_out": "another folder", "missing": "No checkpoint", "steps": "--steps",
+    assert {"w2v": "sense-tune is for BERT and ELMo", "same_out": "another folder", "missing": "No checkpoint", "steps": "--steps",
             "corrupt": "corrupt"}[case] in err
     assert not (tmp_path / "o").exists()
+
+
+def test_sense_tune_elmo_separates_senses(elmo_tiny, tmp_path):
+    from ctxlib.models.elmo import ElmoEncoder
+
+    before = ElmoEncoder.from_checkpoint(elmo_tiny)
+    pr0 = np.mean([pair_ranking(*_vectors(before, w)) for w in ("苹果", "小米")])
+    # the tiny biLM's own loss would drown the contrastive signal under gradient clipping: the contrastive part alone
+    cfg = SenseTuneConfig(steps=60, lr=1e-2, warmup=5, words=2, per_word=6, mlm_batch=4, mlm_weight=0.0)
+    out = sense_tune(elmo_tiny, tmp_path / "out", cfg, seed=0, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:200])
+    after = ElmoEncoder.from_checkpoint(out)
+    pr1 = np.mean([pair_ranking(*_vectors(after, w)) for w in ("苹果", "小米")])
+    assert pr1 > max(pr0, 0.8), (pr0, pr1)
+    assert after.summary["sense_tune"]["words"] == 2 and after.kind == "elmo"
+    lm = SenseTuneConfig(steps=2, lr=1e-3, warmup=1, words=2, per_word=4, mlm_batch=4)  # the biLM loss path runs
+    assert sense_tune(elmo_tiny, tmp_path / "lm", lm, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:50]).is_dir()

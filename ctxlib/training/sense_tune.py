@@ -1,8 +1,8 @@
-"""Sense-tuning: a short supervised fine-tune of a pre-trained BERT that pulls the occurrences of a word in the same
+"""Sense-tuning: a short supervised fine-tune of a pre-trained BERT or ELMo that pulls the occurrences of a word in the same
 sense together at its top layers, on the teaching supplement's labelled *train* sentences, with MLM + NSP on the
-corpus beside it so that the language model stays what it was.
+corpus (ELMo: its biLM loss) beside it so that the language model stays what it was.
 
-    python -m ctxlib sense-tune RUN_DIR --out DIR [--steps 1500] [--seed 0]
+    python -m ctxlib sense-tune RUN_DIR --out DIR [--steps 1500] [--lr LR] [--seed 0]
 
 Why: a probe reads the sense from the pre-trained vectors on held-out sentences with 0.94 accuracy, but cosine, which
 weighs every direction alike, ranks same-sense pairs first only 0.71 of the time (bench/sense_probe.py): the sense is
@@ -68,46 +68,140 @@ def train_senses(rows=None) -> dict[str, dict[str, list[str]]]:
     return _train_senses(rows)
 
 
-def _item(tok, text: str, word: str, cap: int) -> tuple[list[int], list[int]] | None:
-    """Token ids of [CLS] text [SEP] and the positions of the word's first occurrence; None when it lies past `cap`."""
-    from ..tokens import char_tokens
+class _BertSide:
+    """What the tune needs of a BERT: the word's pooled vectors with gradients, an MLM + NSP batch loss, the held-out
+    MLM figures, saving."""
 
-    toks = char_tokens(text)[:cap]
-    s = text.find(word)
-    e = s + len(word)
-    idx = [i + 1 for i, (_, a, b) in enumerate(toks) if a < e and b > s]
-    if s < 0 or not idx:
-        return None
-    return [tok.cls_id] + [tok.token_id(t) for t, _, _ in toks] + [tok.sep_id], idx
+    kind = "bert"
+
+    def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
+        from .. import corpus
+        from ..models.bert_encoder import BertEncoder
+        from .bert_data import Documents, PretrainBatches
+
+        self.enc = BertEncoder.from_checkpoint(src)
+        self.model, self.tok = self.enc.model.float(), self.enc.tokenizer
+        self.n_layers, self.cap = self.model.cfg.layers, min(cfg.max_tokens, self.model.cfg.max_len - 2)
+        self.own_corpus = paragraphs is None
+        docs = Documents(paragraphs if paragraphs is not None else corpus.load("all", "train"), self.tok)
+        self._lm = iter(PretrainBatches(docs, cfg.mlm_batch, self.model.cfg.max_len, seed=seed, whole_word=0.5))
+
+    def item(self, text: str, word: str):
+        """Token ids of [CLS] text [SEP] and the positions of the word's first occurrence; None past the cap."""
+        from ..tokens import char_tokens
+
+        toks = char_tokens(text)[:self.cap]
+        s = text.find(word)
+        e = s + len(word)
+        idx = [i + 1 for i, (_, a, b) in enumerate(toks) if a < e and b > s]
+        if s < 0 or not idx:
+            return None
+        return [self.tok.cls_id] + [self.tok.token_id(t) for t, _, _ in toks] + [self.tok.sep_id], idx
+
+    def vectors(self, items, from_top) -> list[torch.Tensor]:
+        T = max(len(x) for x, _ in items)
+        ids = torch.zeros(len(items), T, dtype=torch.long)
+        for i, (x, _) in enumerate(items):
+            ids[i, :len(x)] = torch.tensor(x)
+        hs, _ = self.model(ids, torch.zeros_like(ids), all_layers=True)
+        return [torch.stack([hs[self.n_layers + 1 - k][i, idx].mean(0) for i, (_, idx) in enumerate(items)])
+                for k in from_top]
+
+    def lm_loss(self) -> torch.Tensor:
+        return self.model.loss(next(self._lm))[0]
+
+    def valid(self) -> dict:
+        from .. import corpus
+        from .bert import evaluate_pretraining
+
+        return evaluate_pretraining(self.model, self.tok, corpus.load("corpora", "valid"), n=2000)
+
+    def save(self, out: Path, summary: dict):
+        checkpoint.save(out, "bert", self.model.cfg.to_json(), self.tok.vocab.to_json(), self.model.state_dict(),
+                        summary, half=True)
+
+
+class _ElmoSide:
+    """The same for an ELMo: the word's token at the biLSTM layers (forward || backward), the biLM's loss on corpus
+    sentences beside it, held-out perplexity."""
+
+    kind = "elmo"
+
+    def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
+        from .. import corpus
+        from ..models.elmo import ElmoEncoder
+        from ..corpus import nfkc
+        from .elmo import PRESETS, BucketBatches, chunk_sentences
+
+        self.enc = ElmoEncoder.from_checkpoint(src)
+        self.model, self.feat = self.enc.model.float(), self.enc.featurizer
+        self.n_layers, self.cap = self.model.cfg.n_layers, cfg.max_tokens
+        self.own_corpus = paragraphs is None
+        self.max_len = PRESETS["long"].data["max_len"]
+        pars = paragraphs if paragraphs is not None else corpus.load("all", "train")
+        sents = chunk_sentences([[nfkc(w) for w in p.words[a:b]] for p in pars for a, b in p.sentences()], self.max_len)
+        self._lm = iter(BucketBatches(sents, self.feat, cfg.mlm_batch * 50, seed=seed))  # ~ the BERT batch's tokens
+
+    def item(self, text: str, word: str):
+        """The sentence's words (the word kept whole, as the app segments it) and the word's position; None when
+        it is not a token of its own or lies past the cap."""
+        toks = self.enc._tokenize(text, word)[:self.cap]
+        s = text.find(word)
+        k = next((i for i, (w, a, _) in enumerate(toks) if a == s and w == word), None)
+        return None if s < 0 or k is None else ([w for w, _, _ in toks], k + 1)  # +1: <S>
+
+    def vectors(self, items, from_top) -> list[torch.Tensor]:
+        b = self.feat.batch([w for w, _ in items])
+        lay = self.model.layers(b["uniq"], b["idx"], b["lengths"])  # (L+1, B, T, 2D)
+        rows = torch.arange(len(items))
+        pos = torch.tensor([k for _, k in items])
+        return [lay[self.n_layers + 1 - k][rows, pos] for k in from_top]
+
+    def lm_loss(self) -> torch.Tensor:
+        return self.model.loss(next(self._lm))[0]
+
+    def valid(self) -> dict:
+        from .. import corpus
+        from ..corpus import nfkc
+        from .elmo import PRESETS, chunk_sentences, perplexity
+
+        pars = corpus.load("corpora", "valid")
+        valid = chunk_sentences([[nfkc(w) for w in p.words[a:b]] for p in pars for a, b in p.sentences()], self.max_len)
+        valid = random.Random(0).sample(valid, min(PRESETS["long"].data["valid_sentences"], len(valid)))
+        return perplexity(self.model, self.feat, valid, torch.device("cpu"))
+
+    def save(self, out: Path, summary: dict):
+        checkpoint.save(out, "elmo", asdict(self.model.cfg), {"words": self.feat.word_vocab.to_json(),
+                                                              "chars": self.feat.char_vocab.to_json()},
+                        self.model.state_dict(), summary)
+
+
+SIDES = {"bert": _BertSide, "elmo": _ElmoSide}
+SENSE_TUNE_LR = {"bert": 2e-4, "elmo": 5e-4}  # the command's default peak learning rate per kind
 
 
 def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows=None, paragraphs=None,
-               callback=None) -> Path:
-    """Sense-tune the BERT checkpoint in `src` and save it in `out` (a new folder, or one to overwrite). `rows`
-    (supplement rows) and `paragraphs` (corpus paragraphs for MLM + NSP) default to the built-in ones; callback(step,
-    loss) is called every step. Returns `out`."""
-    from .. import corpus
-    from ..models.bert_encoder import BertEncoder
-    from .bert import evaluate_pretraining
-    from .bert_data import Documents, PretrainBatches
-
+               exclude=(), callback=None) -> Path:
+    """Sense-tune the BERT or ELMo checkpoint in `src` and save it in `out`. `rows` (supplement rows) and
+    `paragraphs` (corpus paragraphs for the LM loss) default to the built-in ones; `exclude` leaves words out of the
+    tune (a dev split: how far the change carries to words it did not see); callback(step, loss) every step."""
     cfg = cfg or SenseTuneConfig()
     src, out = Path(src), Path(out)
-    enc = BertEncoder.from_checkpoint(src)
-    if "sense_tune" in enc.summary:
+    kind = checkpoint.read_config(src).get("kind")
+    if kind not in SIDES:
+        raise ValueError(f"{src} holds a {kind} model; sense-tune is for BERT and ELMo checkpoints")
+    torch.manual_seed(seed)
+    side = SIDES[kind](src, cfg, seed, paragraphs)
+    if "sense_tune" in side.enc.summary:
         raise ValueError(f"{src} is already sense-tuned; start from the pre-trained run")
-    model, tok = enc.model.float(), enc.tokenizer
-    n_layers = model.cfg.layers
+    model, n_layers = side.model, side.n_layers
     if not cfg.layers or any(not 1 <= k <= n_layers for k in cfg.layers):
         raise ValueError(f"layers are counted from the top, 1..{n_layers}; got {cfg.layers}")
-    data = train_senses(rows)
+    data = {w: v for w, v in train_senses(rows).items() if w not in set(exclude)}
     if len(data) < cfg.words:
         raise ValueError(f"{len(data)} words with two senses in the supplement's train split; the tune needs {cfg.words}")
-    torch.manual_seed(seed)
     rng = random.Random(seed)
     words = list(data)
-    docs = Documents(paragraphs if paragraphs is not None else corpus.load("all", "train"), tok)
-    mlm = iter(PretrainBatches(docs, cfg.mlm_batch, model.cfg.max_len, seed=seed, whole_word=0.5))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     model.train()
     t0, ema, ema_c, history = time.time(), None, None, []
@@ -119,31 +213,22 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
             senses = sorted(data[w])
             for k in range(cfg.per_word):
                 s = senses[k % len(senses)]
-                it = _item(tok, rng.choice(data[w][s]), w, cfg.max_tokens)
+                it = side.item(rng.choice(data[w][s]), w)
                 if it is not None:
                     items.append(it)
                     labels.append((w, senses.index(s)))
-        T = max(len(x) for x, _ in items)
-        ids = torch.zeros(len(items), T, dtype=torch.long)
-        for i, (x, _) in enumerate(items):
-            ids[i, :len(x)] = torch.tensor(x)
-        hs, _ = model(ids, torch.zeros_like(ids), all_layers=True)
         loss_c = torch.zeros(())
         groups = defaultdict(list)
         for i, (w, _) in enumerate(labels):
             groups[w].append(i)
+        zs = side.vectors(items, cfg.layers) if items else []
         for w, rows_i in groups.items():
             y = torch.tensor([labels[i][1] for i in rows_i])
             if len(set(y.tolist())) < 2:
                 continue
-            for k in cfg.layers:
-                h = hs[n_layers + 1 - k]
-                z = torch.stack([h[i, items[i][1]].mean(0) for i in rows_i])
-                loss_c = loss_c + supcon_loss(z, y, cfg.tau) / (len(groups) * len(cfg.layers))
-        loss = loss_c
-        if cfg.mlm_weight > 0:
-            lm, _ = model.loss(next(mlm))
-            loss = loss + cfg.mlm_weight * lm
+            for z in zs:
+                loss_c = loss_c + supcon_loss(z[rows_i], y, cfg.tau) / (len(groups) * len(zs))
+        loss = loss_c + cfg.mlm_weight * side.lm_loss() if cfg.mlm_weight > 0 else loss_c
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
@@ -160,20 +245,22 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
         if callback is not None:
             callback(step, lv)
     model.eval()
-    summary = dict(enc.summary)
+    summary = dict(side.enc.summary)
     tuned = {"from": str(src), "seed": seed, "config": {**asdict(cfg), "layers": list(cfg.layers)},
              "words": len(data), "sentences": sum(len(v) for s in data.values() for v in s.values()),
+             "excluded": sorted(set(exclude)),
              "data": "teaching supplement, train split (written for this project); held-out part and frozen set unseen",
              "wall_s": round(time.time() - t0, 1), "final_contrastive": round(ema_c or 0.0, 4),
              "final_loss": round(ema or 0.0, 4), "history": history,
-             "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --seed {seed}"}
-    if paragraphs is None:
-        tuned["valid"] = evaluate_pretraining(model, tok, corpus.load("corpora", "valid"), n=2000)
+             "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --lr {cfg.lr:g} --seed {seed}"}
+    if side.own_corpus:
+        with torch.no_grad():
+            tuned["valid"] = side.valid()
     summary["sense_tune"] = tuned
     out.mkdir(parents=True, exist_ok=True)
     if out.resolve() != src.resolve():
         for name in ("timeline.json", "timeline.npz"):  # the pre-training timeline, which the training page replays
             if (src / name).is_file():
                 shutil.copy2(src / name, out / name)
-    checkpoint.save(out, "bert", model.cfg.to_json(), tok.vocab.to_json(), model.state_dict(), summary, half=True)
+    side.save(out, summary)
     return out
