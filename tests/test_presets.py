@@ -61,11 +61,12 @@ def test_replan_replaces_steps_only():
 
 
 def test_wide_bert_is_long_with_only_the_width_changed():
-    """The width lever is measured against `long`: everything but the width (hidden, heads, ffn) and the planned
-    length is the same, and 64-wide heads as before."""
+    """The width lever is measured against `long`: everything but the width (hidden, heads, ffn), the learning rate
+    (halved for the wider model, as measured) and the planned length is the same, and 64-wide heads as before."""
     long, wide = bert.PRESETS["long"], bert.PRESETS["wide"]
     assert {k: v for k, v in wide.model.items() if k not in ("hidden", "heads", "ffn")} == \
         {k: v for k, v in long.model.items() if k not in ("hidden", "heads", "ffn")}
     assert wide.model["hidden"] > long.model["hidden"] and wide.model["ffn"] == 4 * wide.model["hidden"]
     assert wide.model["hidden"] // wide.model["heads"] == long.model["hidden"] // long.model["heads"]
-    assert dataclasses.replace(wide, model=long.model, steps=long.steps) == long
+    assert wide.lr == long.lr / 2
+    assert dataclasses.replace(wide, model=long.model, steps=long.steps, lr=long.lr) == long
