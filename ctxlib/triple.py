@@ -178,6 +178,14 @@ def sense_set_size(set_name: str = "frozen") -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1)
+def frozen_words() -> list[str]:
+    """The words of the frozen held-out sense set (none of them in the supplement), in file order."""
+    from .evaluation.heldout import sense_sets
+
+    return list(sense_sets("frozen"))
+
+
+@functools.lru_cache(maxsize=1)
 def supplement_words() -> frozenset:
     """The words of the teaching supplement's train split that have two senses: what a sense-tuned model was tuned on."""
     from .supplement import train_senses

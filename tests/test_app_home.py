@@ -263,6 +263,7 @@ def test_home_says_when_a_model_was_sense_tuned_and_on_which_words(monkeypatch):
     text = _all_text(_run())
     assert "bert was sense-tuned after pre-training: 1500 more steps" in text and "49 words" in text
     assert "'苹果' is one of the words bert was sense-tuned on" in text  # 苹果 is a supplement word
+    assert "道、深、跑、文件、刷" in text  # words to try instead: the frozen set's
     assert "elmo was sense-tuned" not in text
     at = AppTest.from_file(APP, default_timeout=60)  # 文件 (the frozen set's word) is not in the supplement
     at.query_params.update({"lang": "zh", "word": "文件", "a": "他把文件交给了领导", "b": "这份文件需要盖章",

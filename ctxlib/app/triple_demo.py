@@ -127,8 +127,9 @@ def section() -> dict[str, str | None]:
         for m, t in tuned.items():  # a model trained with sense labels says so, and whether this word was among them
             notes.append(msg("triple.sense_tuned", model=m, steps=t.get("config", {}).get("steps", "?"),
                              words=t.get("words", "?")))
-            if word in triple.supplement_words():
-                notes.append(msg("triple.sense_tuned_word", model=m, word=escape_md(word)))
+        if tuned and word in triple.supplement_words():
+            notes.append(msg("triple.sense_tuned_word", model=" / ".join(tuned), word=escape_md(word),
+                             others="、".join(triple.frozen_words()[:5])))
         if stored:
             notes.append(msg("triple.ranking_file", models=", ".join(stored)))
         st.caption("\n\n".join(notes))
