@@ -8,7 +8,7 @@ from app_pages import PAGES, chart_specs, shipped
 from streamlit.testing.v1 import AppTest
 
 import app_fakes
-from ctxlib import checkpoint, lesson
+from ctxlib import checkpoint, lesson, triple
 from ctxlib.app import i18n, lesson_views
 from ctxlib.corpus import Paragraph
 
@@ -67,6 +67,9 @@ def test_walk_every_step_revealed(small_corpus):
             spec = chart_specs(at)[0]
             w2v = next(tr for tr in spec["data"]).get("y")[0]  # the first pair's bar of the first model: word2vec
             assert w2v == pytest.approx(1.0, abs=1e-5)
+            tuned = [m for m in step.models() if "sense_tune" in checkpoint.read_config(m).get("summary", {})]
+            said = any("sense-tuned after pre-training" in c.value for c in at.caption)
+            assert said == bool(tuned and step.params["word"] in triple.supplement_words()), (i, tuned)
         if step.kind == "fill_mask":
             assert any("ranked **1**" in m.value for m in at.markdown)  # 京 after 北: measured first on the shipped BERT
         if i < len(les.steps):

@@ -7,7 +7,7 @@ import json
 
 import streamlit as st
 
-from ctxlib import checkpoint, lesson
+from ctxlib import checkpoint, lesson, triple
 from ctxlib.viz import attention as va
 from ctxlib.viz import elmo as ve
 from ctxlib.viz import pretraining as vp
@@ -112,6 +112,14 @@ def result(step: lesson.Step, d: dict) -> None:
     getattr(_Views, step.kind)(p, d)
 
 
+def _sense_tuned(model: str) -> bool:
+    """Whether a loaded model was sense-tuned (ctxlib.training.sense_tune) after pre-training."""
+    try:
+        return isinstance(loaders.load_encoder(model).summary.get("sense_tune"), dict)
+    except Exception:  # noqa: BLE001 - a model that does not load has no rows here anyway
+        return False
+
+
 class _Views:
     @staticmethod
     def cosine(p, d):
@@ -124,6 +132,10 @@ class _Views:
             pairs = [msg("lesson.view.pair", j=j) for j in range(2, len(p["sentences"]) + 1)]
             st.plotly_chart(pair_cosines_figure(rows, pairs, msg("lesson.view.cos_title", word=p["word"])),
                             config=PLOTLY_CONFIG, key="lesson_chart_cos")
+            tuned = [m for m in dict.fromkeys(m for m, _, _ in d["rows"]) if _sense_tuned(m)]
+            if tuned and p["word"] in triple.supplement_words():  # as on the home page: trained material, said so
+                st.caption(msg("lesson.view.sense_tuned_word", models=" / ".join(tuned), word=escape_md(p["word"]),
+                               others="、".join(triple.frozen_words()[:5])))
 
     @staticmethod
     def fill_mask(p, d):
