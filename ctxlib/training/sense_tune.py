@@ -73,6 +73,7 @@ class _BertSide:
     MLM figures, saving."""
 
     kind = "bert"
+    valid_key = "valid"  # where the pre-training run put its held-out figures in the summary
 
     def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
         from .. import corpus
@@ -126,6 +127,7 @@ class _ElmoSide:
     sentences beside it, held-out perplexity."""
 
     kind = "elmo"
+    valid_key = "perplexity"
 
     def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
         from .. import corpus
@@ -253,9 +255,11 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
              "wall_s": round(time.time() - t0, 1), "final_contrastive": round(ema_c or 0.0, 4),
              "final_loss": round(ema or 0.0, 4), "history": history,
              "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --lr {cfg.lr:g} --seed {seed}"}
-    if side.own_corpus:
+    if side.own_corpus:  # the summary's held-out figures describe these weights; the pre-trained ones move to "before"
         with torch.no_grad():
-            tuned["valid"] = side.valid()
+            after = side.valid()
+        tuned["before"] = {side.valid_key: summary.get(side.valid_key)}
+        summary[side.valid_key] = after
     summary["sense_tune"] = tuned
     out.mkdir(parents=True, exist_ok=True)
     if out.resolve() != src.resolve():
