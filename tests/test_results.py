@@ -105,9 +105,11 @@ def test_a_sense_tuned_model_is_noted_beside_its_sense_figures(tmp_path):
         (tmp_path / m).mkdir()
         for f in (src / m).glob("*.json"):
             shutil.copy(f, tmp_path / m / f.name)
+    for m in ("bert", "elmo"):  # as pre-trained
+        c = json.loads((tmp_path / m / "config.json").read_text(encoding="utf-8"))
+        c["summary"].pop("sense_tune", None)
+        (tmp_path / m / "config.json").write_text(json.dumps(c), encoding="utf-8")
     cfg = json.loads((tmp_path / "bert" / "config.json").read_text(encoding="utf-8"))
-    cfg["summary"].pop("sense_tune", None)
-    (tmp_path / "bert" / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     assert {c.key: c for c in results.claims(tmp_path)}["static_vs_contextual"].notes == []
     cfg["summary"]["sense_tune"] = {"config": {"steps": 1500}, "words": 49}
     (tmp_path / "bert" / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
