@@ -22,7 +22,7 @@ ALLOWED = {
     "CLS", "SEP", "MASK", "UNK", "unk", "pad", "PAD", "S",
     # methods, formats, tools
     "PCA", "t-SNE", "tSNE", "SNE", "UMAP", "means", "k-means", "CSV", "PNG", "URL", "jieba", "snownlp", "PKU", "python",
-    "GPU", "CPU", "Plotly",
+    "GPU", "CPU", "Plotly", "README",
     # units and number formats
     "KiB", "MiB", "KB", "MB", "GB", "nats", "bits", "int8", "fp32", "bf16",
     # People's Daily (PKU) tag codes
