@@ -139,6 +139,10 @@ def cmd_sense_tune(args) -> int:
         return _fail(f"{args.model} holds a {kind} model; sense-tune is for BERT and ELMo checkpoints")
     if Path(args.out).resolve() == src.resolve():
         return _fail("--out must be another folder than the checkpoint it starts from, which stays as it is")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        return _fail(f"--out {args.out} is a file; give a folder for the sense-tuned checkpoint")
+    if (Path(args.out) / "config.json").exists():
+        return _fail(f"{args.out} already holds a checkpoint; give a new folder (nothing is overwritten)")
     try:
         out = sense_tune(src, args.out, SenseTuneConfig(steps=args.steps, lr=args.lr or SENSE_TUNE_LR[kind]), seed=args.seed)
     except ValueError as e:  # already sense-tuned, too few words

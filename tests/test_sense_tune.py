@@ -81,13 +81,20 @@ def test_sense_tune_is_deterministic(tiny_bert, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize("case", ["w2v", "same_out", "missing", "steps", "corrupt"])
+@pytest.mark.parametrize("case", ["w2v", "same_out", "missing", "steps", "corrupt", "out_file", "out_taken"])
 def test_sense_tune_command_errors_exit_2_with_one_line(case, w2v_tiny, tmp_path, capsys):
     args = {"w2v": [str(w2v_tiny), "--out", str(tmp_path / "o")],
             "same_out": [str(checkpoint.CHECKPOINT_DIR / "bert"), "--out", str(checkpoint.CHECKPOINT_DIR / "bert")],
             "missing": [str(tmp_path / "nope"), "--out", str(tmp_path / "o")],
             "steps": [str(w2v_tiny), "--out", str(tmp_path / "o"), "--steps", "0"],
-            "corrupt": [str(tmp_path / "bad"), "--out", str(tmp_path / "o")]}[case]
+            "corrupt": [str(tmp_path / "bad"), "--out", str(tmp_path / "o")],
+            "out_file": [str(checkpoint.CHECKPOINT_DIR / "elmo"), "--out", str(tmp_path / "o")],
+            "out_taken": [str(checkpoint.CHECKPOINT_DIR / "elmo"), "--out", str(tmp_path / "o")]}[case]
+    if case == "out_file":
+        (tmp_path / "o").write_text("notes", encoding="utf-8")
+    if case == "out_taken":
+        (tmp_path / "o").mkdir()
+        (tmp_path / "o" / "config.json").write_text("{}", encoding="utf-8")
     if case == "corrupt":
         (tmp_path / "bad").mkdir()
         (tmp_path / "bad" / "config.json").write_text("{not json", encoding="utf-8")
@@ -95,8 +102,13 @@ def test_sense_tune_command_errors_exit_2_with_one_line(case, w2v_tiny, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err
     assert {"w2v": "sense-tune is for BERT and ELMo", "same_out": "another folder", "missing": "No checkpoint", "steps": "--steps",
-            "corrupt": "corrupt"}[case] in err
-    assert not (tmp_path / "o").exists()
+            "corrupt": "corrupt", "out_file": "is a file", "out_taken": "already holds a checkpoint"}[case] in err
+    if case == "out_file":
+        assert (tmp_path / "o").read_text(encoding="utf-8") == "notes"
+    elif case == "out_taken":
+        assert (tmp_path / "o" / "config.json").read_text(encoding="utf-8") == "{}"
+    else:
+        assert not (tmp_path / "o").exists()
 
 
 def test_sense_tune_elmo_separates_senses(elmo_tiny, tmp_path):
