@@ -125,3 +125,19 @@ def test_sense_tune_elmo_separates_senses(elmo_tiny, tmp_path):
     assert after.summary["sense_tune"]["words"] == 2 and after.kind == "elmo"
     lm = SenseTuneConfig(steps=2, lr=1e-3, warmup=1, words=2, per_word=4, mlm_batch=4)  # the biLM loss path runs
     assert sense_tune(elmo_tiny, tmp_path / "lm", lm, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:50]).is_dir()
+
+
+def test_dev_split_words_are_fixed_supplement_words_outside_the_frozen_set(w2v_tiny, capsys):
+    import sys
+
+    sys.path.insert(0, str(checkpoint.CHECKPOINT_DIR.parent / "bench"))
+    import sense_tune_dev
+    from ctxlib.evaluation.heldout import sense_sets
+    from ctxlib.supplement import train_senses
+
+    words = sense_tune_dev.dev_words()
+    assert words == sense_tune_dev.dev_words() and len(words) == 12
+    assert set(words) <= set(train_senses()) and not set(words) & set(sense_sets("frozen"))
+    assert sense_tune_dev.main([str(w2v_tiny), "--steps", "0"]) == 2  # not a BERT or ELMo: one line, exit 2
+    assert "for BERT and ELMo" in capsys.readouterr().err
+    assert sense_tune_dev.main([str(w2v_tiny), "--steps", "-1"]) == 2
