@@ -33,15 +33,16 @@ def dev_words() -> list[str]:
 
 
 def score(enc, words) -> dict:
-    from ctxlib import supplement
     from ctxlib.analysis import loo_centroid_accuracy, pair_ranking
+    from ctxlib.supplement import train_senses
 
+    by_word = train_senses()
     pr, acc = [], []
     for w in words:
-        items = [(r.sentence, r.sense) for r in supplement.load() if r.split == "train" and r.word == w]
-        y = [s for _, s in items]
-        if len(set(y)) < 2:
+        if w not in by_word:  # fewer than two senses in the train split
             continue
+        items = [(t, s) for s, ts in by_word[w].items() for t in ts]
+        y = [s for _, s in items]
         V = enc.word_vectors([t for t, _ in items], w)
         pr.append([pair_ranking(V[:, j], y) for j in range(V.shape[1])])
         acc.append([loo_centroid_accuracy(V[:, j], y) for j in range(V.shape[1])])

@@ -10,6 +10,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+def sense_tune_of(summary: dict | None) -> dict | None:
+    """The `sense_tune` record (ctxlib.training.sense_tune) of a checkpoint summary, or None for a model that was only
+    pre-trained (or a summary that is not a dict)."""
+    t = summary.get("sense_tune") if isinstance(summary, dict) else None
+    return t if isinstance(t, dict) else None
+
+
 # summary keys (after one level of flattening) that are held-out or training measures worth a table column
 _MEASURE_HINTS = ("val", "ppl", "perplexity.f", "perplexity.b", "acc", "agree", "mlm", "nsp", "loss")
 

@@ -170,12 +170,14 @@ def _static_vs_contextual(r: _Reader) -> ClaimResult:
 
 
 def _sense_tune(folder: Path) -> dict | None:
-    """The `sense_tune` record of a checkpoint's config.json summary (ctxlib.training.sense_tune), or None."""
+    """The `sense_tune` record of a checkpoint's config.json summary, or None (also when it cannot be read)."""
+    from . import checkpoint
+    from .records import sense_tune_of
+
     try:
-        t = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("summary", {}).get("sense_tune")
-    except (OSError, ValueError, AttributeError):
+        return sense_tune_of(checkpoint.read_config(folder).get("summary"))
+    except (checkpoint.CheckpointError, OSError):
         return None
-    return t if isinstance(t, dict) else None
 
 
 def _elmo_tasks(r: _Reader, c: ClaimResult, tasks=TASKS) -> dict[str, dict]:

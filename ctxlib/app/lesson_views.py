@@ -8,6 +8,7 @@ import json
 import streamlit as st
 
 from ctxlib import checkpoint, lesson, triple
+from ctxlib.records import sense_tune_of
 from ctxlib.viz import attention as va
 from ctxlib.viz import elmo as ve
 from ctxlib.viz import pretraining as vp
@@ -115,7 +116,7 @@ def result(step: lesson.Step, d: dict) -> None:
 def _sense_tuned(model: str) -> bool:
     """Whether a loaded model was sense-tuned (ctxlib.training.sense_tune) after pre-training."""
     try:
-        return isinstance(loaders.load_encoder(model).summary.get("sense_tune"), dict)
+        return sense_tune_of(loaders.load_encoder(model).summary) is not None
     except Exception:  # noqa: BLE001 - a model that does not load has no rows here anyway
         return False
 

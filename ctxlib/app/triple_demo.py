@@ -7,6 +7,7 @@ import streamlit as st
 from ctxlib import checkpoint, triple
 from ctxlib.encoder import WordNotFound
 from ctxlib.examples import Numbers
+from ctxlib.records import sense_tune_of
 from ctxlib.tokens import find_all
 from ctxlib.viz import explorer
 from ctxlib.viz.common import PLOTLY_CONFIG
@@ -97,8 +98,8 @@ def section() -> dict[str, str | None]:
             ranks, from_file = heldout(m, stamp)
         stored += [m] if from_file else []
         kinds.add(enc.kind)
-        if isinstance(enc.summary.get("sense_tune"), dict):
-            tuned[m] = enc.summary["sense_tune"]
+        if (t := sense_tune_of(enc.summary)) is not None:
+            tuned[m] = t
         new = triple.margins(d.vecs, enc.kind)
         rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
                   "cos_ac": r.cos_ac, "rank": ranks.get(r.view)} for r in new]

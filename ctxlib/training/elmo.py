@@ -42,6 +42,17 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+def paragraph_sentences(pars, max_len: int) -> list[list[str]]:
+    """Paragraphs -> their sentences as NFKC word lists, cut into pieces of at most `max_len` words."""
+    return chunk_sentences([[nfkc(w) for w in p.words[a:b]] for p in pars for a, b in p.sentences()], max_len)
+
+
+def held_out_sentences(pars, max_len: int, n: int, seed: int) -> list[list[str]]:
+    """A fixed sample of `n` sentences of `pars` (the held-out perplexity's)."""
+    valid = paragraph_sentences(pars, max_len)
+    return random.Random(seed).sample(valid, min(n, len(valid)))
+
+
 def chunk_sentences(sents: list[list[str]], max_len: int) -> list[list[str]]:
     out = []
     for s in sents:
@@ -223,10 +234,8 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         valid_pars = corpus.load("corpora", "valid")
     else:
         pars, valid_pars = list(paragraphs), list(paragraphs)[: max(1, len(paragraphs) // 10)]
-    sents = [p_.words[a:b] for p_ in pars for a, b in p_.sentences()]
-    sents = chunk_sentences([[nfkc(w) for w in s] for s in sents], data["max_len"])
-    valid = chunk_sentences([[nfkc(w) for w in p_.words[a:b]] for p_ in valid_pars for a, b in p_.sentences()], data["max_len"])
-    valid = random.Random(seed).sample(valid, min(data["valid_sentences"], len(valid)))
+    sents = paragraph_sentences(pars, data["max_len"])
+    valid = held_out_sentences(valid_pars, data["max_len"], data["valid_sentences"], seed)
     if spec.resumed is not None:
         cfg_json, vocab_json, sd = spec.resumed
         cfg = ElmoConfig(**cfg_json["config"])

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import checkpoint
+from ..supplement import train_senses
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +60,6 @@ def supcon_loss(z: torch.Tensor, y: torch.Tensor, tau: float) -> torch.Tensor:
     pos = (y[:, None] == y[None]) & ~eye
     logp = s - torch.logsumexp(s, 1, keepdim=True)
     return -((logp * pos).sum(1) / pos.sum(1).clamp(min=1)).mean()
-
-
-def train_senses(rows=None) -> dict[str, dict[str, list[str]]]:
-    """{word: {sense: [sentence, ...]}} of the supplement's train split, words with at least 2 senses."""
-    from ..supplement import train_senses as _train_senses
-
-    return _train_senses(rows)
 
 
 class _BertSide:
@@ -132,8 +126,7 @@ class _ElmoSide:
     def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
         from .. import corpus
         from ..models.elmo import ElmoEncoder
-        from ..corpus import nfkc
-        from .elmo import PRESETS, BucketBatches, chunk_sentences
+        from .elmo import PRESETS, BucketBatches, paragraph_sentences
 
         self.enc = ElmoEncoder.from_checkpoint(src)
         self.model, self.feat = self.enc.model.float(), self.enc.featurizer
@@ -141,8 +134,7 @@ class _ElmoSide:
         self.own_corpus = paragraphs is None
         self.max_len = PRESETS["long"].data["max_len"]
         pars = paragraphs if paragraphs is not None else corpus.load("all", "train")
-        sents = chunk_sentences([[nfkc(w) for w in p.words[a:b]] for p in pars for a, b in p.sentences()], self.max_len)
-        self._lm = iter(BucketBatches(sents, self.feat, cfg.mlm_batch * 50, seed=seed))  # ~ the BERT batch's tokens
+        self._lm = iter(BucketBatches(paragraph_sentences(pars, self.max_len), self.feat, cfg.mlm_batch * 50, seed=seed))  # ~ the BERT batch's tokens
 
     def item(self, text: str, word: str):
         """The sentence's words (the word kept whole, as the app segments it) and the word's position; None when
@@ -164,12 +156,9 @@ class _ElmoSide:
 
     def valid(self) -> dict:
         from .. import corpus
-        from ..corpus import nfkc
-        from .elmo import PRESETS, chunk_sentences, perplexity
+        from .elmo import PRESETS, held_out_sentences, perplexity
 
-        pars = corpus.load("corpora", "valid")
-        valid = chunk_sentences([[nfkc(w) for w in p.words[a:b]] for p in pars for a, b in p.sentences()], self.max_len)
-        valid = random.Random(0).sample(valid, min(PRESETS["long"].data["valid_sentences"], len(valid)))
+        valid = held_out_sentences(corpus.load("corpora", "valid"), self.max_len, PRESETS["long"].data["valid_sentences"], 0)
         return perplexity(self.model, self.feat, valid, torch.device("cpu"))
 
     def save(self, out: Path, summary: dict):
