@@ -83,14 +83,19 @@ def test_shipped_figures_equal_the_files():
     assert found["pretraining"].figures["nsp_acc"] == valid["nsp_acc"]
 
 
-def test_a_copied_folder_with_one_file_removed(tmp_path):
+def _copy_shipped_json(dst, needs: str):
+    """The shipped BERT's and ELMo's JSON files (config, evals) copied into dst/<model>; skip without `needs`."""
     src = checkpoint.CHECKPOINT_DIR
-    if not (src / "bert" / "eval_nsp.json").is_file():
+    if not (src / "bert" / needs).is_file():
         pytest.skip("shipped eval files missing")
     for m in ("bert", "elmo"):
-        (tmp_path / m).mkdir()
+        (dst / m).mkdir()
         for f in (src / m).glob("*.json"):
-            shutil.copy(f, tmp_path / m / f.name)
+            shutil.copy(f, dst / m / f.name)
+
+
+def test_a_copied_folder_with_one_file_removed(tmp_path):
+    _copy_shipped_json(tmp_path, "eval_nsp.json")
     (tmp_path / "bert" / "eval_nsp.json").unlink()
     found = {c.key: c for c in results.claims(tmp_path)}
     assert found["nsp_topic"].verdict == "missing"
@@ -98,13 +103,7 @@ def test_a_copied_folder_with_one_file_removed(tmp_path):
 
 
 def test_a_sense_tuned_model_is_noted_beside_its_sense_figures(tmp_path):
-    src = checkpoint.CHECKPOINT_DIR
-    if not (src / "bert" / "eval_senses.json").is_file():
-        pytest.skip("shipped eval files missing")
-    for m in ("bert", "elmo"):
-        (tmp_path / m).mkdir()
-        for f in (src / m).glob("*.json"):
-            shutil.copy(f, tmp_path / m / f.name)
+    _copy_shipped_json(tmp_path, "eval_senses.json")
     for m in ("bert", "elmo"):  # as pre-trained
         c = json.loads((tmp_path / m / "config.json").read_text(encoding="utf-8"))
         c["summary"].pop("sense_tune", None)
