@@ -141,3 +141,12 @@ def test_dev_split_words_are_fixed_supplement_words_outside_the_frozen_set(w2v_t
     assert sense_tune_dev.main([str(w2v_tiny), "--steps", "0"]) == 2  # not a BERT or ELMo: one line, exit 2
     assert "for BERT and ELMo" in capsys.readouterr().err
     assert sense_tune_dev.main([str(w2v_tiny), "--steps", "-1"]) == 2
+    # --train-words: a fixed draw of the other words; the rest are left out of the tune beside the dev words
+    rest = sorted(set(train_senses()) - set(words))
+    assert sense_tune_dev.left_out(words, None) == []
+    out9 = sense_tune_dev.left_out(words, 9)
+    assert out9 == sense_tune_dev.left_out(words, 9) and len(out9) == len(rest) - 9 and set(out9) < set(rest)
+    assert set(sense_tune_dev.left_out(words, 18)) < set(out9)  # nested: 18 words hold the 9
+    for bad in (0, len(rest) + 1):
+        with pytest.raises(ValueError, match="--train-words"):
+            sense_tune_dev.left_out(words, bad)
