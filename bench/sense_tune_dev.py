@@ -71,6 +71,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the command's, per kind)")
     ap.add_argument("--lm-weight", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tau", type=float, default=None, help="temperature of the contrastive loss (default: the command's)")
+    ap.add_argument("--layers", type=int, nargs="+", default=None, help="layers the loss reads, from the top (1 = last)")
+    ap.add_argument("--words", type=int, default=None, help="words per step (default: the command's)")
     ap.add_argument("--train-words", type=int, default=None,
                     help="tune on only this many of the other words (a fixed draw, numpy seed DEV_SEED+1): how the "
                          "transfer to unseen words grows with the number of words tuned on")
@@ -92,7 +95,8 @@ def main(argv=None) -> int:
         out = Path(a.model)
         if a.steps:
             out = Path(a.out or tempfile.mkdtemp(prefix="sense-tune-dev-"))
-            cfg = SenseTuneConfig(steps=a.steps, lr=a.lr or SENSE_TUNE_LR[kind], mlm_weight=a.lm_weight)
+            extra = {k: v for k, v in (("tau", a.tau), ("layers", tuple(a.layers or ())), ("words", a.words)) if v}
+            cfg = SenseTuneConfig(steps=a.steps, lr=a.lr or SENSE_TUNE_LR[kind], mlm_weight=a.lm_weight, **extra)
             sense_tune(a.model, out, cfg, seed=a.seed, exclude=words + left_out(words, a.train_words))
         enc = ctxlib.load(str(out))
     except (checkpoint.CheckpointError, ValueError, OSError) as e:
@@ -100,7 +104,7 @@ def main(argv=None) -> int:
         return 2
     s = enc.summary
     report = {"model": a.model, "steps": a.steps, "lr": a.lr, "lm_weight": a.lm_weight, "dev_words": words,
-              "train_words": a.train_words,
+              "train_words": a.train_words, "tau": a.tau, "layers": a.layers, "words_per_step": a.words,
               **score(enc, words), "held_out": s.get("valid") or s.get("perplexity")}
     if a.json:
         print(json.dumps(report, ensure_ascii=False, indent=1))

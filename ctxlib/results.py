@@ -257,7 +257,7 @@ def _bert_vs_elmo(r: _Reader) -> ClaimResult:
     if bert:
         # the eval's score is the way chosen on the valid reviews (score_from); older files only fine-tuned
         tuned = _num(bert, "finetune_score") if "finetune_score" in bert else (b if bert.get("score_from") in (None, "finetune") else None)
-        c.figures.update(n_train=_num(bert, "n_train"), bert=b, bert_finetuned=tuned)
+        c.figures.update(n_train=_num(bert, "n_train"), bert=b, bert_finetuned=tuned, bert_features=_num(bert, "input_score"))
     return c
 
 

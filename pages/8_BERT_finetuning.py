@@ -68,7 +68,15 @@ for m in [m for m, ev in evals.items() if ev is None]:
     st.info(msg("finetune.full.missing", model=m))
 full = fl.full_size_rows(evals["bert"], evals["elmo"])
 if full:
-    st.dataframe({msg("finetune.full.method"): [msg(f"finetune.full.{k}") for k, _, _ in full],
+    recipe = fl.finetune_recipe(evals["bert"])
+
+    def method(k):
+        if k == "bert_finetuned" and recipe:
+            return msg("finetune.full.bert_finetuned_recipe", head=msg(f"finetune.full.head_{recipe['head']}"),
+                       epochs=recipe["epochs"])
+        return msg(f"finetune.full.{k}")
+
+    st.dataframe({msg("finetune.full.method"): [method(k) for k, _, _ in full],
                   msg("finetune.full.accuracy"): [round(v, 3) for _, v, _ in full],
                   msg("finetune.full.source"): [f for _, _, f in full]}, hide_index=True)
     st.caption(msg("finetune.full.caption"))

@@ -124,5 +124,23 @@ def test_results_claim_names_the_fine_tuned_figure_apart(tmp_path):
         (tmp_path / m).mkdir()
         (tmp_path / m / "eval_sentiment.json").write_text(json.dumps(d), encoding="utf-8")
     c = {c.key: c for c in results.claims(tmp_path)}["bert_vs_elmo"]
-    assert c.figures["bert"] == 0.81 and c.figures["bert_finetuned"] is None
+    assert c.figures["bert"] == 0.81 and c.figures["bert_finetuned"] is None and c.figures["bert_features"] == 0.81
     assert [(x.a_value, x.b_value) for x in c.comparisons] == [(0.81, 0.80), (0.81, 0.79)]
+
+
+def test_finetune_recipe_names_the_head_the_eval_used():
+    from ctxlib.app.i18n import catalogue
+    from ctxlib.evaluation import finetune as ft, finetune_live as fl
+    from ctxlib.records import EvalResult
+
+    rec = {"head": "mean", "epochs": 4, "lr": 2e-4, "batch": 32}
+    new = EvalResult.from_dict({"task": "sentiment", "score": 0.8, "finetune_recipe": rec})
+    assert fl.finetune_recipe(new) == rec
+    for bad in (None, "mean", {"head": "cls"}, {"head": "pool", "epochs": 3}, {"head": "cls", "epochs": "x"}):
+        old = EvalResult.from_dict({"task": "sentiment", "score": 0.8, **({"finetune_recipe": bad} if bad else {})})
+        assert fl.finetune_recipe(old) is None  # older or malformed file: the page's plain label
+    assert fl.finetune_recipe(None) is None
+    for lang in ("en", "zh"):
+        for head in ("cls", "cls_fresh", "mean", "mix"):  # every head fine_tune knows has a label in both languages
+            assert f"finetune.full.head_{head}" in catalogue(lang)
+    assert ft.HEAD in ("cls", "cls_fresh", "mean", "mix") and ft.SCORE_FROM in ("finetune", "features")

@@ -25,13 +25,19 @@ from ..tokens import char_tokens
 
 log = logging.getLogger(__name__)
 
-# The default fine-tuning recipe: the shipped one (Devlin et al.'s [CLS] head, 3 epochs; lr 1e-4, the top of Turc et
-# al. 2019's grid for small BERTs). bench/bert_finetune_dev.py screens the alternatives on the valid split; on this
-# shared CPU it has not yet found a better one (README, "What the shipped models reach").
-EPOCHS, LR, BATCH, HEAD, DROPOUT, LLRD, TRUNCATE = 3, 1e-4, 32, "cls", None, 1.0, "head"
-# Which way's figure run_eval reports as `score`, "finetune" or "features": chosen on the valid split (features
-# 0.818 +- 0.008 over 3 seeds; fine-tuning 0.733 after the first of its 3 epochs)
-SCORE_FROM = "features"
+# The default fine-tuning recipe, chosen on the valid split with bench/bert_finetune_dev.py (never the test reviews):
+# all weights, a linear head on the mean of the final character vectors, 4 epochs at lr 2e-4. Over seeds 0-2 it scores
+# 0.824 on valid (0.829 / 0.824 / 0.820), where Devlin et al.'s [CLS] head (3 epochs, lr 1e-4, the top of Turc et al.
+# 2019's grid for small BERTs; the recipe until session 13) scored 0.786 at seed 0: this BERT's [CLS] was trained only
+# for next-sentence prediction. Screened beside them at seed 0: [CLS] at 5e-5 x 4 epochs 0.780, [CLS] with head+tail
+# truncation 0.783, [CLS] at 2e-4 with layer-wise lr decay 0.8 0.797, mean at 1e-4 x 4 epochs 0.810, x 6 epochs 0.820
+# over seeds 0-2. The app's live run keeps the [CLS] head: it is the one the lecture draws.
+EPOCHS, LR, BATCH, HEAD, DROPOUT, LLRD, TRUNCATE = 4, 2e-4, 32, "mean", None, 1.0, "head"
+# Which way's figure run_eval reports as `score`, "finetune" or "features": the one that did better on the valid split,
+# over seeds 0-2 with the sense-tuned BERT: fine-tuning with the recipe above 0.824, frozen features as the task model's
+# input 0.821 +- 0.003 (a tie; the rule takes the higher). Until session 13 it was features (0.818 against [CLS]
+# fine-tuning's 0.733 after its first epoch).
+SCORE_FROM = "finetune"
 
 
 class _Classifier(nn.Module):
@@ -335,6 +341,7 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
         best = SCORE_FROM if ways.get(SCORE_FROM) is not None else next((w for w in ways if ways[w] is not None), None)
         key = {"finetune": "finetune_score", "features": "input_score"}.get(best)
         result = {"task": "sentiment", "model": enc.name, "kind": "bert", "metric": "accuracy",
+                  "finetune_recipe": {"head": head, "epochs": epochs, "lr": lr, "batch": batch},
                   "score": round(ways[best], 4) if best else None, "score_from": best,
                   "score_per_seed": [round(x, 4) for x in {"finetune": per_seed, "features": feat}.get(best, [])],
                   "score_sem": sem({"finetune": per_seed, "features": feat}.get(best, [])),

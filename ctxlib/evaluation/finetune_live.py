@@ -99,7 +99,7 @@ def run(job, bert, elmo=None, word2vec=None, *, n_train: int = N_TRAIN, n_test: 
 
     t_ft, c_ft = time.time(), time.thread_time()
     clf = finetune.fine_tune(bert.model, bert.tokenizer, xtr, train[1], epochs=epochs, lr=lr, batch=batch, seed=seed,
-                             callback=step)
+                             head="cls", callback=step)  # the head the page draws (the eval's recipe is finetune.HEAD)
     ft_seconds, ft_cpu = time.time() - t_ft, time.thread_time() - c_ft
     _report(job, 0.8, phase="test")
     pred = finetune.predict(clf, bert.tokenizer, xte)
@@ -130,6 +130,18 @@ def _examples(clf, tok, texts: list[str], gold) -> list[tuple[str, int, float]]:
             p = torch.softmax(clf(ids, torch.zeros_like(ids)).float(), -1)[0, 1]
             out.append((t, int(g), round(float(p), 4)))
     return out
+
+
+def finetune_recipe(bert_eval) -> dict | None:
+    """The fine-tuning recipe a BERT eval file names ({head, epochs, lr, batch}); None for files written before it
+    was recorded, or a malformed entry."""
+    r = getattr(bert_eval, "extra", {}).get("finetune_recipe") if bert_eval is not None else None
+    if not isinstance(r, dict) or r.get("head") not in ("cls", "cls_fresh", "mean", "mix"):
+        return None
+    try:
+        return {**r, "epochs": int(r["epochs"])}
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def full_size_rows(bert_eval, elmo_eval) -> list[tuple[str, float, str]]:
