@@ -78,7 +78,8 @@ if full:
 
     st.dataframe({msg("finetune.full.method"): [method(k) for k, _, _ in full],
                   msg("finetune.full.accuracy"): [round(v, 3) for _, v, _ in full],
-                  msg("finetune.full.source"): [f for _, _, f in full]}, hide_index=True)
+                  msg("finetune.full.source"): [f for _, _, f in full]}, hide_index=True,
+                 column_config={msg("finetune.full.accuracy"): st.column_config.NumberColumn(format="%.3f")})
     st.caption(msg("finetune.full.caption"))
 
 st.subheader(msg("finetune.head.taglm"))
