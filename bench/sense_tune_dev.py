@@ -9,6 +9,7 @@ The 12 words are a fixed draw (numpy seed 123) from the supplement's sorted word
 leave-one-out accuracy per layer on them, and the tuned model's held-out MLM figures or perplexity. Measured here
 (one thread): BERT 0.735 (no tune), 0.777 (600 steps), 0.787 (1,500), 0.779 (3,000); ELMo 0.646, 0.696 (600 steps, lr 5e-4).
 `--train-words N` tunes on only N of the other 37 words: BERT at 600 steps 0.775 (9 words), 0.777 (18), 0.777 (37).
+`--layers 4 3 2 1` (the loss on every BERT layer), 1,500 steps: 0.783 (the top two: 0.787).
 """
 from __future__ import annotations
 
