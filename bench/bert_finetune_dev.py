@@ -17,10 +17,10 @@ its mean; fine-tuning also prints the learning curve, train and valid accuracy a
 
     python bench/bert_finetune_dev.py --features --seeds 0 1 2
     python bench/bert_finetune_dev.py --seeds 0 1 2 --recipes "lr=2e-4,epochs=4,head=mean"
+    python bench/bert_finetune_dev.py --recipes "lr=1e-4,epochs=3,head=cls;lr=1e-4,epochs=3,head=mean,dropout=0.1"
 
 Session 13, the sense-tuned BERT, valid accuracy: [CLS] 1e-4 x 3 epochs 0.786 (seed 0), mean head 2e-4 x 4 epochs
 0.824 over seeds 0-2 (taken: finetune.EPOCHS/LR/HEAD), frozen features 0.821 +- 0.003; other recipes in finetune.py.
-    python bench/bert_finetune_dev.py --recipes "lr=1e-4,epochs=3,head=cls;lr=1e-4,epochs=3,head=mean,dropout=0.1"
 """
 import argparse
 import inspect

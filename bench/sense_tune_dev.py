@@ -40,9 +40,9 @@ def left_out(dev: list[str], keep: int | None) -> list[str]:
     """The tune words beyond the first `keep` of a fixed draw (none when keep is None)."""
     from ctxlib.supplement import train_senses
 
-    rest = sorted(w for w in train_senses() if w not in dev)
     if keep is None:
         return []
+    rest = sorted(w for w in train_senses() if w not in dev)
     if not 1 <= keep <= len(rest):
         raise ValueError(f"--train-words must be 1..{len(rest)}")
     return sorted(np.random.default_rng(DEV_SEED + 1).permutation(rest)[keep:].tolist())

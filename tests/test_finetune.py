@@ -141,6 +141,6 @@ def test_finetune_recipe_names_the_head_the_eval_used():
         assert fl.finetune_recipe(old) is None  # older or malformed file: the page's plain label
     assert fl.finetune_recipe(None) is None
     for lang in ("en", "zh"):
-        for head in ("cls", "cls_fresh", "mean", "mix"):  # every head fine_tune knows has a label in both languages
+        for head in ft.HEADS:  # every head fine_tune knows has a label in both languages
             assert f"finetune.full.head_{head}" in catalogue(lang)
-    assert ft.HEAD in ("cls", "cls_fresh", "mean", "mix") and ft.SCORE_FROM in ("finetune", "features")
+    assert ft.HEADS == ("cls", "cls_fresh", "mean", "mix") and ft.HEAD in ft.HEADS and ft.SCORE_FROM in ("finetune", "features")

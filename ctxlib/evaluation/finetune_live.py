@@ -136,7 +136,7 @@ def finetune_recipe(bert_eval) -> dict | None:
     """The fine-tuning recipe a BERT eval file names ({head, epochs, lr, batch}); None for files written before it
     was recorded, or a malformed entry."""
     r = getattr(bert_eval, "extra", {}).get("finetune_recipe") if bert_eval is not None else None
-    if not isinstance(r, dict) or r.get("head") not in ("cls", "cls_fresh", "mean", "mix"):
+    if not isinstance(r, dict) or r.get("head") not in finetune.HEADS:
         return None
     try:
         return {**r, "epochs": int(r["epochs"])}
