@@ -32,8 +32,8 @@ def seen(text: str, sentence: str, answer: str) -> int:
     """The larger training count of answer's two-character strings with its neighbours in `sentence` (one [MASK])."""
     i = sentence.index("[MASK]")
     left, right = sentence[i - 1:i], sentence[i + 6:i + 7]
-    return max([text.count(n + answer) for n in (left,) if n.strip() and n.isalnum()]
-               + [text.count(answer + n) for n in (right,) if n.strip() and n.isalnum()] + [0])
+    # isalnum() is False for "", whitespace and punctuation, which count nothing
+    return max(text.count(left + answer) if left.isalnum() else 0, text.count(answer + right) if right.isalnum() else 0)
 
 
 def bucket_name(count: int) -> str:
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
         results[d] = ranks
-    text = "\n".join("".join(p.words) for p in corpus.load("all", "train"))
+    text = "\n".join(p.text for p in corpus.load("all", "train"))
     counts = [seen(text, s, ans) for s, ans, _ in items]
     report = {d: buckets(counts, r) for d, r in results.items()}
     if a.json:
