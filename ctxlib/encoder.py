@@ -6,14 +6,13 @@ Layer 0 is always the non-contextual layer. word2vec has only that layer.
 """
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from . import checkpoint
+from . import checkpoint, kinds
 from .tokens import Token, find_all, tokens_in_span
 
 MAX_CHARS = 2000  # longer texts are truncated by encode(); pages tell the user
@@ -64,7 +63,11 @@ class Encoded:
 
 
 class Encoder:
-    """Base class. Subclasses implement `_encode_tokens` (and usually `_tokenize`)."""
+    """Base class. Subclasses implement `encode_tokens` (and usually `tokenize`).
+
+    The public batch API, for callers that tokenize once and encode many times (training loops, task heads):
+    `tokenize(text, target)` gives the model's tokens with character spans, `encode_tokens(batch, texts)` encodes
+    tokenized texts; `encode(texts)` is the two together, in batches."""
 
     kind = "base"
     word_level = True  # False for BERT (character tokens pooled into words)
@@ -80,14 +83,16 @@ class Encoder:
     def layer_names(self) -> list[str]:
         raise NotImplementedError
 
-    def _tokenize(self, text: str, target: str | None) -> list[Token]:
+    def tokenize(self, text: str, target: str | None = None) -> list[Token]:
+        """The model's tokens of `text` as (token, start, end); with `target`, a word model keeps its span one token."""
         from .tokens import segment
 
         return segment(text, target)
 
-    HAS_ATTENTIONS = False  # True: _encode_tokens takes need_weights (a Transformer)
+    HAS_ATTENTIONS = False  # True: encode_tokens takes need_weights (a Transformer)
 
-    def _encode_tokens(self, batch: list[list[Token]], texts: list[str]) -> list[Encoded]:
+    def encode_tokens(self, batch: list[list[Token]], texts: list[str]) -> list[Encoded]:
+        """Encode tokenized texts (`tokenize`'s output for each text) in one batch."""
         raise NotImplementedError
 
     def in_vocab(self, word: str) -> bool:
@@ -114,9 +119,9 @@ class Encoder:
         for i in range(0, len(texts), batch_size):
             chunk = list(texts[i:i + batch_size])
             cut = [t[:MAX_CHARS] for t in chunk]
-            toks = [self._tokenize(t, target) for t in cut]
-            encs = (self._encode_tokens(toks, cut) if attentions or not self.HAS_ATTENTIONS
-                    else self._encode_tokens(toks, cut, need_weights=False))
+            toks = [self.tokenize(t, target) for t in cut]
+            encs = (self.encode_tokens(toks, cut) if attentions or not self.HAS_ATTENTIONS
+                    else self.encode_tokens(toks, cut, need_weights=False))
             for e, t in zip(encs, chunk):
                 e.truncated = e.truncated or len(t) > MAX_CHARS
             out.extend(encs)
@@ -198,23 +203,23 @@ class Encoder:
                 "config": self.config, "summary": self.summary, "path": str(self.path) if self.path else None}
 
 
-_REGISTRY = {
-    "word2vec": "ctxlib.models.word2vec:Word2VecEncoder",
-    "elmo": "ctxlib.models.elmo:ElmoEncoder",
-    "bert": "ctxlib.models.bert_encoder:BertEncoder",
-    "gpt": "ctxlib.models.gpt:GptEncoder",
-}
+HF_PREFIX = "hf:"  # ctxlib.load("hf:PATH") / "hf:NAME": a Hugging Face Transformers checkpoint (ctxlib.models.hf)
 
 
-def load(name_or_path: str | os.PathLike) -> Encoder:
-    """Load a checkpoint by name (a folder under checkpoints/) or path. Raises CheckpointError with the rebuild command."""
+def load(name_or_path: str | os.PathLike, download: bool = False) -> Encoder:
+    """Load a checkpoint by name (a folder under checkpoints/) or path, or a Transformers model as "hf:PATH" or
+    "hf:NAME" (offline unless `download`). Raises CheckpointError with what to do."""
+    if isinstance(name_or_path, str) and name_or_path.startswith(HF_PREFIX):
+        from .models import hf
+
+        return hf.load(name_or_path[len(HF_PREFIX):], download=download)
     d = checkpoint.resolve(name_or_path)
     cfg = checkpoint.read_config(d)
     kind = cfg["kind"]
-    if kind not in _REGISTRY:
-        raise checkpoint.CheckpointError(f"{d / 'config.json'}: unknown model kind {kind!r} (expected one of {list(_REGISTRY)}).")
-    mod, cls = _REGISTRY[kind].split(":")
-    return getattr(importlib.import_module(mod), cls).from_checkpoint(d)
+    if kind not in kinds.REGISTRY or kinds.get(kind).family == "any":
+        raise checkpoint.CheckpointError(f"{d / 'config.json'}: unknown model kind {kind!r} "
+                                         f"(expected one of {list(kinds.names(trainable=True))}).")
+    return kinds.encoder_class(kind).from_checkpoint(d)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

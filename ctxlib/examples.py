@@ -313,7 +313,7 @@ class Note:
     values: dict = field(default_factory=dict)
 
 
-def _window(sentence: str, start: int, end: int, size: int) -> str:
+def window(sentence: str, start: int, end: int, size: int) -> str:
     half = max(0, (size - (end - start)) // 2)
     a = max(0, start - half)
     b = min(len(sentence), a + size)
@@ -349,7 +349,7 @@ def check_inputs(word: str, text: str) -> tuple[str, list[tuple[str, str | None]
             missing.append((i, s))
             continue
         if len(s) > MAX_SENTENCE_CHARS:
-            s = _window(s, spans[0][0], spans[0][1], MAX_SENTENCE_CHARS)
+            s = window(s, spans[0][0], spans[0][1], MAX_SENTENCE_CHARS)
             cut.append(i)
         kept.append((s, lab))
     if missing:

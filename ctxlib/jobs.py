@@ -232,7 +232,7 @@ class Job:
         state = FAILED
         try:
             if self._threads:
-                _limit_torch_threads(self._threads)
+                limit_torch_threads(self._threads)
             self.result = self._work(self)
             self.progress, state = 1.0, DONE
         except Cancelled:
@@ -273,7 +273,7 @@ def _dispatch() -> None:
         log.info("job %s %d started after %.1f s in line", job.kind, job.id, job.started - job.submitted)
 
 
-def _limit_torch_threads(n: int) -> None:
+def limit_torch_threads(n: int) -> None:
     """Run this thread's torch ops on `n` threads, leaving other threads' (and new threads') count as it was.
 
     torch.set_num_threads sets this thread's OpenMP/MKL count and also the default new threads start with

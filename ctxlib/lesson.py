@@ -17,9 +17,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import kinds
+
 LESSON_DIR = Path(__file__).resolve().parent / "app" / "lessons"
 LANGS = ("zh", "en")
-MODELS = ("word2vec", "elmo", "bert", "gpt")
 MAX_BYTES = 256 * 1024  # an uploaded lesson larger than this is refused
 MAX_STEPS = 100
 MAX_TEXT = 2000  # characters of one text (question, answer, note)
@@ -93,7 +94,7 @@ class Step:
     def models(self) -> tuple[str, ...]:
         """The models this step's view needs."""
         if self.kind == "cosine":
-            return tuple(self.params.get("models") or MODELS)
+            return tuple(self.params.get("models") or kinds.names(shipped=True))
         if self.kind == "attention":
             return (self.params.get("model", "bert"),)
         return KIND_MODELS.get(self.kind, ())
@@ -211,7 +212,7 @@ def _param(name: str, v, typ: str, n: int) -> None:
         names = [v] if typ == "model" else v
         if not isinstance(names, list) or not names or not all(isinstance(x, str) for x in names):
             raise bad
-        allowed = ("bert", "gpt") if typ == "model" else MODELS
+        allowed = kinds.names(shipped=True, view="attention") if typ == "model" else kinds.names(shipped=True)
         for x in names:
             if x not in allowed:
                 raise LessonError("bad_model", n, model=x[:40], models=", ".join(allowed))
@@ -278,7 +279,7 @@ def _cosine(p: dict, load_model) -> dict:
     from .explore import word_profile
 
     rows, oov, failed = [], [], []
-    for m in p.get("models") or MODELS:
+    for m in p.get("models") or kinds.names(shipped=True):
         try:
             enc = load_model(m)
         except Exception as e:  # a missing model leaves the others

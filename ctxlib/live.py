@@ -36,13 +36,11 @@ from typing import Callable
 
 import numpy as np
 
-from . import checkpoint
+from . import checkpoint, kinds
 from .training.presets import Preset
 
 log = logging.getLogger(__name__)
 
-KINDS = ("word2vec", "elmo", "bert", "gpt")
-UPLOAD_KINDS = ("word2vec", "elmo", "bert")  # GPT trains on the built-in corpus only (as `train gpt --corpus`)
 BUDGET_MIN_S, BUDGET_MAX_S = 30, 180
 SUBSETS = (50_000, 200_000, 1_000_000)  # words of the built-in train split a run can use
 REPORT_EVERY_S = 0.5  # at most one progress report (and plot point) per this many seconds
@@ -120,11 +118,11 @@ class LiveSpec:
     seed: int = 0
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown model {self.kind!r}; choose one of {list(KINDS)}")
+        if self.kind not in kinds.names(live=True):
+            raise ValueError(f"unknown model {self.kind!r}; choose one of {list(kinds.names(live=True))}")
         if not BUDGET_MIN_S <= self.budget_s <= BUDGET_MAX_S:
             raise ValueError(f"the time budget must be {BUDGET_MIN_S}-{BUDGET_MAX_S} s, not {self.budget_s}")
-        if self.corpus_file is not None and self.kind not in UPLOAD_KINDS:
+        if self.corpus_file is not None and self.kind not in kinds.names(uploadable=True):
             raise ValueError(f"{self.kind} trains on the built-in corpus only")
         if self.corpus_file is None and self.words <= 0:
             raise ValueError("the subset needs a positive number of words")
@@ -239,9 +237,7 @@ def _registered(module, name: str, preset: Preset):
 
 def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
     """Train `spec` into run.out; see the module docstring for `report`. Returns `run` (state, summary filled)."""
-    import importlib
-
-    mod = importlib.import_module(f".training.{spec.kind}", __package__)
+    mod = kinds.training_module(spec.kind)
     out, budget = run.out, float(spec.budget_s)
     t0 = time.time()
     last = [0.0]

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import checkpoint
+from . import checkpoint, kinds
 from .training import timeline as tl
 
-TIMELINE_KINDS = ("elmo", "bert", "gpt")  # the kinds whose training records a timeline (word2vec's records none)
 SHARES = ("prev", "next", "self", "sep", "cls")  # head summary shares shown over steps (viz.attention.head_summaries)
 
 
@@ -69,8 +68,9 @@ def has_timeline(name_or_path) -> bool:
     return (d / "timeline.json").is_file() and (d / "timeline.npz").is_file()
 
 
-def find(names=checkpoint.KINDS) -> dict[str, Path | None]:
-    """{name: its checkpoint folder if it holds timeline.json and timeline.npz, else None}."""
+def find(names=None) -> dict[str, Path | None]:
+    """{name: its checkpoint folder if it holds timeline.json and timeline.npz, else None}; names: the shipped kinds."""
+    names = kinds.names(shipped=True) if names is None else names
     return {n: checkpoint.resolve(n) if has_timeline(n) else None for n in names}
 
 

@@ -114,7 +114,7 @@ def check_triple(word: str, a: str, b: str, c: str):
     """Clean the demo's inputs: (word, (A, B, C) cut to MAX_CHARS around the word, notes). Never raises; a note of
     level "error" (ids in strings/<lang>/triple.toml) means nothing can be compared. Notes carry user text verbatim:
     escape the rendered message."""
-    from .examples import Note, Numbers, _window
+    from .examples import Note, Numbers, window
 
     word, texts = (word or "").strip(), [(s or "").strip() for s in (a, b, c)]
     if not word or not all(texts):
@@ -129,7 +129,7 @@ def check_triple(word: str, a: str, b: str, c: str):
     for i, s in enumerate(texts):
         if len(s) > MAX_CHARS:
             (x, y), = find_all(s, word)[:1]
-            texts[i] = _window(s, x, y, MAX_CHARS)
+            texts[i] = window(s, x, y, MAX_CHARS)
             cut.append("ABC"[i])
     if cut:
         notes.append(Note("info", "triple.input.windowed", {"sentences": Numbers(tuple(cut)), "max": MAX_CHARS}))

@@ -11,7 +11,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from .corpus import CorpusError, Paragraph, _cache_dir, _jieba, nfkc
+from .corpus import CorpusError, Paragraph, cache_dir, jieba_module, nfkc
 
 USER_FILE_CAP = 20 * 1024 * 1024  # bytes; larger user files are refused
 
@@ -57,7 +57,7 @@ def user_corpus(path: str | os.PathLike) -> tuple[Paragraph, ...]:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise CorpusError(f"{path}: no non-empty lines.")
-    jb = _jieba()
+    jb = jieba_module()
     return tuple(Paragraph("user", i, [w for w in jb.cut(ln) if w.strip()]) for i, ln in enumerate(lines))
 
 
@@ -160,7 +160,7 @@ def count_user_lines(files) -> int:
 def user_paragraph(line: str, index: int, words: bool = True) -> Paragraph:
     """A streamed line as a Paragraph (jieba words; with words=False one word per character, which is cheaper and
     enough for BERT without whole-word masking). The split is fixed to train: a user corpus is all training text."""
-    ws = [w for w in _jieba().cut(line) if w.strip()] if words else [c for c in line if not c.isspace()]
+    ws = [w for w in jieba_module().cut(line) if w.strip()] if words else [c for c in line if not c.isspace()]
     return Paragraph("user", index, ws, split="train")
 
 
@@ -174,7 +174,7 @@ class UserSentences:
         self.files = files
         key = hashlib.md5(repr([(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns, e) for f, e in files])
                           .encode("utf-8")).hexdigest()[:16]
-        self.path = _cache_dir() / f"user-{key}.seg.txt"
+        self.path = cache_dir() / f"user-{key}.seg.txt"
         self._n: int | None = None
 
     def _build(self) -> None:

@@ -65,10 +65,10 @@ if words:
     cols = [msg(f"atlas.map.{c}_col") for c in ("cluster", "size", "words")]
     st.dataframe([dict(zip(cols, (c, cats.count(c), " · ".join(ws)))) for c, ws in sorted(words.items())], hide_index=True)
 
-others = [m for m in loaders.MODEL_ORDER if m != model and loaders.try_load(m)[1] is None]
+others = [m for m in loaders.model_order() if m != model and loaders.try_load(m)[1] is None]
 compare = st.checkbox(msg("atlas.selfsim.compare"), key="at_compare", disabled=not others)
 sims = {}
-for m in [m for m in loaders.MODEL_ORDER if m == model or (compare and m in others)]:  # one order in every chart
+for m in [m for m in loaders.model_order() if m == model or (compare and m in others)]:  # one order in every chart
     with loaders.busy(msg("atlas.selfsim.encoding", model=m), ("atlas", m, word, int(cap), loaders.model_stamp(m))):
         dm = d if m == model else loaders.atlas_vectors(m, word, int(cap), loaders.model_stamp(m))
     sims[m] = (widgets.layer_labels(dm.layer_names), *explore.self_similarity_curves(dm)[1:])

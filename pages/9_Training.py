@@ -5,7 +5,7 @@ import time
 
 import streamlit as st
 
-from ctxlib import checkpoint, replay
+from ctxlib import checkpoint, kinds, replay
 from ctxlib.app import live_views as lv
 from ctxlib.app import replay_views as rv
 from ctxlib.app import state, widgets
@@ -39,10 +39,10 @@ if mode == "live":
 else:
     st.markdown(msg("training.intro"))
 
-found = replay.find(checkpoint.KINDS) if mode == "replay" else {}
+found = replay.find() if mode == "replay" else {}
 for m, path in found.items():
     if path is None:
-        st.caption(msg("training.none_w2v") if m not in replay.TIMELINE_KINDS else
+        st.caption(msg("training.none_w2v") if m not in kinds.names(timeline=True) else
                    msg("training.none", model=m, command=f"`{checkpoint.rebuild_command(m)}`"))
 if mode == "replay":
     have = [m for m, path in found.items() if path is not None]

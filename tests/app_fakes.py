@@ -33,8 +33,8 @@ class FakeEncoder(Encoder):
     def layer_names(self):
         return ["type vector"] if self._n == 1 else ["embeddings"] + [f"layer {j}" for j in range(1, self._n)]
 
-    def _tokenize(self, text, target):
-        return char_tokens(text) if not self.word_level else super()._tokenize(text, target)
+    def tokenize(self, text, target):
+        return char_tokens(text) if not self.word_level else super().tokenize(text, target)
 
     def in_vocab(self, word):
         return self._n > 1 or word in self._vocab
@@ -42,7 +42,7 @@ class FakeEncoder(Encoder):
     def vocab_words(self, max_words=10000):
         return self._vocab[:max_words]
 
-    def _encode_tokens(self, batch, texts):
+    def encode_tokens(self, batch, texts):
         out = []
         for toks, text in zip(batch, texts):
             base = np.stack([_vec(w, self._dim) if (self._n > 1 or w in self._vocab) else np.zeros(self._dim, np.float32)
@@ -62,7 +62,7 @@ class FakeGpt(FakeEncoder):
     def __init__(self, n_layers: int = 5, dim: int = 16):
         super().__init__("gpt", n_layers, dim, chars=True)
 
-    def _encode_tokens(self, batch, texts):
+    def encode_tokens(self, batch, texts):
         out = []
         for toks, text in zip(batch, texts):
             toks = [("[CLS]", 0, 0)] + list(toks)

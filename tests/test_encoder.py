@@ -33,13 +33,13 @@ class CharEncoder(Encoder):
     def layer_names(self):
         return ["embeddings", "layer 1", "layer 2"]
 
-    def _tokenize(self, text, target):
+    def tokenize(self, text, target):
         return char_tokens(text)
 
     def vocab_words(self, max_words=10000):
         return self.vocab[:max_words]
 
-    def _encode_tokens(self, batch, texts):
+    def encode_tokens(self, batch, texts):
         self.batches.append(list(texts))
         out = []
         for toks, text in zip(batch, texts):
@@ -154,10 +154,10 @@ def test_defaults_info_and_base_methods():
     assert info == {"name": "chars", "kind": "chars", "layers": enc.layer_names, "dim": DIM, "config": {"dim": DIM},
                     "summary": {}, "path": None}
     base = Encoder("x", {}, {})
-    for call in (lambda: base.layer_names, lambda: base.vocab_words(), lambda: base._encode_tokens([], [])):
+    for call in (lambda: base.layer_names, lambda: base.vocab_words(), lambda: base.encode_tokens([], [])):
         with pytest.raises(NotImplementedError):
             call()
-    assert [t for t, _, _ in base._tokenize("我吃苹果", "苹果")][-1] == "苹果"  # word models keep the target whole
+    assert [t for t, _, _ in base.tokenize("我吃苹果", "苹果")][-1] == "苹果"  # word models keep the target whole
 
 
 def test_load_by_kind_and_unknown_kind(tmp_path):
@@ -189,7 +189,7 @@ class PosEncoder(CharEncoder):
         super().__init__(vocab)
         self.keep, self.specials = keep, specials
 
-    def _encode_tokens(self, batch, texts):
+    def encode_tokens(self, batch, texts):
         out = []
         for toks, text in zip(batch, texts):
             toks = list(toks)[:self.keep]
@@ -243,10 +243,10 @@ def test_small_vectors_are_normalised_too():
 
 
 def test_word_models_keep_the_target_whole_through_encode_and_word_vectors():
-    """Word-level models (the base _tokenize: jieba) keep the target span as one token, however jieba would cut it."""
+    """Word-level models (the base tokenize: jieba) keep the target span as one token, however jieba would cut it."""
     class Words(CharEncoder):
         word_level = True
-        _tokenize = Encoder._tokenize
+        tokenize = Encoder.tokenize
 
     enc = Words()
     plain = [t for t in enc.encode(["我买了苹果手机"])[0].tokens]

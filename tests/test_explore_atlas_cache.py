@@ -19,9 +19,9 @@ class Counting(app_fakes.FakeEncoder):
         super().__init__("bert", 3, chars=True)
         self.path, self.name, self.encoded = path, name, 0
 
-    def _encode_tokens(self, batch, texts):
+    def encode_tokens(self, batch, texts):
         self.encoded += len(texts)
-        return super()._encode_tokens(batch, texts)
+        return super().encode_tokens(batch, texts)
 
 
 OCC = [Occurrence("我吃苹果", 2, 4, "n", "pd", "train"), Occurrence("苹果手机很好用", 0, 2, None, "reviews", "train"),

@@ -17,14 +17,14 @@ def test_batch_ids_head_and_head_tail(tiny_bert):
     tok, L = tiny_bert.tokenizer, 12  # 10 tokens between [CLS] and [SEP]
     text = "一二三四五六七八九十百千万亿"  # 14 tokens
     e = tok.encode(text)
-    head = ft._batch_ids(tok, [text], L, "head")[0].tolist()
-    both = ft._batch_ids(tok, [text], L, "head_tail")[0].tolist()
+    head = ft.batch_ids(tok, [text], L, "head")[0].tolist()
+    both = ft.batch_ids(tok, [text], L, "head_tail")[0].tolist()
     assert head == [tok.cls_id] + e[:10] + [tok.sep_id]
     assert both == [tok.cls_id] + e[:5] + e[-5:] + [tok.sep_id]
-    short = ft._batch_ids(tok, ["好吃", text], L, "head_tail")
+    short = ft.batch_ids(tok, ["好吃", text], L, "head_tail")
     assert short[0].tolist() == [tok.cls_id] + tok.encode("好吃") + [tok.sep_id] + [0] * 8  # padded with [PAD] = 0
     with pytest.raises(ValueError):
-        ft._batch_ids(tok, [text], L, "tail")
+        ft.batch_ids(tok, [text], L, "tail")
 
 
 def test_set_dropout_reaches_every_dropout_and_leaves_the_model_given(tiny_bert):
@@ -57,7 +57,7 @@ def test_layerwise_lr_decay_groups(tiny_bert):
 
 
 def test_heads(tiny_bert):
-    ids = ft._batch_ids(tiny_bert.tokenizer, TEXTS[:2], tiny_bert.model.cfg.max_len)
+    ids = ft.batch_ids(tiny_bert.tokenizer, TEXTS[:2], tiny_bert.model.cfg.max_len)
     fresh = ft._Classifier(__import__("copy").deepcopy(tiny_bert.model), head="cls_fresh")
     assert not torch.equal(fresh.bert.pooler.weight, tiny_bert.model.pooler.weight)  # NSP's pooler not reused
     mix = ft._Classifier(__import__("copy").deepcopy(tiny_bert.model), head="mix")
@@ -88,7 +88,7 @@ def test_bert_features_match_the_encoder_and_cover_long_texts(tiny_bert):
     assert [f.shape for f in wf] == [(6, L1, D), (1, L1, D), (len(long), L1, D)] and cls.shape == (3, L1, D)
     for i, ws in enumerate(words):
         text = "".join(ws)
-        e = tiny_bert._encode_tokens([char_tokens(text)], [text], need_weights=False)[0]
+        e = tiny_bert.encode_tokens([char_tokens(text)], [text], need_weights=False)[0]
         np.testing.assert_allclose(cls[i], e.layers[:, 0], atol=1e-5)
         np.testing.assert_allclose(mean[i], e.layers[:, 1:-1].mean(1), atol=1e-5)
         np.testing.assert_allclose(wf[i][-1].astype(np.float32), e.layers[:, -3:-1].mean(1), atol=2e-2)  # 好吃
@@ -96,7 +96,7 @@ def test_bert_features_match_the_encoder_and_cover_long_texts(tiny_bert):
     cap = tiny_bert.model.cfg.max_len - 2
     assert np.abs(wf[2].astype(np.float32)).sum(axis=(1, 2)).min() > 0  # every word has a vector, the last ones too
     tail = text[-cap:]
-    e = tiny_bert._encode_tokens([char_tokens(tail)], [tail], need_weights=False)[0]
+    e = tiny_bert.encode_tokens([char_tokens(tail)], [tail], need_weights=False)[0]
     np.testing.assert_allclose(wf[2][-1].astype(np.float32), e.layers[:, -3:-1].mean(1), atol=2e-2)  # read in context
 
 

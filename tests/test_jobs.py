@@ -383,9 +383,9 @@ class _SlowFake:
         self.inner = FakeEncoder("elmo", 3)
         self.name, self.layer_names = "slow-fake", self.inner.layer_names
 
-    def _encode_tokens(self, batch, texts):
+    def encode_tokens(self, batch, texts):
         time.sleep(0.02)
-        return self.inner._encode_tokens(batch, texts)
+        return self.inner.encode_tokens(batch, texts)
 
 
 def test_the_elmo_mix_job_on_fake_features_runs_and_stops_inside_the_extraction():

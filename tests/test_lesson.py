@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from app_fakes import fakes
 
-from ctxlib import lesson
+from ctxlib import kinds, lesson
 from ctxlib.app import i18n
 from ctxlib.lesson import LessonError, Step
 from ctxlib.viz.common import scale_fonts
@@ -132,7 +132,7 @@ def test_cosine_view_word2vec_gives_one_vector_the_others_do_not():
     encs = fakes()
     d = lesson.compute(_step("cosine", word="苹果", sentences=["苹果很好吃", "苹果手机", "我吃苹果"]), encs.__getitem__)
     rows = {m: cs for m, _, cs in d["rows"]}
-    assert set(rows) == set(lesson.MODELS) and all(len(cs) == 2 for cs in rows.values())
+    assert set(rows) == set(kinds.names(shipped=True)) and all(len(cs) == 2 for cs in rows.values())
     assert rows["word2vec"] == pytest.approx([1.0, 1.0], abs=1e-6)
     assert all(c < 0.999 for m in ("elmo", "bert") for c in rows[m])
 

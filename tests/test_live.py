@@ -187,7 +187,7 @@ def test_live_gpt_reads_a_small_held_out_sample(short, tmp_path, monkeypatch):
     assert gpt._valid_paragraphs(gpt.VALID_WINDOWS) == valid  # the CLI runs' timeline: the whole split, as before
     n = live.PRESETS["gpt"].data["timeline_valid"]
     few = gpt._valid_paragraphs(n)
-    assert n < gpt.VALID_WINDOWS and few == list(bert._valid_sample(8 * n)) and len(few) == 8 * n < len(valid)
+    assert n < gpt.VALID_WINDOWS and few == list(bert.valid_sample(8 * n)) and len(few) == 8 * n < len(valid)
     # the first n windows, encoding only the paragraphs that hold them: the same windows as encoding them all
     tok = CharTokenizer.build(short, min_count=1)
     model = gpt.build_model(tok, dict(hidden=16, layers=1, heads=2, ffn=16, max_len=16))

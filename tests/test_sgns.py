@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ctxlib.models.word2vec import Word2VecConfig
-from ctxlib.training.sgns import _SGNS
+from ctxlib.training.sgns import SGNS
 
 
 def _sig(x):
@@ -18,7 +18,7 @@ def _logsig(x):
 
 
 def _model(cap=0, sg=False, V=6, seed=1):
-    m = _SGNS(V, Word2VecConfig(dim=4, negative=2, max_row_updates=cap, sg=sg), torch.device("cpu"))
+    m = SGNS(V, Word2VecConfig(dim=4, negative=2, max_row_updates=cap, sg=sg), torch.device("cpu"))
     m.w_out.normal_(0, 0.5, generator=torch.Generator().manual_seed(seed))
     m.w_in.normal_(0, 0.5, generator=torch.Generator().manual_seed(seed + 1))
     return m
@@ -26,8 +26,8 @@ def _model(cap=0, sg=False, V=6, seed=1):
 
 def test_init_follows_gensim_and_the_seed():
     cfg = Word2VecConfig(dim=8, negative=3, seed=5)
-    a, b = _SGNS(50, cfg, torch.device("cpu")), _SGNS(50, cfg, torch.device("cpu"))
-    assert torch.equal(a.w_in, b.w_in) and not torch.equal(a.w_in, _SGNS(50, Word2VecConfig(dim=8, seed=6), "cpu").w_in)
+    a, b = SGNS(50, cfg, torch.device("cpu")), SGNS(50, cfg, torch.device("cpu"))
+    assert torch.equal(a.w_in, b.w_in) and not torch.equal(a.w_in, SGNS(50, Word2VecConfig(dim=8, seed=6), "cpu").w_in)
     assert float(a.w_in.abs().max()) <= 0.5 / 8 and float(a.w_in.abs().max()) > 0.4 / 8  # uniform in +-0.5/dim
     assert float(a.w_in.min()) < 0 < float(a.w_in.max()) and abs(float(a.w_in.mean())) < 0.01
     assert a.w_in.device.type == a.w_out.device.type == a.label.device.type == "cpu"

@@ -39,7 +39,7 @@ def test_training_draws_negatives_from_the_unigram_075_table(monkeypatch, kw):
 
     drawn = []
 
-    class Recording(w2v._SGNS):
+    class Recording(w2v.SGNS):
         def step_windows(self, center, ctx, valid, neg, *a, **k):
             drawn.append(neg.reshape(-1).numpy().copy())
             return super().step_windows(center, ctx, valid, neg, *a, **k)
@@ -48,7 +48,7 @@ def test_training_draws_negatives_from_the_unigram_075_table(monkeypatch, kw):
             drawn.append(neg.reshape(-1).numpy().copy())
             return super().step_pairs(center, ctx, neg, *a, **k)
 
-    monkeypatch.setattr(w2v, "_SGNS", Recording)
+    monkeypatch.setattr(w2v, "SGNS", Recording)
     rng = np.random.default_rng(3)
     words = [f"w{r}" for r in range(1, 21)]
     zipf = 1 / np.arange(1, 21)
@@ -372,10 +372,10 @@ def _sigmoid(x):
 @pytest.mark.parametrize("cap", [0, 3])
 def test_skipgram_step_matches_a_numpy_loop(cap):
     """One batched step = the sum of gensim's per-pair updates (computed with the old vectors), row caps applied."""
-    from ctxlib.training.sgns import _SGNS
+    from ctxlib.training.sgns import SGNS
 
     cfg = Word2VecConfig(dim=4, negative=2, max_row_updates=cap)
-    m = _SGNS(6, cfg, torch.device("cpu"))
+    m = SGNS(6, cfg, torch.device("cpu"))
     m.w_out.normal_(0, 0.3, generator=torch.Generator().manual_seed(1))
     w_in, w_out = m.w_in.numpy().copy(), m.w_out.numpy().copy()
     center = np.array([0, 1])

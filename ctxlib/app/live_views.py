@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ctxlib import live, replay
+from ctxlib import kinds, live, replay
 from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
@@ -57,14 +57,15 @@ def choices() -> live.LiveSpec | None:
     c1, c2, c3 = st.columns([2, 2, 2])
     # the labels are fixed when drawn (not looked up later in whatever language is current): see
     # widgets.keep_choices_across_languages
-    kind = c1.radio(msg("live.model"), live.KINDS, key="lv_kind",
-                    format_func={k: msg(f"live.kind.{k}") for k in live.KINDS}.__getitem__)
-    sources = ["builtin", "upload"] if kind in live.UPLOAD_KINDS else ["builtin"]
+    live_kinds = kinds.names(live=True)
+    kind = c1.radio(msg("live.model"), live_kinds, key="lv_kind",
+                    format_func=lambda k: msg(f"live.kind.{k}"))
+    sources = ["builtin", "upload"] if kind in kinds.names(uploadable=True) else ["builtin"]
     if st.session_state.get("lv_source") not in sources:
         st.session_state["lv_source"] = "builtin"
     source = c2.radio(msg("live.source"), sources, key="lv_source",
                       format_func={s: msg(f"live.source_{s}") for s in sources}.__getitem__)
-    if kind not in live.UPLOAD_KINDS:
+    if kind not in kinds.names(uploadable=True):
         c2.caption(msg("live.gpt_builtin"))
     budget = c3.slider(msg("live.budget"), live.BUDGET_MIN_S, live.BUDGET_MAX_S, DEFAULT_BUDGET_S, step=10, key="lv_budget",
                        help=msg("live.budget_help"))

@@ -15,11 +15,15 @@ import numpy as np
 import streamlit as st
 
 import ctxlib
-from ctxlib import checkpoint, explore
+from ctxlib import checkpoint, explore, kinds, registered
 
 from .i18n import lang, msg
 
-MODEL_ORDER = ("word2vec", "elmo", "bert", "gpt")  # the order pages list them in (a missing one is named with its build command)
+
+def model_order() -> tuple[str, ...]:
+    """The models pages list, in order: the shipped kinds (a missing one is named with its build command), then the
+    models a teacher registered (CTXLAB_MODELS, models.toml)."""
+    return (*kinds.names(shipped=True), *(e.name for e in registered.extra_models()))
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 
@@ -48,9 +52,14 @@ def _load_live(path: str):
 
 
 def load_encoder(name: str):
-    """A loaded Encoder, cached across reruns and sessions (a live model by its folder, so per session)."""
+    """A loaded Encoder, cached across reruns and sessions (a live model by its folder, so per session; a registered
+    model by its source)."""
     path = live_models().get(name)
-    return _load(name) if path is None else _load_live(path)
+    if path is not None:
+        return _load_live(path)
+    enc = _load(registered.source_of(name) or name)
+    LOADED.add(name)
+    return enc
 
 
 load_encoder.clear = _load.clear
@@ -81,13 +90,26 @@ def try_load(name: str):
         return load_encoder(name), None
     except checkpoint.CheckpointError as e:
         return None, str(e)
-    except Exception as e:  # a broken checkpoint must not take the page down
+    except Exception as e:  # a broken checkpoint or model folder must not take the page down
+        if registered.source_of(name):
+            return None, f"{name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return None, f"{name}: {type(e).__name__}: {e}. Rebuild with: {checkpoint.rebuild_command(name)}"
 
 
 def model_status() -> dict[str, str | None]:
-    """{model name: None if loadable else the message to show}, for every model in MODEL_ORDER, then live models."""
-    return {name: try_load(name)[1] for name in (*MODEL_ORDER, *live_models())}
+    """{model name: None if loadable else the message to show}, for every model in model_order(), then live models."""
+    return {name: try_load(name)[1] for name in (*model_order(), *live_models())}
+
+
+def models_for(view: str) -> list[str]:
+    """The loadable models (model_order(), then live ones) that `view` takes (kinds.FAMILY_VIEWS: "attention",
+    "fill_mask", "generate", "nsp", "elmo", "vectors")."""
+    return [m for m, err in model_status().items() if err is None and view in kinds.views_of(load_encoder(m))]
+
+
+def is_registered(name: str) -> bool:
+    """A model a teacher registered (CTXLAB_MODELS, models.toml), not a shipped or live one."""
+    return registered.source_of(name) is not None
 
 
 _STAMPS = itertools.count(1)

@@ -96,9 +96,9 @@ def flag(key: str, param: str) -> None:
 def model_list(param: str = "models") -> list[str]:
     """The comma-separated model names in `?models=` (this session's live models included; names of no model of this
     app, or another session's live models: left out, with a notice)."""
-    from .loaders import LIVE_PREFIX, MODEL_ORDER, live_models
+    from .loaders import LIVE_PREFIX, live_models, model_order
 
-    known = [*MODEL_ORDER, *live_models()]
+    known = [*model_order(), *live_models()]
     names = [m for m in st.query_params.get(param, "").split(",") if m]
     bad = [m for m in names if m not in known]
     if elsewhere := [m for m in bad if m.startswith(LIVE_PREFIX)]:
@@ -110,12 +110,14 @@ def model_list(param: str = "models") -> list[str]:
 
 def layer_choices(param: str = "layers") -> dict[str, int]:
     """{model: layer} from `?layers=elmo:2,bert:4` (parts that are not model:number: left out, with a notice)."""
-    from .loaders import MODEL_ORDER
+    from .loaders import model_order
+
+    order = model_order()
 
     out, bad = {}, []
     for part in (p for p in st.query_params.get(param, "").split(",") if p):
         m, _, j = part.partition(":")
-        if m in MODEL_ORDER and _INT.fullmatch(j) and not j.startswith("-"):
+        if m in order and _INT.fullmatch(j) and not j.startswith("-"):
             out[m] = int(j)
         else:
             bad.append(part)

@@ -77,7 +77,7 @@ def section() -> dict[str, str | None]:
     blocked = any(n.level == "error" for n in notes)
     status, rows, found, stored, kinds, lines, tuned = {}, [], {}, [], set(), [], {}
     chart, verdicts = st.empty(), st.container()
-    for m in loaders.MODEL_ORDER:  # model by model, each with its spinner while it loads
+    for m in loaders.model_order():  # model by model, each with its spinner while it loads
         with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
             enc, status[m] = loaders.try_load(m)
         if enc is None or blocked:

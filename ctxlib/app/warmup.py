@@ -101,9 +101,9 @@ def _lower_priority() -> None:
     except (AttributeError, OSError):
         pass
     try:
-        from ctxlib.jobs import _limit_torch_threads
+        from ctxlib.jobs import limit_torch_threads
 
-        _limit_torch_threads(1)
+        limit_torch_threads(1)
     except Exception:
         pass
 
@@ -134,7 +134,7 @@ def warm(models=None) -> dict[str, float]:
     _step("corpus", lambda: corpus.load("all"))
     _step("optimizer", optimizer_warm)
     _step("umap", umap_warm)
-    for m in models if models is not None else loaders.MODEL_ORDER:
+    for m in models if models is not None else loaders.model_order():
         enc, err = loaders.try_load(m)
         if enc is None:
             continue

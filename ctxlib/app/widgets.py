@@ -134,15 +134,19 @@ def require_model(name: str, label: str):
 
 def _available(status: dict) -> list[str]:
     """The loadable models; the missing ones listed in the sidebar with their build command."""
-    ok = [m for m in status if status[m] is None]  # MODEL_ORDER, then this session's live models
+    ok = [m for m in status if status[m] is None]  # model_order(), then this session's live models
     if not ok:
         st.warning(msg("common.no_model", command=checkpoint.rebuild_command("word2vec")))
     return ok
 
 
 def _missing_in_sidebar(status: dict) -> None:
-    for m in loaders.MODEL_ORDER:
-        if status[m] is not None:
+    for m in loaders.model_order():
+        if status.get(m) is None:
+            continue
+        if loaders.is_registered(m):  # a teacher's model that failed to load: its one line, no build command
+            st.sidebar.caption(escape_md(status[m]))
+        else:
             st.sidebar.caption(msg("common.model_missing", model=m) + f" `{checkpoint.rebuild_command(m)}`")
 
 
@@ -202,7 +206,7 @@ def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]
         out[m] = col.selectbox(msg("common.layer_of", model=m), list(range(len(names))), key=wkey,
                                format_func=[f"{j}: {n}" for j, n in enumerate(layer_labels(names))].__getitem__)
     keep = {**{m: j for m, j in qp.items() if m not in multi}, **{m: out[m] for m in multi}}
-    st.query_params["layers"] = ",".join(f"{m}:{keep[m]}" for m in loaders.MODEL_ORDER if m in keep)
+    st.query_params["layers"] = ",".join(f"{m}:{keep[m]}" for m in loaders.model_order() if m in keep)
     return out
 
 

@@ -17,6 +17,12 @@ class TaskChoiceError(ValueError):
 def _pick(model_name, task: str) -> Callable[..., dict]:
     from .. import checkpoint
 
+    if str(model_name).startswith("hf:"):  # a Transformers model: the held-out sense and cloze sets only
+        if task not in ("senses", "cloze"):
+            raise TaskChoiceError(f"a Transformers model ({model_name}) is evaluated with --task senses or cloze")
+        from .heldout import run_eval
+
+        return run_eval
     try:
         kind = checkpoint.read_config(model_name)["kind"]
     except checkpoint.CheckpointError as e:

@@ -148,7 +148,7 @@ def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *,
         right = 0
         for bi in rng.permutation(len(batches)):
             idx = batches[bi]
-            ids = _batch_ids(tok, [texts[i] for i in idx], L, truncate).to(dev)
+            ids = batch_ids(tok, [texts[i] for i in idx], L, truncate).to(dev)
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = clf(ids, torch.zeros_like(ids))
             gold = torch.tensor(y[idx], device=dev)
@@ -187,12 +187,12 @@ def predict(clf: _Classifier, tok: CharTokenizer, texts: list[str], device: str 
     order = np.argsort([len(t) for t in texts], kind="stable")
     for k in range(0, len(texts), 128):
         idx = order[k:k + 128]
-        ids = _batch_ids(tok, [texts[i] for i in idx], clf.bert.cfg.max_len, truncate).to(device)
+        ids = batch_ids(tok, [texts[i] for i in idx], clf.bert.cfg.max_len, truncate).to(device)
         out[idx] = clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy()
     return out
 
 
-def _batch_ids(tok: CharTokenizer, texts: list[str], max_len: int, truncate: str = "head") -> torch.Tensor:
+def batch_ids(tok: CharTokenizer, texts: list[str], max_len: int, truncate: str = "head") -> torch.Tensor:
     """[CLS] text [SEP] ids, right-padded with 0; a text longer than max_len - 2 tokens keeps its first ones
     ("head") or its first half and last half ("head_tail")."""
     if truncate not in ("head", "head_tail"):
@@ -237,7 +237,7 @@ def bert_features(enc, sentences: list[list[str]], batch_size: int = 32) -> tupl
             for s0 in starts:
                 where.append((i, s0))
                 seqs.append([tk.cls_id] + [tk.token_id(t) for t, _, _ in toks[s0:s0 + cap]] + [tk.sep_id])
-        H, _ = enc._run(seqs, [[0] * len(q) for q in seqs], need_weights=False)  # (W, L+1, T, D)
+        H, _ = enc.run_ids(seqs, [[0] * len(q) for q in seqs], need_weights=False)  # (W, L+1, T, D)
         win = {}
         for k, (i, s0) in enumerate(where):
             win.setdefault(i, []).append((s0, H[k]))

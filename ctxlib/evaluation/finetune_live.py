@@ -61,7 +61,7 @@ def frozen_baselines(bert, elmo, word2vec, train: tuple, test: tuple) -> dict:
         out = []
         for i in range(0, len(texts), 64):
             sub = texts[i:i + 64]
-            out += [e.layers[-1, 0] for e in bert._encode_tokens([char_tokens(t) for t in sub], sub, need_weights=False)]
+            out += [e.layers[-1, 0] for e in bert.encode_tokens([char_tokens(t) for t in sub], sub, need_weights=False)]
         return np.stack(out)  # (n, D): [CLS] is token 0
 
     def pooled(enc, ws):
@@ -126,7 +126,7 @@ def _examples(clf, tok, texts: list[str], gold) -> list[tuple[str, int, float]]:
     out = []
     with torch.no_grad():
         for t, g in zip(texts, gold):
-            ids = finetune._batch_ids(tok, [t], clf.bert.cfg.max_len)
+            ids = finetune.batch_ids(tok, [t], clf.bert.cfg.max_len)
             p = torch.softmax(clf(ids, torch.zeros_like(ids)).float(), -1)[0, 1]
             out.append((t, int(g), round(float(p), 4)))
     return out

@@ -117,7 +117,9 @@ def cloze_items() -> list[tuple[str, str, str]]:
 
 def cloze(enc) -> dict:
     """Top-1 / top-5 of a masked-LM encoder's fill_mask on the frozen cloze set, overall and per domain."""
-    if not hasattr(enc, "fill_mask"):
+    from ..kinds import views_of
+
+    if "fill_mask" not in views_of(enc):
         raise ValueError(f"model '{enc.name}' is a {enc.kind} model; the cloze test needs fill-mask (BERT)")
     items = cloze_items()
     hits = defaultdict(lambda: [0, 0, 0])
@@ -152,6 +154,13 @@ def run_eval(model_name: str, task: str, out=None, **_) -> dict:
     else:
         raise ValueError(f"task must be senses or cloze here, got {task!r}")
     result["seconds"] = round(time.time() - t0, 1)
-    path = Path(out) if out else Path(enc.path) / f"eval_{task}.json"
+    if out:
+        path = Path(out)
+    elif enc.kind == "hf":  # an outside model: its figures go beside the others', never into its own folder
+        from ..registered import eval_dir
+
+        path = eval_dir(enc.name) / f"eval_{task}.json"
+    else:
+        path = Path(enc.path) / f"eval_{task}.json"
     checkpoint.atomic_write_json(path, result)
     return result

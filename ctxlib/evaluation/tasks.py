@@ -97,7 +97,7 @@ def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32,
                 pos += len(w)
             toks.append(spans)
             texts.append("".join(sentences[j]))
-        for j, e in zip(chunk, encoder._encode_tokens(toks, texts)):
+        for j, e in zip(chunk, encoder.encode_tokens(toks, texts)):
             out[j] = np.ascontiguousarray(e.layers.transpose(1, 0, 2)).astype(np.float16)  # (T, L, D)
         if callback is not None:
             callback(min(i + batch_size, len(order)), len(order))

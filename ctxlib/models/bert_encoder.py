@@ -32,7 +32,7 @@ def _train_word_counts() -> list[tuple[str, int]]:
 
 class CharTransformerEncoder(Encoder):
     """A BertModel checkpoint (BERT, or GPT when `causal`) behind the Encoder interface; subclasses set `kind`,
-    `causal` and `_encode_tokens` (where the specials go)."""
+    `causal` and `encode_tokens` (where the specials go)."""
 
     HAS_ATTENTIONS = True
     kind = "base"
@@ -63,7 +63,7 @@ class CharTransformerEncoder(Encoder):
     def layer_names(self) -> list[str]:
         return ["embeddings"] + [f"layer {i + 1}" for i in range(self.model.cfg.layers)]
 
-    def _tokenize(self, text, target=None):
+    def tokenize(self, text, target=None):
         return char_tokens(text)  # the target is ignored: words are pooled over their characters
 
     def in_vocab(self, word: str) -> bool:
@@ -80,7 +80,7 @@ class CharTransformerEncoder(Encoder):
         return out
 
     @torch.no_grad()
-    def _run(self, seqs: list[list[int]], segs: list[list[int]], need_weights: bool = True):
+    def run_ids(self, seqs: list[list[int]], segs: list[list[int]], need_weights: bool = True):
         T = max(len(s) for s in seqs)
         ids = torch.zeros(len(seqs), T, dtype=torch.long)
         seg = torch.zeros(len(seqs), T, dtype=torch.long)
@@ -104,7 +104,7 @@ class CharTransformerEncoder(Encoder):
 class BertEncoder(CharTransformerEncoder):
     kind = "bert"
 
-    def _encode_tokens(self, batch, texts, need_weights: bool = True) -> list[Encoded]:
+    def encode_tokens(self, batch, texts, need_weights: bool = True) -> list[Encoded]:
         cap = self.model.cfg.max_len - 2
         full, seqs, flags = [], [], []
         for toks, text in zip(batch, texts):
@@ -112,7 +112,7 @@ class BertEncoder(CharTransformerEncoder):
             toks = [("[CLS]", 0, 0)] + list(toks[:cap]) + [("[SEP]", len(text), len(text))]
             full.append(toks)
             seqs.append([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in toks[1:-1]] + [self.tokenizer.sep_id])
-        H, A = self._run(seqs, [[0] * len(s) for s in seqs], need_weights)
+        H, A = self.run_ids(seqs, [[0] * len(s) for s in seqs], need_weights)
         return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
 
     def _pair(self, a: str, b: str):
@@ -136,7 +136,7 @@ class BertEncoder(CharTransformerEncoder):
         """[CLS] a [SEP] b [SEP] in one sequence; text is a + b (spans of b shifted by len(a));
         segment_ids gives 0 for [CLS] a [SEP] and 1 for b [SEP]."""
         toks, seg, ids, truncated = self._pair(a, b)
-        H, A = self._run([ids], [seg])
+        H, A = self.run_ids([ids], [seg])
         return self._pack(a + b, toks, H, A, 0, truncated, seg)
 
     @torch.no_grad()

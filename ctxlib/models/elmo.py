@@ -167,7 +167,7 @@ class ElmoLM(nn.Module):
                 return -self.out(h.float(), y).output
             return F.cross_entropy(self.out(h.float()), y, reduction="none")
 
-    def _pairs(self, batch):
+    def lm_pairs(self, batch):
         """Forward states at t predict token t+1; backward states at t predict token t-1."""
         _, f, b = self.states(batch["uniq"], batch["idx"], batch["lengths"])
         y = batch["targets"]  # (B, T)
@@ -179,7 +179,7 @@ class ElmoLM(nn.Module):
         return hf, yf, hb, yb
 
     def loss(self, batch):
-        hf, yf, hb, yb = self._pairs(batch)
+        hf, yf, hb, yb = self.lm_pairs(batch)
         nll = self.target_nll(self.drop(hf), yf).mean() + self.target_nll(self.drop(hb), yb).mean()
         return nll / 2, yf.numel()
 
@@ -290,7 +290,7 @@ class ElmoEncoder(Encoder):
         x, f, bw = self.model.states(b["uniq"], b["idx"], b["lengths"])
         return b, x, f, bw
 
-    def _encode_tokens(self, batch, texts) -> list[Encoded]:
+    def encode_tokens(self, batch, texts) -> list[Encoded]:
         words = [[w for w, _, _ in toks] for toks in batch]
         out = []
         if not words:
@@ -312,7 +312,7 @@ class ElmoEncoder(Encoder):
         probability of the word that is there (<unk> if it is outside the output vocabulary) and, under "rank", its
         rank in each full distribution (1 = the most likely). `punct` gives each LM's total probability of
         punctuation and symbol tokens (tokens.is_punct)."""
-        toks = self._tokenize(text[:MAX_CHARS], target)
+        toks = self.tokenize(text[:MAX_CHARS], target)
         if not toks:
             raise ValueError("the text has no tokens")
         if not 0 <= index < len(toks):

@@ -26,7 +26,7 @@ class GptEncoder(CharTransformerEncoder):
     kind = "gpt"
     causal = True
 
-    def _encode_tokens(self, batch, texts, need_weights: bool = True):
+    def encode_tokens(self, batch, texts, need_weights: bool = True):
         cap = self.model.cfg.max_len - 1  # [CLS] first, no [SEP]
         full, seqs, flags = [], [], []
         for toks, text in zip(batch, texts):
@@ -34,7 +34,7 @@ class GptEncoder(CharTransformerEncoder):
             toks = [("[CLS]", 0, 0)] + list(toks[:cap])
             full.append(toks)
             seqs.append([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in toks[1:]])
-        H, A = self._run(seqs, [[0] * len(s) for s in seqs], need_weights)
+        H, A = self.run_ids(seqs, [[0] * len(s) for s in seqs], need_weights)
         return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
 
     # -- next character ----------------------------------------------------------------------------

@@ -208,7 +208,7 @@ class Word2VecEncoder(Encoder):
     def in_vocab(self, word: str) -> bool:
         return self._lookup(word) is not None
 
-    def _encode_tokens(self, batch: list[list[Token]], texts: list[str]) -> list[Encoded]:
+    def encode_tokens(self, batch: list[list[Token]], texts: list[str]) -> list[Encoded]:
         out = []
         for toks, text in zip(batch, texts):
             idx = [self._lookup(t) for t, _, _ in toks]

@@ -178,11 +178,11 @@ def _valid_paragraphs(n: int) -> list:
 
     if n >= VALID_EXAMPLES:
         return corpus.load("corpora", "valid")
-    return list(_valid_sample(8 * n))
+    return list(valid_sample(8 * n))
 
 
 @functools.lru_cache(maxsize=2)
-def _valid_sample(k: int, seed: int = 4321) -> tuple:
+def valid_sample(k: int, seed: int = 4321) -> tuple:
     from .. import corpus
 
     pars = corpus.load("corpora", "valid")

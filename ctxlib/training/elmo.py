@@ -166,7 +166,7 @@ def perplexity(model: ElmoLM, feat: Featurizer, sents, device, batch_tokens: int
     n = unk = 0
     for grp in BucketBatches(sents, feat, batch_tokens).groups:
         b = to_device(feat.batch([sents[i] for i in grp]), device)
-        hf, yf, hb, yb = model._pairs(b)
+        hf, yf, hb, yb = model.lm_pairs(b)
         tot["forward"] += float(model.target_nll(hf, yf).sum())
         tot["backward"] += float(model.target_nll(hb, yb).sum())
         n += yf.numel()

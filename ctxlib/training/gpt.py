@@ -187,7 +187,7 @@ def _valid_paragraphs(n: int) -> list:
 
     if n >= VALID_WINDOWS:
         return corpus.load("corpora", "valid")
-    return list(bert_training._valid_sample(8 * n))
+    return list(bert_training.valid_sample(8 * n))
 
 
 def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VALID_WINDOWS):

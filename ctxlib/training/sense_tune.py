@@ -139,7 +139,7 @@ class _ElmoSide:
     def item(self, text: str, word: str):
         """The sentence's words (the word kept whole, as the app segments it) and the word's position; None when
         it is not a token of its own or lies past the cap."""
-        toks = self.enc._tokenize(text, word)[:self.cap]
+        toks = self.enc.tokenize(text, word)[:self.cap]
         s = text.find(word)
         k = next((i for i, (w, a, _) in enumerate(toks) if a == s and w == word), None)
         return None if s < 0 or k is None else ([w for w, _, _ in toks], k + 1)  # +1: <S>

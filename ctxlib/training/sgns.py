@@ -1,4 +1,4 @@
-"""word2vec's two embedding tables and their negative-sampling updates (`_SGNS`), driven by
+"""word2vec's two embedding tables and their negative-sampling updates (`SGNS`), driven by
 ctxlib.training.word2vec. These batched torch updates train on CUDA (and on CPU with backend="torch");
 the CPU default is the compiled sequential kernel in ctxlib.training.sgns_numba, which uses the tables
 made here (same initialisation) but neither the batches nor the row cap.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..models.word2vec import Word2VecConfig
 
 
-class _SGNS:
+class SGNS:
     """The two embedding tables and the hand-written negative-sampling updates."""
 
     def __init__(self, n_words: int, cfg: Word2VecConfig, device):

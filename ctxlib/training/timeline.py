@@ -168,7 +168,7 @@ class Timeline:
             for text, a in zip(FILL_MASK_SENTENCES, FILL_MASK_ANSWERS):
                 i = text.index("[MASK]")
                 full = text.replace("[MASK]", a)
-                toks = enc._tokenize(full, None)
+                toks = enc.tokenize(full, None)
                 k = next(j for j, (_, s, e) in enumerate(toks) if s <= i < e)
                 items.append({"text": full, "index": k, "word": toks[k][0], "start": toks[k][1]})
             self.meta["lm_sentences"] = items

@@ -39,7 +39,7 @@ from ..models.word2vec import KeyedVectors, Word2VecConfig
 from ..vocab import Vocab
 from . import sgns_numba
 from .presets import Preset
-from .sgns import _SGNS
+from .sgns import SGNS
 
 log = logging.getLogger(__name__)
 TABLE_SIZE = 10_000_000  # entries in the negative-sampling table (word2vec.c uses 1e8)
@@ -95,7 +95,7 @@ class _State:
         self.stop = False
 
 
-def _torch_chunk(model: _SGNS, ids, sid, rng, table, lo: int, hi: int, lr: float):
+def _torch_chunk(model: SGNS, ids, sid, rng, table, lo: int, hi: int, lr: float):
     """The batched torch updates on kept positions lo..hi; returns (loss sum, examples in it, SGD steps, pairs)."""
     import torch
 
@@ -129,7 +129,7 @@ def _torch_chunk(model: _SGNS, ids, sid, rng, table, lo: int, hi: int, lr: float
     return loss_sum, loss_n, steps, pairs
 
 
-def _numba_chunk(model: _SGNS, ids, sid, nw: sgns_numba.Worker, table, exp_table, lo: int, hi: int, lr: float):
+def _numba_chunk(model: SGNS, ids, sid, nw: sgns_numba.Worker, table, exp_table, lo: int, hi: int, lr: float):
     """The numba kernel on kept positions lo..hi (one chunk = one step); returns (loss sum, examples in it, 1, pairs)."""
     w_in, w_out = model.w_in.numpy(), model.w_out.numpy()  # views: the kernel updates the tables in place
     loss_sum, loss_n, pairs = nw.run(w_in, w_out, ids, sid, lo, hi, model.cfg, table, lr, exp_table, LOSS_EVERY)
@@ -212,7 +212,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     table = negative_table(counts, cfg.ns_exponent)
     rng = np.random.default_rng(cfg.seed)
     rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
-    model = _SGNS(len(vocab), cfg, dev)
+    model = SGNS(len(vocab), cfg, dev)
     if backend == "numba":  # one random state per worker, from the seed (worker 0 is the whole run with workers=1)
         nws = [sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2 ** 63)))
                for i in range(workers)]
