@@ -10,18 +10,17 @@ from ctxlib.viz import attention as va
 from ctxlib.viz import head_view as hv
 
 _t0 = time.perf_counter()
-have = {m: loaders.try_load(m)[0] is not None for m in ("bert", "gpt")}
-choices = [m for m in have if have[m]] or ["bert"]  # GPT listed only when its checkpoint loads
+choices = loaders.models_for("attention") or ["bert"]  # BERT, GPT and any registered Transformers model that loads
 st.session_state["att_model"] = m if (m := state.choice("att_model", "model", choices)) in choices else choices[0]
-gpt = st.session_state["att_model"] == "gpt"  # left to right: no sentence B, no [SEP], the upper triangle masked
+gpt = widgets.is_causal(st.session_state["att_model"])  # left to right: no sentence B, no [SEP], upper triangle masked
 tx = lambda key, **kw: msg(f"attention.{'gpt.' if gpt else ''}{key}", **kw)  # noqa: E731  the GPT wording where it differs
 widgets.page_header("BERT attention", f"attention.{'gpt.' if gpt else ''}title")
 st.markdown(tx("intro"))
-model = st.sidebar.radio(msg("attention.model_choice"), choices, key="att_model", format_func=str.upper)
-for m in (m for m in have if not have[m]):
+model = st.sidebar.radio(msg("attention.model_choice"), choices, key="att_model", format_func=widgets.model_label)
+for m in (m for m in ("bert", "gpt") if loaders.try_load(m)[0] is None):
     st.sidebar.caption(msg("common.model_missing", model=m.upper()) + f" `{checkpoint.rebuild_command(m)}`")
 st.query_params["model"] = model
-enc, stamp = widgets.require_model(model, model.upper())
+enc, stamp = widgets.require_model(model, widgets.model_label(model))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -40,7 +39,7 @@ if not isinstance(st.session_state["att_hide"], bool):
 c1, c2 = st.columns([3, 1])
 text = c1.text_input(tx("sentence_a"), key="att_text", max_chars=5000)
 word = c2.text_input(msg("attention.follow"), key="att_word", max_chars=20).strip()
-text_b = "" if gpt else st.text_input(msg("attention.sentence_b"), key="att_b", max_chars=5000)  # GPT: no pairs
+text_b = "" if gpt or not hasattr(enc, "encode_pair") else st.text_input(msg("attention.sentence_b"), key="att_b", max_chars=5000)  # GPT: no pairs
 hide = st.toggle(tx("hide"), key="att_hide")
 st.query_params.update({"text": text, "b": st.session_state["att_b"], "word": word, "hide": "1" if hide else "0"})
 if not text.strip():

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from ctxlib.training.trainer import TrainConfig, Trainer, resolve_device
+from ctxlib.device import resolve_device
+from ctxlib.training.trainer import TrainConfig, Trainer
 
 
 class Toy(torch.nn.Module):

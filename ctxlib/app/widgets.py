@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ctxlib import checkpoint
+from ctxlib import checkpoint, kinds
 from ctxlib.records import TrainingRecord
 
 from . import loaders, present, state
@@ -120,6 +120,17 @@ def layer_labels(names) -> list[str]:
 def show_error(message: str) -> None:
     """A user-facing error (markdown-escaped so user text never renders as HTML/markdown)."""
     st.error(escape_md(message))
+
+
+def model_label(name: str) -> str:
+    """How a picker shows a model: the shipped kinds in capitals (BERT, GPT), a registered model by its own name."""
+    return name.upper() if name in kinds.names() else name
+
+
+def is_causal(name: str) -> bool:
+    """The model reads left to right only (GPT, a registered causal LM); False when it does not load."""
+    enc, _ = loaders.try_load(name)
+    return enc is not None and kinds.family_of(enc) == "causal"
 
 
 def require_model(name: str, label: str):

@@ -274,7 +274,7 @@ def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: in
     checkpoint folder, or `out`."""
     from .. import analysis
     from ..encoder import load
-    from ..training.trainer import fast_bf16, resolve_device
+    from ..device import fast_bf16, resolve_device
     from ..vocab import Vocab
     from . import tasks
 

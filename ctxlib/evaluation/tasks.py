@@ -252,7 +252,7 @@ def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, ou
              n_test: int = N_TEST, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
     from ..encoder import load
-    from ..training.trainer import resolve_device
+    from ..device import resolve_device
 
     _check_task(task)
     t0 = time.time()

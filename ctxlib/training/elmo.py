@@ -20,7 +20,8 @@ from ..models.elmo import CHAR_SPECIALS, WORD_SPECIALS, ElmoConfig, ElmoEncoder,
 from ..vocab import Vocab
 from .presets import Preset
 from .resume import ResumableBatches
-from .trainer import Trainer, TrainConfig, resolve_device, to_device
+from ..device import resolve_device, to_device
+from .trainer import Trainer, TrainConfig
 
 log = logging.getLogger(__name__)
 

@@ -189,7 +189,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     """
     import torch
 
-    from .trainer import resolve_device
+    from ..device import resolve_device
 
     dev = resolve_device(device) if isinstance(device, str) else device
     backend = resolve_backend(backend, dev.type)
