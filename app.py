@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ctxlib import checkpoint
+from ctxlib import checkpoint, registered
 from ctxlib.app import loaders, triple_demo, warmup, widgets
 from ctxlib.app.i18n import msg, prose
 
@@ -30,9 +30,11 @@ def home() -> None:
     st.header(msg("home.models.header"))
     st.caption(msg("home.models.caption"))
     st.dataframe(widgets.model_rows(status), hide_index=True)
-    for m, err in status.items():
-        if err is not None and checkpoint.resolve(m).exists():  # a broken checkpoint; one not built yet: the table says so
+    for m, err in status.items():  # a broken checkpoint or registered model (one not built yet: the table says so)
+        if err is not None and (loaders.is_registered(m) or checkpoint.resolve(m).exists()):
             st.caption(widgets.escape_md(f"{m}: {err}"))
+    for line in registered.problems():  # models.toml that cannot be read
+        st.caption(widgets.escape_md(line))
     with st.expander(msg("home.models.full_record")):  # one element for all models (each element is a message)
         st.json({m: loaders.model_record(m) for m in loaded}, expanded=1)
 

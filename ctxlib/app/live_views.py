@@ -59,7 +59,7 @@ def choices() -> live.LiveSpec | None:
     # widgets.keep_choices_across_languages
     live_kinds = kinds.names(live=True)
     kind = c1.radio(msg("live.model"), live_kinds, key="lv_kind",
-                    format_func=lambda k: msg(f"live.kind.{k}"))
+                    format_func={k: msg(f"live.kind.{k}") for k in live_kinds}.__getitem__)
     sources = ["builtin", "upload"] if kind in kinds.names(uploadable=True) else ["builtin"]
     if st.session_state.get("lv_source") not in sources:
         st.session_state["lv_source"] = "builtin"

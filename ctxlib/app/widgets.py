@@ -262,20 +262,39 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
 
 
+def n_params(enc) -> int | None:
+    """The model's number of parameters (a Transformers model says it; a ctxlab model counts its network's)."""
+    n = getattr(enc, "n_params", None)
+    if isinstance(n, int):
+        return n
+    net = getattr(enc, "model", None) or getattr(enc, "lm", None)
+    if net is not None and hasattr(net, "parameters"):
+        return int(sum(p.numel() for p in net.parameters()))
+    vecs = getattr(getattr(enc, "keyed_vectors", None), "vectors", None)  # word2vec: its vector table
+    return int(vecs.size) if vecs is not None else None
+
+
 def model_rows(status: dict[str, str | None]) -> list[dict]:
-    """One row per model in `status`: loaded or not, size, and its training record."""
+    """One row per model in `status`: loaded or not, family, size, source, license, and its training record."""
     rows = []
     col = {k: msg(f"home.models.col.{k}") for k in ("model", "status", "layers", "dim", "steps", "tokens", "device",
                                                   "wall", "validation")}
+    col.update({k: msg(f"registry.col.{k}") for k in ("family", "params", "source", "license")})
     for m, err in status.items():
         if err is not None:
-            rows.append({col["model"]: m, col["status"]: msg("home.models.missing") + checkpoint.rebuild_command(m),
+            why = err if loaders.is_registered(m) else msg("home.models.missing") + checkpoint.rebuild_command(m)
+            rows.append({col["model"]: m, col["status"]: why,
                          **{c: "" for k, c in col.items() if k not in ("model", "status")}})  # blank, not "None"
             continue
         enc = loaders.load_encoder(m)
         rec = TrainingRecord.from_summary(enc.summary)
+        outside = loaders.is_registered(m)
         rows.append({
             col["model"]: m, col["status"]: msg("home.models.loaded"),
+            col["family"]: msg(f"registry.family.{kinds.family_of(enc)}"),
+            col["params"]: _fmt(n_params(enc)) if n_params(enc) is not None else "",
+            col["source"]: str(getattr(enc, "source", "")) if outside else msg("registry.trained_here"),
+            col["license"]: str(getattr(enc, "license", None) or "") if outside else msg("registry.own_license"),
             col["layers"]: _fmt(len(enc.layer_names)), col["dim"]: _fmt(enc.dim),
             col["steps"]: _fmt(rec.steps), col["tokens"]: _fmt(rec.tokens_seen), col["device"]: _fmt(rec.device),
             col["wall"]: _duration(rec.wall_s) if isinstance(rec.wall_s, (int, float)) else _fmt(rec.wall_s),
