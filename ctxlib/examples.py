@@ -4,8 +4,11 @@ Each set shows one ambiguous word in a few senses or grammatical roles, with
 balanced labels, so a class can watch the token vectors of one word type fall
 apart by sense (Peters et al. 2018, ELMo; Devlin et al. 2019, BERT).
 
-    EXAMPLE_SETS["苹果"] == {"word": "苹果", "title_zh": ..., "title_en": ...,
+    EXAMPLE_SETS["苹果"] == {"word": "苹果", "origin": "ctxlab", "title_zh": ..., "title_en": ...,
                              "sentences": [("苹果真好吃，又甜又脆。", "水果"), ...]}
+
+"origin": who wrote the sentences ("ctxlab": for this project; message `examples.origin.ctxlab`). `sets_for`
+and `default_set` give these sets for language "zh" and the English ones (examples_en.py) for "en".
 
 The word's first occurrence in every sentence is the one the label describes
 (the app and `Encoder.word_vectors` use the first occurrence).
@@ -17,11 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .examples_en import DEFAULT_SET_EN, EXAMPLE_SETS_EN
+
 DEFAULT_SET = "苹果"
 
 EXAMPLE_SETS: dict[str, dict] = {
     "苹果": {
-        "word": "苹果",
+        "word": "苹果", "origin": "ctxlab",
         "title_zh": "苹果：水果 / 品牌",
         "title_en": "苹果 (píngguǒ): the fruit / the brand Apple",
         "sentences": [
@@ -42,7 +47,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "活动": {
-        "word": "活动",
+        "word": "活动", "origin": "ctxlab",
         "title_zh": "活动：名词 / 动词",
         "title_en": "活动 (huódòng): noun 'event' / verb 'to move about'",
         "sentences": [
@@ -61,7 +66,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "运动": {
-        "word": "运动",
+        "word": "运动", "origin": "ctxlab",
         "title_zh": "运动：体育 / 社会运动 / 物理运动",
         "title_en": "运动 (yùndòng): sport / social movement / physical motion",
         "sentences": [
@@ -83,7 +88,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "打": {
-        "word": "打",
+        "word": "打", "origin": "ctxlab",
         "title_zh": "打：打电话 / 打球 / 打人",
         "title_en": "打 (dǎ): make a call / play a ball game / hit",
         "sentences": [
@@ -102,7 +107,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "意思": {
-        "word": "意思",
+        "word": "意思", "origin": "ctxlab",
         "title_zh": "意思：含义 / 有趣 / 心意",
         "title_en": "意思 (yìsi): meaning / interest (有意思) / a token of goodwill",
         "sentences": [
@@ -121,7 +126,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "杜鹃": {
-        "word": "杜鹃",
+        "word": "杜鹃", "origin": "ctxlab",
         "title_zh": "杜鹃：鸟 / 花",
         "title_en": "杜鹃 (dùjuān): the cuckoo / the azalea",
         "sentences": [
@@ -140,7 +145,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "东西": {
-        "word": "东西",
+        "word": "东西", "origin": "ctxlab",
         "title_zh": "东西：方向 / 物品",
         "title_en": "东西: dōngxī 'east and west' / dōngxi 'thing'",
         "sentences": [
@@ -159,7 +164,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "还": {
-        "word": "还",
+        "word": "还", "origin": "ctxlab",
         "title_zh": "还：hái 副词 / huán 动词",
         "title_en": "还: hái 'still, also' (adverb) / huán 'to return' (verb)",
         "sentences": [
@@ -178,7 +183,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "地": {
-        "word": "地",
+        "word": "地", "origin": "ctxlab",
         "title_zh": "地：de 助词 / dì 名词",
         "title_en": "地: de (adverbial particle) / dì 'ground, field' (noun)",
         "sentences": [
@@ -197,7 +202,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "发展": {
-        "word": "发展",
+        "word": "发展", "origin": "ctxlab",
         "title_zh": "发展：名词 / 动词",
         "title_en": "发展 (fāzhǎn): noun 'development' / verb 'to develop'",
         "sentences": [
@@ -216,7 +221,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "花": {
-        "word": "花",
+        "word": "花", "origin": "ctxlab",
         "title_zh": "花：花朵（名词）/ 花费（动词）",
         "title_en": "花 (huā): flower (noun) / to spend (verb)",
         "sentences": [
@@ -233,7 +238,7 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
     "小米": {
-        "word": "小米",
+        "word": "小米", "origin": "ctxlab",
         "title_zh": "小米：谷物 / 品牌",
         "title_en": "小米 (xiǎomǐ): millet / the brand Xiaomi",
         "sentences": [
@@ -250,6 +255,22 @@ EXAMPLE_SETS: dict[str, dict] = {
         ],
     },
 }
+
+_BY_LANGUAGE = {"zh": (DEFAULT_SET, EXAMPLE_SETS), "en": (DEFAULT_SET_EN, EXAMPLE_SETS_EN)}  # of the sentences
+
+
+def sets_for(language: str) -> dict[str, dict]:
+    """The example sets whose sentences are in `language` ("zh" or "en"), default set first."""
+    if language not in _BY_LANGUAGE:
+        raise ValueError(f"example sets exist for {', '.join(_BY_LANGUAGE)}, not {language!r}")
+    return _BY_LANGUAGE[language][1]
+
+
+def default_set(language: str) -> str:
+    """The name of the set a page opens on for `language`."""
+    sets_for(language)  # an unknown language raises there
+    return _BY_LANGUAGE[language][0]
+
 
 _SEPARATORS = ("|", "｜")
 
@@ -279,9 +300,9 @@ def format_labelled_lines(sentences) -> str:
     return "\n".join(f"{s} | {lab}" if lab else s for s, lab in sentences)
 
 
-def example_text(name: str) -> str:
+def example_text(name: str, language: str = "zh") -> str:
     """The text-box form of an example set."""
-    return format_labelled_lines(EXAMPLE_SETS[name]["sentences"])
+    return format_labelled_lines(sets_for(language)[name]["sentences"])
 
 
 # -- checking what a user typed ----------------------------------------------------------------

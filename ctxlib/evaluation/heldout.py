@@ -3,6 +3,9 @@
 - Sense sets (`sense_sets`): "examples" (the app's 12 example sets), "supplement" (the held-out
   valid + test part of the teaching supplement, never trained on) and "frozen" (sentences written
   before training for words outside the supplement, `data/eval/sense_frozen.tsv`).
+- English sense sets (`ENGLISH_SENSE_SETS`, for English pretrained models; none of the project's models
+  is trained on them): "english" (`data/eval/sense_en.tsv`, the sentences of the English example sets).
+  `sense_sets("english")` and `sense_scores(enc, "english")` read it; `run_eval` does not (yet).
 - `loo_centroid_accuracy` and `pair_ranking` per layer (both in analysis.py); pair ranking is the share of triples
   (a, b same sense, c other sense) with cos(a, b) > cos(a, c), which is the home page's
   two-sentence demo asked over every triple.
@@ -23,6 +26,7 @@ from ..analysis import loo_centroid_accuracy, pair_ranking
 
 EVAL_DIR = Path(__file__).resolve().parent.parent / "data" / "eval"
 SENSE_SETS = ("examples", "supplement", "frozen")
+ENGLISH_SENSE_SETS = ("english",)  # kept out of SENSE_SETS: the Chinese models' `eval --task senses` skips them
 
 
 def _read_tsv(path: Path) -> list[tuple[str, str, str]]:
@@ -39,7 +43,8 @@ def _read_tsv(path: Path) -> list[tuple[str, str, str]]:
 
 
 def sense_sets(name: str) -> dict[str, list[tuple[str, str]]]:
-    """{word: [(sentence, sense), ...]} for one of SENSE_SETS; words with fewer than 2 senses are dropped."""
+    """{word: [(sentence, sense), ...]} for one of SENSE_SETS or ENGLISH_SENSE_SETS; words with fewer than 2 senses
+    are dropped."""
     groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
     if name == "examples":
         from ..examples import EXAMPLE_SETS
@@ -52,11 +57,11 @@ def sense_sets(name: str) -> dict[str, list[tuple[str, str]]]:
         for r in supplement.load():
             if r.split != "train":
                 groups[r.word].append((r.sentence, r.sense))
-    elif name == "frozen":
-        for sent, word, sense in _read_tsv(EVAL_DIR / "sense_frozen.tsv"):
+    elif name in ("frozen", "english"):
+        for sent, word, sense in _read_tsv(EVAL_DIR / ("sense_frozen.tsv" if name == "frozen" else "sense_en.tsv")):
             groups[word].append((sent, sense))
     else:
-        raise ValueError(f"sense set must be one of {SENSE_SETS}, got {name!r}")
+        raise ValueError(f"sense set must be one of {SENSE_SETS + ENGLISH_SENSE_SETS}, got {name!r}")
     return {w: v for w, v in groups.items() if len({s for _, s in v}) >= 2}
 
 
