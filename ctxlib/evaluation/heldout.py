@@ -5,7 +5,7 @@
   before training for words outside the supplement, `data/eval/sense_frozen.tsv`).
 - English sense sets (`ENGLISH_SENSE_SETS`, for English pretrained models; none of the project's models
   is trained on them): "english" (`data/eval/sense_en.tsv`, the sentences of the English example sets).
-  `sense_sets("english")` and `sense_scores(enc, "english")` read it; `run_eval` does not (yet).
+  `sense_sets("english")` and `sense_scores(enc, "english")` read it; `run_eval` uses it for an English model.
 - `loo_centroid_accuracy` and `pair_ranking` per layer (both in analysis.py); pair ranking is the share of triples
   (a, b same sense, c other sense) with cos(a, b) > cos(a, c), which is the home page's
   two-sentence demo asked over every triple.
@@ -125,7 +125,9 @@ def cloze(enc) -> dict:
     from ..kinds import views_of
 
     if "fill_mask" not in views_of(enc):
-        raise ValueError(f"model '{enc.name}' is a {enc.kind} model; the cloze test needs fill-mask (BERT)")
+        from . import TaskChoiceError
+
+        raise TaskChoiceError(f"model '{enc.name}' is a {enc.kind} model; the cloze test needs fill-mask (BERT)")
     items = cloze_items()
     hits = defaultdict(lambda: [0, 0, 0])
     misses, ranks = [], []
@@ -144,6 +146,12 @@ def cloze(enc) -> dict:
             "ranks": ranks}  # per item in cloze.tsv order: the answer's rank in the top 5, 0 when not in it
 
 
+def sets_for_model(enc) -> tuple[str, ...]:
+    """The sense sets a model is evaluated on: the Chinese ones, or for an English model (an hf: model whose
+    vocabulary is mostly English) the English example sentences."""
+    return ENGLISH_SENSE_SETS if getattr(enc, "language", "zh") == "en" else SENSE_SETS
+
+
 def run_eval(model_name: str, task: str, out=None, **_) -> dict:
     """`python -m ctxlib eval MODEL --task senses|cloze`: writes eval_<task>.json in the checkpoint folder (or `out`)."""
     from .. import checkpoint
@@ -153,8 +161,12 @@ def run_eval(model_name: str, task: str, out=None, **_) -> dict:
     enc = load(model_name)
     if task == "senses":
         result = {"task": "senses", "model": enc.name, "kind": enc.kind, "layer_names": enc.layer_names,
-                  "sets": {n: sense_scores(enc, n) for n in SENSE_SETS}}
+                  "sets": {n: sense_scores(enc, n) for n in sets_for_model(enc)}}
     elif task == "cloze":
+        if getattr(enc, "language", "zh") != "zh":
+            from . import TaskChoiceError
+
+            raise TaskChoiceError(f"the cloze set is Chinese; '{enc.name}' is an English model (use --task senses)")
         result = {"task": "cloze", "model": enc.name, "kind": enc.kind, **cloze(enc)}
     else:
         raise ValueError(f"task must be senses or cloze here, got {task!r}")
