@@ -13,7 +13,7 @@ Measured on the shipped BERT (session 14): 18 of 130 items seen fewer than 10 ti
 pre-trained BERT before sense-tuning: 0.000 / 0.311 / 0.604 / 0.667. Even the well-seen items reach only about
 0.6 top-1, and 79 of the 130 sit where the 2.7 M training characters hold fewer than 100 examples of the word: the
 0.70 target needs an everyday corpus one to two orders of magnitude larger, which more passes over the same text do
-not replace (README, "More compute on the same text").
+not replace (docs/experiments.md, "More compute on the same text").
 """
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ proxy stops first, then every backend group gets SIGTERM (SIGKILL after a grace 
 A backend that dies is restarted (a few times); HAProxy sends its students to the others meanwhile.
 
 Several machines: the same proxy, more backends. Start `streamlit run app.py --server.address 0.0.0.0
---server.port P --server.headless true` on each other machine and list them with --remote HOST:P (README, "Serving a
-class").
+--server.port P --server.headless true` on each other machine and list them with --remote HOST:P (docs/serving.md, "A
+bigger class on several machines").
 """
 from __future__ import annotations
 
