@@ -211,6 +211,11 @@ def rotary_by_distance(q: np.ndarray, k: np.ndarray, n: int) -> np.ndarray:
     return (qs @ k / math.sqrt(d)).numpy()  # k at position 0 is k itself
 
 
+def learned_positions(model) -> np.ndarray | None:
+    """(max_len, D) the learned absolute position vectors the embedding layer adds, or None (rotary positions)."""
+    return None if model.pos_emb is None else model.pos_emb.weight.detach().numpy().copy()
+
+
 def position_scheme(cfg) -> dict:
     """How the model knows where a token is, read from its config: {"scheme": "rope"|"absolute",
     "embedding_has_position": bool, "max_len": int}."""
