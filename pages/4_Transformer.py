@@ -105,8 +105,10 @@ with tabs[7]:
     fig("layer0", vm.token_matrix, rep["layer0"], at, height=220, tag=False)
     if tr.rotary:
         q1, q2 = st.columns(2)
-        qi = q1.selectbox(msg("mechanics.positions.query"), range(len(toks)), min(1, len(toks) - 1), format_func=lambda i: f"{i} {toks[i]}")
-        ki = q2.selectbox(msg("mechanics.positions.key"), range(len(toks)), min(2, len(toks) - 1), format_func=lambda i: f"{i} {toks[i]}")
+        qi = q1.selectbox(msg("mechanics.positions.query"), range(len(toks)), min(1, len(toks) - 1), format_func=lambda i: f"{i} {toks[i]}",
+                         key=f"mx_qtok_{len(toks)}")
+        ki = q2.selectbox(msg("mechanics.positions.key"), range(len(toks)), min(2, len(toks) - 1), format_func=lambda i: f"{i} {toks[i]}",
+                         key=f"mx_ktok_{len(toks)}")
         st.caption(msg("mechanics.positions.rotary"))
         fig("rotary", vm.rotary_figure, mech.rotary_by_distance(tr.q_raw[qi], tr.k_raw[ki], cfg.max_len - 1))
     else:
