@@ -107,7 +107,7 @@ def test_positions_step_measures_layer0():
 def test_bad_input_gives_a_message_and_the_page_recovers():
     shipped("bert")
     at = _open()
-    box = lambda: at.text_input(key="mx_text")  # noqa: E731  the element of the latest run
+    box = lambda: at.text_input(key="mx_text")  # the element of the latest run
     for bad, says in (("", "Please type a sentence"), ("好" * 5000, "5000 characters long"),
                       ("苹果\x1b[31m很好吃", "control characters")):
         box().input(bad).run()
