@@ -26,6 +26,7 @@ MAX_STEPS = 100
 MAX_TEXT = 2000  # characters of one text (question, answer, note)
 MAX_INPUT = 300  # characters of one model input (a sentence, a prompt)
 TOPK = 5
+POSITIONS_MAX = 40  # characters of a positions step's sentence (ctxlib.mechanics.MAX_CHARS)
 
 # kind -> {param: (type code, required)}; type codes: text, texts (list of 2..6 texts), int, models, model
 KINDS: dict[str, dict[str, tuple[str, bool]]] = {
@@ -37,6 +38,7 @@ KINDS: dict[str, dict[str, tuple[str, bool]]] = {
     "nsp": {"a": ("text", True), "b": ("text", True)},
     "attention": {"text": ("text", True), "model": ("model", False), "layer": ("int", False), "head": ("int", False)},
     "next_char": {"prompt": ("text", True)},
+    "positions": {"text": ("text", True), "model": ("model", False)},
 }
 KIND_MODELS = {"fill_mask": ("bert",), "elmo_lm": ("elmo",), "elmo_mix": ("elmo",), "mlm_example": ("bert",),
                "nsp": ("bert",), "next_char": ("gpt",)}  # cosine: its `models`; attention: its `model`
@@ -95,7 +97,7 @@ class Step:
         """The models this step's view needs."""
         if self.kind == "cosine":
             return tuple(self.params.get("models") or kinds.names(shipped=True))
-        if self.kind == "attention":
+        if self.kind in ("attention", "positions"):
             return (self.params.get("model", "bert"),)
         return KIND_MODELS.get(self.kind, ())
 
@@ -229,6 +231,8 @@ def _semantics(kind: str, p: dict, n: int) -> None:
         raise LessonError("word_missing", n, word=p["word"], sentence=p["text"])
     elif kind == "fill_mask" and "[MASK]" not in p["text"]:
         raise LessonError("no_mask", n)
+    elif kind == "positions" and len(p["text"].strip()) > POSITIONS_MAX:
+        raise LessonError("too_long", n, field="text", max=POSITIONS_MAX)
     for k in ("layer", "head"):
         if k in p and not 1 <= p[k] <= 64:
             raise LessonError("bad_number", n, field=k, lo=1, hi=64)
@@ -269,6 +273,8 @@ def compute(step: Step, load_model, paragraphs=None) -> dict:
         return _attention(p, load_model)
     if step.kind == "next_char":
         return {"candidates": load_model("gpt").next_char(p["prompt"], TOPK)}
+    if step.kind == "positions":
+        return _positions(p, load_model)
     raise LessonError("unknown_kind", kind=step.kind, kinds=", ".join(KINDS))
 
 
@@ -320,3 +326,14 @@ def _attention(p: dict, load_model) -> dict:
     att = e.attentions[layer - 1, head - 1]
     return {"model": m, "tokens": list(e.tokens), "att": att, "layer": layer, "head": head,
             "n_layers": n_layers, "n_heads": n_heads}
+
+
+def _positions(p: dict, load_model) -> dict:
+    """The model's position scheme (from its config) and a repeated character's two layer-0 vectors, measured
+    (ctxlib.mechanics): identical under rotary positions, different under learned absolute ones."""
+    from . import mechanics
+
+    m = p.get("model", "bert")
+    enc = load_model(m)
+    rep = mechanics.repeated_char_check(enc, p["text"])  # MechanicsInputError (a ValueError): the page says so
+    return {"model": m, "scheme": mechanics.position_scheme(enc.model.cfg)["scheme"], **rep}

@@ -193,3 +193,25 @@ def test_scale_fonts_scales_every_font_and_leaves_the_figure_alone():
     assert fig.to_dict() == before
     assert scale_fonts({"data": [], "layout": {"font": {"size": 10}}}, 2)["layout"]["font"]["size"] == 20
     assert scale_fonts({"layout": {"font": {"size": 24}}}, 1.5)["layout"]["font"]["size"] == 24  # never shrinks
+
+
+def test_positions_step_measures_layer0():
+    """The positions step: BERT (rotary) gives a repeated character identical layer-0 vectors, GPT (learned absolute
+    positions) does not; a sentence longer than the mechanics view takes is refused when the file is read."""
+    from ctxlib import checkpoint, mechanics
+
+    assert lesson.POSITIONS_MAX == mechanics.MAX_CHARS
+    les = lesson.load("default")
+    step = next(s for s in les.steps if s.kind == "positions")
+    assert step.models() == ("bert",)
+    if not all((checkpoint.CHECKPOINT_DIR / m / "config.json").is_file() for m in ("bert", "gpt")):
+        pytest.skip("shipped BERT/GPT checkpoints missing")
+    import ctxlib
+
+    d = lesson.compute(step, ctxlib.load)
+    assert d["scheme"] == "rope" and d["layer0_max_diff"] == 0 and d["char"] == "苹"
+    g = lesson.compute(lesson.Step("positions", {}, {}, {}, None, {**step.params, "model": "gpt"}), ctxlib.load)
+    assert g["scheme"] == "absolute" and g["layer0_max_diff"] > 0.1
+    bad = {"title": {"zh": "题", "en": "t"}, "steps": [{"kind": "positions", "title": {"zh": "题", "en": "t"},
+           "question": {"zh": "问", "en": "q"}, "answer": {"zh": "答", "en": "a"}, "params": {"text": "好" * 41}}]}
+    assert _error(bad).code == "too_long"

@@ -10,6 +10,7 @@ import streamlit as st
 from ctxlib import checkpoint, lesson, triple
 from ctxlib.records import sense_tune_of
 from ctxlib.viz import attention as va
+from ctxlib.viz import mechanics as vm
 from ctxlib.viz import elmo as ve
 from ctxlib.viz import pretraining as vp
 from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
@@ -95,7 +96,7 @@ def inputs(step: lesson.Step) -> None:
     p = step.params
     if step.kind == "cosine":
         st.markdown("\n".join(f"{i + 1}. {escape_md(s)}" for i, s in enumerate(p["sentences"])))
-    elif step.kind in ("fill_mask", "elmo_lm", "attention"):
+    elif step.kind in ("fill_mask", "elmo_lm", "attention", "positions"):
         st.code(p["text"], language=None)
         if step.kind == "fill_mask" and vp.mask_at_end(p["text"]):
             st.caption(msg("pretraining.mask.at_end"))
@@ -103,7 +104,7 @@ def inputs(step: lesson.Step) -> None:
         st.markdown(f"**A:** {escape_md(p['a'])}  \n**B:** {escape_md(p['b'])}")
     elif step.kind == "next_char":
         st.code(p["prompt"] + " …", language=None)
-    if step.kind in ("cosine", "fill_mask", "elmo_lm", "attention", "nsp", "next_char"):
+    if step.kind in ("cosine", "fill_mask", "elmo_lm", "attention", "nsp", "next_char", "positions"):
         st.caption(msg("lesson.written"))
 
 
@@ -196,3 +197,14 @@ class _Views:
     def next_char(p, d):
         fig = hbar_panels([(msg("lesson.view.next_char", prompt=p["prompt"]), d["candidates"], "#2ca02c")], per_row=1)
         st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_chart_next")
+
+    @staticmethod
+    def positions(p, d):
+        st.markdown(msg(f"mechanics.scheme.{d['scheme']}", model=d["model"].upper()))
+        st.markdown(msg(f"mechanics.positions.{'same' if d['layer0_max_diff'] == 0 else 'differs'}",
+                        char=escape_md(d["char"]), i=d["positions"][0], j=d["positions"][1], diff=d["layer0_max_diff"],
+                        diff1=d["layer1_max_diff"], text=escape_md(d["text"])))
+        rows = [f"{d['char']} @{i}" for i in d["positions"]]
+        labels = vm.Labels(*(msg(f"mechanics.labels.{k}") for k in vm.Labels._fields))
+        st.plotly_chart(vm.token_matrix(d["layer0"], rows, msg("mechanics.fig.layer0"), labels, height=220),
+                        config=PLOTLY_CONFIG, key="lesson_chart_positions")

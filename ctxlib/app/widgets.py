@@ -18,8 +18,8 @@ from ctxlib.records import TrainingRecord
 from . import loaders, present, state
 from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 
-PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "GPT_writing",
-         "Results", "BERT_finetuning", "Training")
+PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "Transformer", "BERT_pretraining",
+         "GPT_writing", "Results", "BERT_finetuning", "Training")
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 APP_SCRIPT = Path(__file__).resolve().parents[2] / "app.py"  # the entrypoint, whose st.navigation lists the pages
 _LEFT_FILE_NAVIGATION = "ctxlab_left_file_navigation"  # session key: the rerun out of the pages-directory mode is done
