@@ -15,8 +15,9 @@ from ctxlib.viz.common import PLOTLY_CONFIG
 from . import demo_notes, loaders, state, vocab_notes, widgets
 from .i18n import escape_md, msg
 
-# Measured with the shipped checkpoints (bench-free: the chart shows it live): every contextual model puts A closer
-# to B at its best layer (ELMo +0.33 at biLSTM 2, BERT +0.10 at layer 4, GPT +0.09 at layer 3).
+# Measured with the shipped checkpoints (triple.margins, triple.example_noise; the chart shows it live): BERT puts A
+# closer to B beyond its noise band (+0.475 at layer 4, band ±0.210); ELMo (+0.041 at biLSTM 1, ±0.145) and GPT
+# (+0.085 at layer 3, ±0.224) stay inside theirs: "no clear answer". C is flagged: jieba alone keeps 苹果公司 whole.
 DEFAULTS = {"word": "苹果", "a": "我每天吃一个苹果", "b": "这个苹果又甜又脆", "c": "苹果公司发布了新手机"}
 MAX_SENTENCE = 300
 
