@@ -21,8 +21,8 @@ the characters; BERT and GPT read characters, some of which may be [UNK].
 from __future__ import annotations
 
 import functools
-
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +31,7 @@ import numpy as np
 from .analysis import pair_ranking
 from .tokens import TargetSplit, find_all, target_split
 
+log = logging.getLogger(__name__)
 HALVES = ("forward", "backward")
 SAME = 1 - 1e-6  # cosines above this count as "identical vectors"
 
@@ -235,7 +236,8 @@ def example_noise(enc, q: float = NOISE_Q) -> dict[View, float]:
     for name, ex in EXAMPLE_SETS.items():
         try:
             vectors[name] = enc.word_vectors([t for t, _ in ex["sentences"]], ex["word"])
-        except Exception:  # a word the model cannot encode (out of its vocabulary): the other sets still count
+        except Exception as e:  # noqa: BLE001 - a word the model cannot encode: the other sets still count
+            log.info("noise band of %s: set %s skipped: %s", enc.kind, name, e)
             continue
         labels[name] = [s for _, s in ex["sentences"]]
     bands = noise_band(enc.kind, vectors, labels, q)
