@@ -1,6 +1,7 @@
 """Server time of one page run (Home, Type vs token) as many students make it, in one process (AppTest).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/rerun_profile.py [--students 6] [--reps 3] [--profile home|tt]
+        [--pages home tt]
 
 Each "student" opens the page with its own sentences in the URL (a new input: the encodes miss the cache), then
 reruns it `--reps - 1` times unchanged (everything cached), as a class does. Models load before the clock starts
@@ -53,6 +54,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--profile", choices=["home", "tt"], default=None)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--pages", nargs="+", choices=["home", "tt"], default=["home", "tt"])
     a = ap.parse_args()
     from streamlit.testing.v1 import AppTest
 
@@ -81,7 +83,7 @@ def main() -> int:
 
     widgets.page_header, widgets.record_time = page_header, record_time
     profiling = [False]
-    for page, (path, key) in files.items():
+    for page, (path, key) in ((p, files[p]) for p in a.pages):
         warm = AppTest.from_file(str(path), default_timeout=300)
         for k, v in student_params(999)[page].items():
             warm.query_params[k] = v

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from dataclasses import dataclass
 
 Token = tuple[str, int, int]  # (token, start, end) with text[start:end] == original substring
 
@@ -66,6 +67,44 @@ def segment(text: str, target: str | None = None) -> list[Token]:
             if w.strip():
                 out.append((w, s, off))
     return out
+
+
+@dataclass(frozen=True)
+class TargetSplit:
+    """How jieba segments one sentence around the first occurrence of a target word.
+
+    `natural`: jieba alone (`segment(text)`); `forced`: what the word models read (`segment(text, target)`: the
+    target's span is one token, the text on each side segmented on its own); `index`: the target's position in
+    `forced`; `carved`: jieba alone does not make that span one token (a jieba word crosses its start or end, 手机 in
+    新手机, 苹果 in 苹果公司, or the span holds several jieba words), so the word models read a token that jieba would
+    not have cut, and the words beside it may change too (新手机 -> 新 | 手机; 新手机 with target 机 -> 新手 | 机)."""
+
+    natural: list[Token]
+    forced: list[Token]
+    index: int
+    carved: bool
+
+    @property
+    def host(self) -> str:
+        """The jieba words (natural segmentation) that overlap the target's span, joined: 新手机 for 手机 in 新手机."""
+        _, a, b = self.forced[self.index]
+        return "".join(w for w, x, y in self.natural if x < b and y > a)
+
+
+def target_split(text: str, target: str) -> TargetSplit | None:
+    """`TargetSplit` of the first `target` in `text`; None when `text` lacks it."""
+    spans = find_all(text, target)
+    if not spans:
+        return None
+    a, b = spans[0]
+    natural, forced = segment(text), segment(text, target)
+    index = next(i for i, (_, x, y) in enumerate(forced) if (x, y) == (a, b))
+    return TargetSplit(natural, forced, index, not any((x, y) == (a, b) for _, x, y in natural))
+
+
+def show_split(tokens: list[Token], index: int | None = None, sep: str = " | ", mark: str = "【】") -> str:
+    """The tokens joined by `sep`, the one at `index` in `mark`'s brackets: 我 | 买 | 了 | 新 | 【手机】."""
+    return sep.join(f"{mark[0]}{w}{mark[1]}" if i == index else w for i, (w, _, _) in enumerate(tokens))
 
 
 _RUN = re.compile(r"[A-Za-z]+|[0-9]+|\S", re.UNICODE)

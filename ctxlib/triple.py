@@ -8,22 +8,30 @@ ELMo's layers concatenate a forward LSTM state (the words up to the word) and a 
 the end); `views` splits them, so each half is compared on its own. When two sentences share everything left of the
 word, the forward half cannot tell them apart (`shared_context`), and neither can a left-to-right model (GPT).
 
+A margin is read against a noise band (`noise_band`): the margins that three sentences of ONE sense give at the same
+view (the built-in example sets, `ctxlib.examples`), i.e. how large a margin context alone produces. The summary
+(`verdict`) names a winner only outside the band, and only among whole layers (never an ELMo half).
+
+`segmentations` says, per sentence, whether jieba alone would have cut the word differently (the word models read the
+word as one token whatever jieba says: 苹果 is cut out of 苹果公司).
+
 `vocab_status` says how a model handles a word it may never have seen: word2vec has no vector; ELMo builds one from
 the characters; BERT and GPT read characters, some of which may be [UNK].
 """
 from __future__ import annotations
 
 import functools
-
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .analysis import pair_ranking
-from .tokens import find_all
+from .tokens import TargetSplit, find_all, target_split
 
+log = logging.getLogger(__name__)
 HALVES = ("forward", "backward")
 SAME = 1 - 1e-6  # cosines above this count as "identical vectors"
 
@@ -95,6 +103,46 @@ def best_row(rows: list[MarginRow]) -> MarginRow | None:
     return max((r for r in rows if not (r.same_ab and r.cos_ac > SAME)), key=lambda r: r.margin, default=None)
 
 
+def full_rows(rows: list[MarginRow]) -> list[MarginRow]:
+    """The rows of whole layers: what a model outputs (word2vec's type vector, ELMo's layers, BERT's and GPT's), not
+    ELMo's forward/backward halves, which no task reads on their own."""
+    return [r for r in rows if r.view.half is None]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The summary of one model: `row` (its whole layer with the largest margin, `best_row` of `full_rows`), `band`
+    (the noise band at that layer, or None when unknown), and `outcome`: "same" (the same-sense pair is closer, by more
+    than the band), "other" (the other-sense pair is closer, by more than the band), "unclear" (inside the band)."""
+
+    row: MarginRow
+    band: float | None
+    outcome: str
+
+
+def verdict(rows: list[MarginRow], bands: dict[View, float] | None = None) -> Verdict | None:
+    """`Verdict` from a model's rows and its noise bands ({view: band}); None when every whole layer is context-free
+    (word2vec). A half never wins, even with the largest margin of all."""
+    best = best_row(full_rows(rows))
+    if best is None:
+        return None
+    band = (bands or {}).get(best.view)
+    if band is not None and abs(best.margin) <= band:
+        return Verdict(best, band, "unclear")
+    return Verdict(best, band, "same" if best.margin > 1e-9 else "other")
+
+
+def inside_band(margin: float, band: float | None) -> bool:
+    return band is not None and abs(margin) <= band
+
+
+def segmentations(word: str, texts) -> list[TargetSplit | None]:
+    """Per sentence, `tokens.TargetSplit` of `word`'s first occurrence (the one compared): jieba's own segmentation,
+    the word models' (the word forced to one token), and whether the word was carved out (`carved`); None where the
+    sentence lacks the word."""
+    return [target_split(t, word) for t in texts]
+
+
 def shared_context(s1: str, s2: str, word: str) -> tuple[bool, bool]:
     """(left, right): the two sentences are identical before (after) the first occurrence of `word`. Left: ELMo's
     forward half and GPT see the same input up to the word, so their vectors of it are identical; right: the same
@@ -134,6 +182,68 @@ def check_triple(word: str, a: str, b: str, c: str):
     if cut:
         notes.append(Note("info", "triple.input.windowed", {"sentences": Numbers(tuple(cut)), "max": MAX_CHARS}))
     return word, tuple(texts), notes
+
+
+# -- the noise band -------------------------------------------------------------------------------------------------
+NOISE_Q = 0.95  # the band holds this share of the margins of same-sense triples
+
+
+def null_margins(X: np.ndarray, labels: list) -> np.ndarray:
+    """cos(a,b) - cos(a,c) of every ordered triple (a, b, c) of distinct rows of `X` (n, dim) with one label: margins
+    where there is no sense to tell apart. Symmetric around 0 (b and c swap)."""
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    U = np.where(norms > 0, X / np.where(norms > 0, norms, 1), 0.0)
+    S = np.clip(U @ U.T, -1.0, 1.0)
+    out = []
+    lab = np.asarray(labels, dtype=object)
+    for g in dict.fromkeys(labels):
+        idx = np.flatnonzero(lab == g)
+        for a in idx:
+            r = S[a, idx[idx != a]]  # cos(a, x) for the group's other rows
+            d = r[:, None] - r[None, :]
+            out.append(d[~np.eye(len(r), dtype=bool)])
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def noise_band(kind: str, vectors: dict[str, np.ndarray], labels: dict[str, list], q: float = NOISE_Q) -> dict[View, float]:
+    """{view: the `q` quantile of |margin| over the same-sense triples of every set} from {word: (n, n_layers, dim)}
+    and {word: sense labels}: a margin whose size is at most this is within what context alone gives."""
+    pooled: dict[View, list[np.ndarray]] = {}
+    for w, V in vectors.items():
+        for v in views(kind, V.shape[1]):
+            pooled.setdefault(v, []).append(null_margins(view_vectors(V, v), labels[w]))
+    out = {}
+    for v, ms in pooled.items():
+        m = np.abs(np.concatenate(ms))
+        if len(m):
+            out[v] = float(np.quantile(m, q))
+    return out
+
+
+def example_noise(enc, q: float = NOISE_Q) -> dict[View, float]:
+    """`noise_band` of `enc` on the built-in example sets (their sentences encoded once; a set the model cannot encode
+    is skipped). Kept in the disk cache (`ctxlib.cache`) per checkpoint, so a server pays for it once."""
+    from . import cache
+    from .examples import EXAMPLE_SETS
+
+    path = getattr(enc, "path", None)
+    ck = cache.checkpoint_key(path) if path is not None else None
+    k = cache.key("noise_band", 1, enc.kind, ck, q, sorted(EXAMPLE_SETS)) if ck else None
+    if k is not None and (hit := cache.load_json("noise_band", k)) is not None:
+        return {View(int(j), h): float(b) for j, h, b in hit}
+    vectors, labels = {}, {}
+    for name, ex in EXAMPLE_SETS.items():
+        try:
+            vectors[name] = enc.word_vectors([t for t, _ in ex["sentences"]], ex["word"])
+        except Exception as e:  # noqa: BLE001 - a word the model cannot encode: the other sets still count
+            log.info("noise band of %s: set %s skipped: %s", enc.kind, name, e)
+            continue
+        labels[name] = [s for _, s in ex["sentences"]]
+    bands = noise_band(enc.kind, vectors, labels, q)
+    if k is not None:
+        cache.save_json("noise_band", k, [[v.layer, v.half, b] for v, b in bands.items()])
+    return bands
 
 
 # -- held-out pair ranking per view ------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ from ctxlib.tokens import find_all
 from ctxlib.viz import explorer
 from ctxlib.viz.common import PLOTLY_CONFIG
 
-from . import loaders, state, vocab_notes, widgets
+from . import demo_notes, loaders, state, vocab_notes, widgets
 from .i18n import escape_md, msg
 
-# Measured with the shipped checkpoints (bench-free: the chart shows it live): every contextual model puts A closer
-# to B at its best layer (ELMo +0.33 at biLSTM 2, BERT +0.10 at layer 4, GPT +0.09 at layer 3).
+# Measured with the shipped checkpoints (triple.margins, triple.example_noise; the chart shows it live): BERT puts A
+# closer to B beyond its noise band (+0.475 at layer 4, band ±0.210); ELMo (+0.041 at biLSTM 1, ±0.145) and GPT
+# (+0.085 at layer 3, ±0.224) stay inside theirs: "no clear answer". C is flagged: jieba alone keeps 苹果公司 whole.
 DEFAULTS = {"word": "苹果", "a": "我每天吃一个苹果", "b": "这个苹果又甜又脆", "c": "苹果公司发布了新手机"}
 MAX_SENTENCE = 300
 
@@ -39,7 +40,8 @@ def view_label(names: list[str], v: triple.View) -> str:
     return name if v.half is None else f"{name} · {msg(f'triple.half.{v.half}')}"
 
 
-def _inputs() -> tuple[str, str, str, str]:
+def _inputs():
+    """(word, A, B, C, the sentences' three columns)."""
     word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", DEFAULTS["word"], max_chars=12),
                          key="home_word_w", max_chars=12)
     cols = st.columns(3)
@@ -47,12 +49,14 @@ def _inputs() -> tuple[str, str, str, str]:
                         value=state.init(f"home_{k}", k, DEFAULTS[k], max_chars=MAX_SENTENCE))
          for col, k in zip(cols, "abc")]
     st.query_params.update({"word": word, "a": s[0], "b": s[1], "c": s[2]})
-    return word, *s
+    return word, *s, cols
 
 
-def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> None:
+def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> list[str]:
+    """Info boxes where two sentences share the context on one side; returns the note on sentences the word opens
+    (for the expander)."""
     if not kinds & {"elmo", "gpt"}:
-        return
+        return []
     for x, y in ("AB", "AC", "BC"):
         left, right = triple.shared_context(texts["ABC".index(x)], texts["ABC".index(y)], word)
         if left:
@@ -60,23 +64,22 @@ def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> N
         if right and "elmo" in kinds:
             st.info(escape_md(msg("triple.shared_right", first=x, second=y, word=word)))
     opens = [k for k, s in zip("ABC", texts) if find_all(s, word)[0][0] == 0]
-    if opens:
-        st.caption(escape_md(msg("triple.opens", sentences=Numbers(tuple(opens)))))
+    return [escape_md(msg("triple.opens", sentences=Numbers(tuple(opens))))] if opens else []
 
 
 def section() -> dict[str, str | None]:
     """Draw the demo; returns {model: None if loaded else the load error} for the page's model table."""
     heading = st.empty()  # names the word typed below (drawn first, filled once the inputs are read)
     st.markdown(msg("triple.intro"))
-    word, *raw = _inputs()
+    word, *raw, cols = _inputs()
     shown = word.strip() if word and word.strip() else DEFAULTS["word"]
     heading.header(msg("triple.header", word=escape_md(shown[:12])))
     word, texts, notes = triple.check_triple(word, *raw)
     for note in notes:
         getattr(st, note.level if note.level != "error" else "warning")(escape_md(msg(note.id, **note.values)))
     blocked = any(n.level == "error" for n in notes)
-    status, rows, found, stored, kinds, lines, tuned = {}, [], {}, [], set(), [], {}
-    chart, verdicts = st.empty(), st.container()
+    status, rows, found, stored, kinds, lines, tuned, word_models = {}, [], {}, [], set(), [], {}, []
+    chart, notice, verdicts = st.empty(), st.container(), st.container()
     for m in loaders.model_order():  # model by model, each with its spinner while it loads
         with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
             enc, status[m] = loaders.try_load(m)
@@ -96,33 +99,36 @@ def section() -> dict[str, str | None]:
             continue
         with loaders.busy(msg("triple.computing", model=m), ("heldout", m, stamp)):
             ranks, from_file = heldout(m, stamp)
+        with loaders.busy(msg("home_demo.computing_noise", model=m), ("noise", m, stamp)):
+            bands = demo_notes.noise(m, stamp)
         stored += [m] if from_file else []
+        word_models += [m] if enc.word_level else []
         kinds.add(enc.kind)
         if (t := sense_tune_of(enc.summary)) is not None:
             tuned[m] = t
         new = triple.margins(d.vecs, enc.kind)
         rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
-                  "cos_ac": r.cos_ac, "rank": ranks.get(r.view)} for r in new]
-        best = triple.best_row(new)  # None: every view is context-free (word2vec), which its caption explains
-        key = "triple.best" if best is not None and best.margin > 1e-9 else "triple.none_right"
-        if best is not None:
-            lines.append("- " + escape_md(msg(key, model=m, layer=view_label(d.layer_names, best.view),
-                                              margin=best.margin)))
+                  "cos_ac": r.cos_ac, "rank": ranks.get(r.view), "band": bands.get(r.view)} for r in new]
+        lines += demo_notes.verdict_lines(m, new, bands, lambda v, names=d.layer_names: view_label(names, v))
     if lines:  # one element, not one per model: each element is a message the server queues and sends
         verdicts.markdown("\n".join(lines))
     if rows:  # drawn once, when every model is in (a figure per model meant building and sending it four times)
         chart.plotly_chart(loaders.cached_figure(f"margin|{word}|{rows}", lambda: explorer.margin_chart(
             rows, title=msg("triple.chart_title", word=word), margin_title=msg("triple.margin_axis"),
-            rank_title=msg("triple.rank_axis"), chance_text=msg("triple.chance"))), config=PLOTLY_CONFIG)
+            rank_title=msg("triple.rank_axis"), chance_text=msg("triple.chance"),
+            band_text=msg("home_demo.band_legend", share=triple.NOISE_Q))), config=PLOTLY_CONFIG)
+        with notice:
+            demo_notes.notice()
     if not any(err is None for err in status.values()):
         st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
     if blocked:
         return status
+    demo_notes.split_notes(cols, word, texts, word_models)
     vocab_notes.show(found, word)
-    _context_notes(word, texts, kinds)
-    if rows:  # the notes under the chart as one caption (paragraphs)
+    opens = _context_notes(word, texts, kinds)
+    if rows:  # the notes under the chart, in one expander
         n_words, n_sents = triple.sense_set_size()
-        notes = [msg("triple.caption", words=n_words, sentences=n_sents)]
+        notes = [msg("triple.caption", words=n_words, sentences=n_sents), *opens]
         notes += [msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
                   for k in ("word2vec", "elmo", "gpt") if k in kinds]
         for m, t in tuned.items():  # a model trained with sense labels says so, and whether this word was among them
@@ -133,7 +139,7 @@ def section() -> dict[str, str | None]:
                              others="、".join(triple.frozen_words()[:5])))
         if stored:
             notes.append(msg("triple.ranking_file", models=", ".join(stored)))
-        st.caption("\n\n".join(notes))
+        demo_notes.how_to_read(notes, banded=any(r["band"] is not None for r in rows))
     return status
 
 

@@ -220,11 +220,12 @@ def atlas_map(coords, hover: list[str], colour_by: list[str], title: str = "",
 
 def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B) − cos(A,C)",
                  rank_title: str = "held-out pair ranking", chance_text: str = "chance 0.5",
-                 height: int | None = None) -> go.Figure:
+                 height: int | None = None, band_text: str = "noise band") -> go.Figure:
     """Home-page three-sentence demo: per row (a model's layer or ELMo half; dicts with `model`, `label` (escaped
     here), `margin`, `cos_ab`, `cos_ac` and `rank` (held-out pair ranking, or None)), a lollipop of the margin from
     a zero line (filled: the same-sense pair is closer) and, beside it on the same rows, the pair-ranking bar with
-    the chance line. One x axis per panel for all models, so rows compare directly."""
+    the chance line. One x axis per panel for all models, so rows compare directly. A row with a `band` (its noise
+    band, `triple.noise_band`) gets a grey rectangle from -band to +band behind its lollipop, `band_text` above."""
     ys = [f"{escape(r['model'])} · {escape(r['label'])}" for r in rows]
     models = list(dict.fromkeys(r["model"] for r in rows))
     data = []
@@ -251,7 +252,8 @@ def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B
                          marker=dict(color=col), opacity=0.75, showlegend=False, name=escape(m),
                          text=[f"{rows[k]['rank']:.2f}" for k in ranked], textposition="outside",
                          hovertemplate="%{y}<br>%{x:.3f}<extra></extra>", xaxis="x2", yaxis="y2"))
-    span = max([abs(r["margin"]) for r in rows] + [0.1]) * 1.35  # at least ±0.135: a margin of 0.01 looks small
+    bands = [(len(rows) - 1 - k, r["band"]) for k, r in enumerate(rows) if r.get("band")]  # category index: bottom 0
+    span = max([abs(r["margin"]) for r in rows] + [b for _, b in bands] + [0.1]) * 1.35  # at least ±0.135
     cats = dict(tickfont=dict(size=11), categoryorder="array", categoryarray=ys[::-1], type="category")
     # the layout make_subplots(1, 2, shared_yaxes=True, column_widths=[0.62, 0.38], horizontal_spacing=0.03) writes
     layout = dict(
@@ -261,8 +263,12 @@ def margin_chart(rows: list[dict], title: str = "", margin_title: str = "cos(A,B
         yaxis2=dict(anchor="x2", domain=[0.0, 1.0], matches="y", showticklabels=False, **cats),
         shapes=[dict(type="line", x0=0, x1=0, xref="x", y0=0, y1=1, yref="y domain", line=dict(color="#444", width=1)),
                 dict(type="line", x0=0.5, x1=0.5, xref="x2", y0=0, y1=1, yref="y2 domain",
-                     line=dict(color="grey", dash="dot"))],
+                     line=dict(color="grey", dash="dot"))]
+        + [dict(type="rect", x0=-b, x1=b, xref="x", y0=i - 0.42, y1=i + 0.42, yref="y", layer="below",
+                fillcolor="rgba(128,128,128,0.22)", line=dict(width=0)) for i, b in bands],
         annotations=[dict(x=0.5, y=1.0, yref="paper", xref="x2", text=escape(chance_text), showarrow=False,
-                          yanchor="bottom", font=dict(size=11, color="grey"))],
+                          yanchor="bottom", font=dict(size=11, color="grey"))]
+        + ([dict(x=0, y=1.0, yref="paper", xref="x", text=escape(band_text), showarrow=False, yanchor="bottom",
+                 font=dict(size=11, color="grey"))] if bands else []),
         bargap=0.35, **_layout(title, height or 90 + 26 * len(rows)))
     return _figure(data, layout)
