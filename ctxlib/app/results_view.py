@@ -39,7 +39,9 @@ def fmt(key: str, v) -> str:
         return f"{v:,}"
     if key in ("share", "threshold"):
         return f"{v:.0%}"
-    if key.endswith("_delta") or key == "lead":
+    if key == "lead":  # the figure a verdict turns on: as many decimals as the files keep
+        return f"{v:+.4f}"
+    if key.endswith("_delta"):
         return f"{v:+.3f}"
     return f"{v:,.1f}" if key == "tokens_m" else f"{v:.3f}"
 
@@ -88,8 +90,8 @@ def overview_rows(claims: list[ClaimResult]) -> list[dict]:
 def _value(c: Comparison, v, rng) -> str:
     if v is None:
         return msg("results.no_figure")
-    if c.measure != "best_layer":
-        return fmt("", float(v))
+    if c.measure != "best_layer":  # four decimals, as the eval files keep: a tie at the margin shows as one
+        return f"{float(v):.4f}"
     return msg("results.tied_layers", lo=rng[0], hi=rng[1]) if rng and rng[0] != rng[1] else str(int(v))
 
 
@@ -97,7 +99,7 @@ def _diff(c: Comparison) -> str:
     if not c.measured:
         return msg("results.no_figure")
     lo, hi = c.lead
-    one = (lambda x: f"{int(x):+d}") if c.measure == "best_layer" else (lambda x: f"{x:+.3f}")  # noqa: E731
+    one = (lambda x: f"{int(x):+d}") if c.measure == "best_layer" else (lambda x: f"{x:+.4f}")  # noqa: E731
     return one(lo) if lo == hi else f"{one(lo)} … {one(hi)}"
 
 
