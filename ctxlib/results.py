@@ -94,7 +94,7 @@ class ClaimResult:
 
     @property
     def missing_figures(self) -> list[str]:
-        """file → key of every figure a measure needed and could not read, in order, once each."""
+        """file#/key of every figure a measure needed and could not read, in order, once each."""
         return list(dict.fromkeys(s for c in self.comparisons for s in c.missing_sources()))
 
 
@@ -123,7 +123,7 @@ def _best_name(d: dict | None, scores) -> str | tuple | None:
 
 
 def _task_fig(side: str, model: str, task: str, key: str) -> Fig:
-    return Fig(side, model, f"eval_{task}.json", key, read_at(key), eval_command(model, task))
+    return Fig(side, model, f"eval_{task}.json", f"/{key}", read_at(key), eval_command(model, task))
 
 
 def _senses_layer(d: dict) -> int | None:
@@ -150,9 +150,9 @@ def _senses_at(measure: str, where: str, d: dict | None, layer: int | None = -1)
 
 def _senses_fig(m: str, measure: str, where: str) -> Fig:
     if m == "word2vec":
-        return Fig(m, m, "eval_senses.json", f"sets.{where}.{measure}[0]", partial(_senses_at, measure, where, layer=0),
+        return Fig(m, m, "eval_senses.json", f"/sets/{where}/{measure}[0]", partial(_senses_at, measure, where, layer=0),
                    eval_command(m, "senses"))
-    return Fig(m, m, "eval_senses.json", f"sets.{where}.{measure}[layer best on sets.examples]",
+    return Fig(m, m, "eval_senses.json", f"/sets/{where}/{measure}[argmax /sets/examples/pair_ranking]",
                partial(_senses_at, measure, where), eval_command(m, "senses"))
 
 
@@ -211,9 +211,9 @@ def _mean_heldout(d: dict | None):
 
 def _best_fig(side: str, task: str) -> Fig:
     if task == "senses":
-        return Fig(side, "elmo", "eval_senses.json", "best layer of the mean of sets.supplement/frozen.pair_ranking",
+        return Fig(side, "elmo", "eval_senses.json", "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)",
                    lambda d: best_layers(_mean_heldout(d)), eval_command("elmo", "senses"))
-    return Fig(side, "elmo", f"eval_{task}.json", "best layer of per_layer_score",
+    return Fig(side, "elmo", f"eval_{task}.json", "argmax /per_layer_score",
                lambda d: best_layers(d.get("per_layer_score")), eval_command("elmo", task))
 
 
@@ -280,15 +280,15 @@ _TRAIN_BERT = "python -m ctxlib train bert"
 
 
 def _nsp_fig(side: str, *path) -> Fig:
-    return Fig(side, "bert", "eval_nsp.json", ".".join(path), read_at(*path), eval_command("bert", "nsp"))
+    return Fig(side, "bert", "eval_nsp.json", "/" + "/".join(path), read_at(*path), eval_command("bert", "nsp"))
 
 
 def _pretraining(r: Reader) -> ClaimResult:
     c = ClaimResult("pretraining")
-    mlm = compare(r, c, "mlm_top1", "valid", Fig("bert", "bert", "config.json", "summary.valid.mlm_top1",
+    mlm = compare(r, c, "mlm_top1", "valid", Fig("bert", "bert", "config.json", "/summary/valid/mlm_top1",
                                                   read_at("summary", "valid", "mlm_top1"), _TRAIN_BERT),
-                   Fig("most_frequent", "bert", "vocab.json", "counts (most frequent / all)", _unigram_top1, _TRAIN_BERT))
-    nsp = compare(r, c, "nsp_acc", "valid", Fig("bert", "bert", "config.json", "summary.valid.nsp_acc",
+                   Fig("most_frequent", "bert", "vocab.json", "/counts", _unigram_top1, _TRAIN_BERT))
+    nsp = compare(r, c, "nsp_acc", "valid", Fig("bert", "bert", "config.json", "/summary/valid/nsp_acc",
                                                  read_at("summary", "valid", "nsp_acc"), _TRAIN_BERT), fixed("chance", 0.5))
     p = compare(r, c, "mean_p_is_next", "nsp_pairs", _nsp_fig("true", "rows", "true", "mean_p"),
                  _nsp_fig("random", "rows", "random", "mean_p"))

@@ -75,7 +75,7 @@ class Reader:
         return d
 
     def figure(self, claim, fig: Fig, outside: str | None = None):
-        """(value, source): the figure (None when absent) and "file → key" ("" for a fixed number)."""
+        """(value, source): the figure (None when absent) and "file#/key" (a JSON pointer; "" for a fixed number)."""
         if not fig.model:
             return fig.read(None), ""
         if outside is not None:
@@ -87,7 +87,7 @@ class Reader:
             value = fig.read(d) if d is not None else None
         except (AttributeError, TypeError, ValueError, KeyError, IndexError):
             value = None
-        return value, f"{src} → {fig.key}"
+        return value, f"{src}#{fig.key}"
 
 
 def compare(r: Reader, c, measure: str, where: str, a: Fig, b: Fig, margin=MARGIN,

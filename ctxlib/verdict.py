@@ -35,7 +35,7 @@ class Comparison:
     """`a` (the side the paper says is larger) against `b` on `measure` in `where` (keys the page translates).
 
     A value of None is a figure that could not be read. `a_source`/`b_source` say where each figure was read
-    ("checkpoints/elmo/eval_pos.json → score"; "" for a fixed number). `a_range`/`b_range` (best-layer measures
+    ("checkpoints/elmo/eval_pos.json#/score", a JSON pointer; "" for a fixed number). `a_range`/`b_range` (best-layer measures
     only) are the lowest and highest layer tied for best; the value is then the single top layer."""
 
     measure: str

@@ -61,8 +61,8 @@ def test_figures_equal_the_eval_files():
     assert len(bert_rows) == 1
     assert bert_rows["paper's winner"][0] == f"BERT: {bert['score']:.4f}"
     assert bert_rows["other side"][0] == f"ELMo: {elmo['score']:.4f}"
-    assert bert_rows["winner's figure read from"][0] == "checkpoints/bert/eval_sentiment.json → score"
-    assert bert_rows["other figure read from"][0] == "checkpoints/elmo/eval_sentiment.json → score"
+    assert bert_rows["winner's figure read from"][0] == "checkpoints/bert/eval_sentiment.json#/score"
+    assert bert_rows["other figure read from"][0] == "checkpoints/elmo/eval_sentiment.json#/score"
     assert bert_rows["outcome"][0] == i18n.lookup(f"results.outcome.{outcome}", "en")
     captions = " ".join(c.value for c in at.caption)
     assert "checkpoints/bert/eval_sentiment.json" in captions and "checkpoints/bert/eval_nsp.json" in captions
@@ -86,7 +86,7 @@ def test_a_missing_file_names_its_command(tmp_path, monkeypatch):
     assert "not measured" in lines
     text = " ".join(_section(at, 2))  # POS and sentiment still measured, NER is missing: the verdict says so
     assert "[not fully measured]**" in text and "of 3 measures win" in text and "1 not measured)" in text
-    assert f"`{tmp_path.name}/elmo/eval_ner.json → score`" in text
+    assert f"`{tmp_path.name}/elmo/eval_ner.json#/score`" in text
 
 
 def test_chinese():

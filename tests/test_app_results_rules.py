@@ -45,8 +45,8 @@ def test_shipped_verdicts_in_both_languages(lang):
         outcomes = [i18n.lookup(f"results.outcome.{x.outcome}", lang) for x in c.comparisons]
         assert list(table.iloc[:, -1]) == outcomes
     bert = tables[1 + results.CLAIMS.index("bert_vs_elmo")]  # BERT on the winner's side, ELMo on the other
-    assert list(bert.iloc[0, [3, 5]]) == ["checkpoints/bert/eval_sentiment.json → score",
-                                          "checkpoints/elmo/eval_sentiment.json → score"]
+    assert list(bert.iloc[0, [3, 5]]) == ["checkpoints/bert/eval_sentiment.json#/score",
+                                          "checkpoints/elmo/eval_sentiment.json#/score"]
     assert bert.iloc[0, 4].startswith("ELMo: ")
 
 

@@ -58,8 +58,8 @@ def test_claims_from_written_files_and_a_corrupt_one(tmp_path):
     assert found["input_vs_concat"].verdict == "reproduced" and found["input_vs_concat"].figures["ner_delta"] == -0.01
     lay = found["layers"]  # expected layer and best layer: sentiment above POS; senses file missing
     assert lay.verdict == "incomplete" and [x.outcome for x in lay.comparisons] == ["win", "win", "missing"]
-    assert lay.missing_figures == [f"{tmp_path.name}/elmo/eval_senses.json → "
-                                   "best layer of the mean of sets.supplement/frozen.pair_ranking"]
+    assert lay.missing_figures == [(f"{tmp_path.name}/elmo/eval_senses.json#"
+                                    "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")]
     assert lay.figures["pos_best"] == "biLSTM layer 1" and lay.figures["sentiment_best"] == "biLSTM layer 2"
     assert (f"{tmp_path.name}/elmo/eval_senses.json", "python -m ctxlib eval elmo --task senses") in lay.missing
     (tmp_path / "elmo" / "eval_ner.json").write_text("{not json", encoding="utf-8")

@@ -117,8 +117,8 @@ def test_static_vs_contextual(root):
     c = _claim(root, "static_vs_contextual")
     x = c.comparisons[0]
     assert (x.measure, x.where, x.a, x.a_value, x.b, x.b_value) == ("pair_ranking", "supplement", "elmo", 0.8, "word2vec", 0.5)
-    assert x.a_source == "checkpoints/elmo/eval_senses.json → sets.supplement.pair_ranking[layer best on sets.examples]"
-    assert x.b_source == "checkpoints/word2vec/eval_senses.json → sets.supplement.pair_ranking[0]"
+    assert x.a_source == "checkpoints/elmo/eval_senses.json#/sets/supplement/pair_ranking[argmax /sets/examples/pair_ranking]"
+    assert x.b_source == "checkpoints/word2vec/eval_senses.json#/sets/supplement/pair_ranking[0]"
     assert [(y.a, y.where, y.measure) for y in c.comparisons[:4]] == [
         ("elmo", "supplement", "pair_ranking"), ("elmo", "supplement", "accuracy"), ("elmo", "frozen", "pair_ranking"),
         ("elmo", "frozen", "accuracy")]
@@ -140,7 +140,7 @@ def test_static_vs_contextual_lost_and_missing(root):
     (root / "gpt" / "eval_senses.json").unlink()
     c = _claim(root, "static_vs_contextual")
     assert c.verdict == "incomplete" and _outcomes(c)[8:] == ["missing"] * 4
-    assert all(f.startswith("checkpoints/gpt/eval_senses.json → ") for f in c.missing_figures)
+    assert all(f.startswith("checkpoints/gpt/eval_senses.json#/") for f in c.missing_figures)
     assert ("checkpoints/gpt/eval_senses.json", "python -m ctxlib eval gpt --task senses") in c.missing
 
 
@@ -150,8 +150,8 @@ def test_elmo_vs_word2vec(root):
     c = _claim(root, "elmo_vs_word2vec")
     assert [(x.where, x.a_value, x.b_value) for x in c.comparisons] == [("pos", 0.90, 0.85), ("ner", 0.88, 0.84),
                                                                        ("sentiment", 0.81, 0.78)]
-    assert c.comparisons[1].a_source.endswith("elmo/eval_ner.json → score")
-    assert c.comparisons[1].b_source.endswith("elmo/eval_ner.json → word2vec_score")
+    assert c.comparisons[1].a_source.endswith("elmo/eval_ner.json#/score")
+    assert c.comparisons[1].b_source.endswith("elmo/eval_ner.json#/word2vec_score")
     _set(root, "elmo", "eval_pos.json", 0.8901, "word2vec_score")  # ELMo ahead by 0.0099: a tie
     c = _claim(root, "elmo_vs_word2vec")
     assert c.verdict == "partly" and _outcomes(c) == ["tie", "win", "win"]
@@ -169,7 +169,7 @@ def test_elmo_vs_word2vec_missing_figure(root):
     _set(root, "elmo", "eval_ner.json", None, "word2vec_score")  # the file is there, the figure is not
     c = _claim(root, "elmo_vs_word2vec")
     assert c.verdict == "incomplete" and _outcomes(c) == ["win", "missing", "win"]
-    assert c.missing_figures == ["checkpoints/elmo/eval_ner.json → word2vec_score"] and not c.missing
+    assert c.missing_figures == ["checkpoints/elmo/eval_ner.json#/word2vec_score"] and not c.missing
 
 
 # ---- claim 3: layers ----
@@ -209,8 +209,8 @@ def test_layers_missing_senses(root):
     (root / "elmo" / "eval_senses.json").unlink()
     c = _claim(root, "layers")
     assert c.verdict == "incomplete" and _outcomes(c) == ["win", "win", "missing"]
-    assert c.missing_figures == ["checkpoints/elmo/eval_senses.json → best layer of the mean of "
-                                 "sets.supplement/frozen.pair_ranking"]
+    assert c.missing_figures == [("checkpoints/elmo/eval_senses.json#argmax "
+                                  "(/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")]
 
 
 # ---- claim 4: input vs concat ----
@@ -221,8 +221,8 @@ def test_input_vs_concat(root):
                                                            for s in ("input", "concat")]
     x = c.comparisons[5]
     assert (x.a_value, x.b_value) == (0.80, 0.77)
-    assert x.a_source.endswith("elmo/eval_sentiment.json → concat_score")
-    assert x.b_source.endswith("elmo/eval_sentiment.json → baseline_score")
+    assert x.a_source.endswith("elmo/eval_sentiment.json#/concat_score")
+    assert x.b_source.endswith("elmo/eval_sentiment.json#/baseline_score")
     _set(root, "elmo", "eval_ner.json", 0.7599, "concat_score")  # 0.0099 above no ELMo: a tie
     c = _claim(root, "input_vs_concat")
     assert c.verdict == "partly" and _outcomes(c)[3] == "tie"
@@ -234,7 +234,7 @@ def test_input_vs_concat(root):
     assert c.verdict == "not_reproduced" and set(_outcomes(c)) == {"loss"}
     _set(root, "elmo", "eval_pos.json", None, "concat_score")
     c = _claim(root, "input_vs_concat")
-    assert c.verdict == "incomplete" and c.missing_figures == ["checkpoints/elmo/eval_pos.json → concat_score"]
+    assert c.verdict == "incomplete" and c.missing_figures == ["checkpoints/elmo/eval_pos.json#/concat_score"]
 
 
 # ---- claim 5: BERT vs ELMo ----
@@ -244,8 +244,8 @@ def test_bert_vs_elmo_compares_bert_with_elmo(root):
     assert len(c.comparisons) == 1
     x = c.comparisons[0]
     assert (x.a, x.a_value, x.b, x.b_value, x.outcome) == ("bert", 0.83, "elmo", 0.81, "win")
-    assert x.a_source == "checkpoints/bert/eval_sentiment.json → score"
-    assert x.b_source == "checkpoints/elmo/eval_sentiment.json → score"
+    assert x.a_source == "checkpoints/bert/eval_sentiment.json#/score"
+    assert x.b_source == "checkpoints/elmo/eval_sentiment.json#/score"
     assert c.figures["word2vec"] == 0.78  # for reference, no measure
     _set(root, "bert", "eval_sentiment.json", 0.80, "score")  # the lecturer's case: above word2vec, below ELMo
     c = _claim(root, "bert_vs_elmo")
@@ -263,7 +263,7 @@ def test_bert_vs_elmo_at_the_margin_and_missing(root):
     assert _claim(root, "bert_vs_elmo").verdict == "reproduced"
     (root / "elmo" / "eval_sentiment.json").unlink()
     c = _claim(root, "bert_vs_elmo")
-    assert c.verdict == "missing" and c.missing_figures == ["checkpoints/elmo/eval_sentiment.json → score"]
+    assert c.verdict == "missing" and c.missing_figures == ["checkpoints/elmo/eval_sentiment.json#/score"]
 
 
 # ---- claim 6: pre-training ----
@@ -273,7 +273,7 @@ def test_pretraining(root):
     assert [(x.measure, x.a, x.a_value, x.b, x.b_value) for x in c.comparisons] == [
         ("mlm_top1", "bert", 0.4, "most_frequent", 0.1), ("nsp_acc", "bert", 0.85, "chance", 0.5),
         ("mean_p_is_next", "true", 0.8, "random", 0.3)]
-    assert c.comparisons[0].b_source.startswith("checkpoints/bert/vocab.json → ") and c.comparisons[1].b_source == ""
+    assert c.comparisons[0].b_source.startswith("checkpoints/bert/vocab.json#/") and c.comparisons[1].b_source == ""
     _set(root, "bert", "config.json", 0.5099, "summary", "valid", "nsp_acc")
     c = _claim(root, "pretraining")
     assert c.verdict == "partly" and _outcomes(c) == ["win", "tie", "win"]
@@ -286,7 +286,7 @@ def test_pretraining(root):
     assert c.verdict == "not_reproduced" and _outcomes(c) == ["loss", "tie", "tie"]
     (root / "bert" / "vocab.json").unlink()
     c = _claim(root, "pretraining")
-    assert c.verdict == "incomplete" and c.missing_figures == ["checkpoints/bert/vocab.json → counts (most frequent / all)"]
+    assert c.verdict == "incomplete" and c.missing_figures == ["checkpoints/bert/vocab.json#/counts"]
 
 
 # ---- claim 7: NSP topic ----
@@ -305,7 +305,7 @@ def test_nsp_topic(root):
     assert _claim(root, "nsp_topic").verdict == "not_reproduced"
     _set(root, "bert", "eval_nsp.json", None, "order_share")
     c = _claim(root, "nsp_topic")
-    assert c.verdict == "incomplete" and c.missing_figures == ["checkpoints/bert/eval_nsp.json → order_share"]
+    assert c.verdict == "incomplete" and c.missing_figures == ["checkpoints/bert/eval_nsp.json#/order_share"]
 
 
 def test_files_of_the_wrong_shape_read_as_missing(root):
@@ -341,7 +341,7 @@ def test_outside_models_sit_beside_ours_and_count_in_no_verdict(root, tmp_path):
     [(name, x)] = by["bert_vs_elmo"].outside
     assert (name, x.a, x.a_value, x.b, x.b_value, x.outcome) == ("bert-base-chinese", "bert-base-chinese", 0.89,
                                                                  "elmo", 0.81, "win")
-    assert x.a_source == f"{d}/eval_sentiment.json → score" and x.b_source.endswith("elmo/eval_sentiment.json → score")
+    assert x.a_source == f"{d}/eval_sentiment.json#/score" and x.b_source.endswith("elmo/eval_sentiment.json#/score")
     senses = by["static_vs_contextual"].outside  # its own layer, chosen on its example sets
     assert [(y.where, y.measure, y.a_value, y.b_value) for _, y in senses] == [
         ("supplement", "pair_ranking", 0.9, 0.5), ("supplement", "accuracy", 0.9, 0.5),

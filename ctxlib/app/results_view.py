@@ -72,7 +72,7 @@ def held(claim: ClaimResult) -> str:
 
 
 def missing_figures(claim: ClaimResult) -> str:
-    """The figures a not fully measured claim waits for, each as `file → key`."""
+    """The figures a not fully measured claim waits for, each as `file#/key`."""
     return msg("results.missing_figures", figures=", ".join(f"`{f}`" for f in claim.missing_figures))
 
 
