@@ -1,70 +1,80 @@
 """The lecture's claims against this app's own models, read from the eval files in checkpoints/<model>/.
 
-Each claim is a list of `Comparison`s: "a should exceed b by at least `margin`". The verdict follows one rule:
-every comparison holds -> "reproduced", some hold -> "partly", none -> "not_reproduced"; a claim whose files are
-all missing is "missing" and names the command that writes each file. Nothing here is typed in: every figure is
-read from a file when `claims()` is called (the papers' own figures live in the page's text, as the papers'
-findings).
+Each claim is a fixed list of measures (`verdict.Comparison`): "side a, the paper's winner, should be larger than
+side b", each side one figure read from a named file and key (or a fixed number such as chance). ctxlib.verdict
+judges each measure (win / tie inside the margin / loss / missing) and the claim (reproduced / partly /
+not_reproduced / incomplete / missing). Nothing here is typed in: every figure is read from a file when `claims()`
+is called (the papers' own figures live in the page's text, as the papers' findings).
 
-The claims (papers: Peters et al. 2018, ELMo; Devlin et al. 2019, BERT; Lan et al. 2020, ALBERT):
+The claims and their measures (papers: Peters et al. 2018, ELMo; Devlin et al. 2019, BERT; Lan et al. 2020, ALBERT):
 
-- static_vs_contextual: token vectors rank a same-sense pair above a different-sense pair more often than
-  word2vec's one vector per word (pair ranking and sense accuracy on the held-out sense sets; each model's layer
-  is chosen on the app's example sets, so the held-out figure is not the best of several tries);
-- elmo_vs_word2vec: ELMo as the task model's input beats word2vec there, on POS, NER and sentiment;
-- layers: lower layers syntax, higher semantics (ELMo: the mix's expected layer and the best single layer for
-  POS below those for sentiment; the best layer for senses above POS's best layer);
-- input_vs_concat: ELMo helps both as the task model's input and also concatenated to its hidden layer;
-- bert_vs_elmo: fine-tuned BERT beats ELMo (and word2vec) on the one task both were measured on, sentiment;
-- pretraining: BERT learned its two pre-training tasks (held-out MLM top-1 above always guessing the most frequent
-  character; NSP accuracy above chance; true next sentences scored above random ones);
-- nsp_topic: NSP learns topic rather than order (swapping A and B leaves most of the gap to a random B).
+- static_vs_contextual: ELMo, BERT and GPT each against word2vec, pair ranking and sense accuracy on the two
+  held-out sense sets (12 measures; each contextual model's layer is the one best on the app's example sets, so
+  the held-out figure is not the best of several tries; word2vec has one layer);
+- elmo_vs_word2vec: the ELMo task model's score against the same task model with word2vec, on POS, NER, sentiment;
+- layers: ELMo's mix leans higher for sentiment than for POS (expected layer); sentiment's best single layer is
+  above POS's; the best layer for senses (mean held-out pair ranking) is above POS's;
+- input_vs_concat: ELMo in the input beats no ELMo, and ELMo in the input and concatenated beats no ELMo, per task;
+- bert_vs_elmo: BERT's sentiment score against ELMo's (the one task both were measured on); word2vec's figure is
+  shown for reference and is not a measure of this claim;
+- pretraining: MLM top-1 above always guessing the most frequent character, NSP accuracy above chance, true next
+  sentences scored above random ones;
+- nsp_topic: true above random second sentences, and swapping A and B keeps at least ORDER_SHARE of that gap.
+
+Outside models (`extra_dirs`): folders of eval files of models this app did not train (a large pretrained model
+evaluated with the same commands, say). Their figures are read with the same file and key as the measured model's
+side and set against the same other side, as `ClaimResult.outside`; they never enter a verdict.
 """
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-MARGIN = 0.01  # a score comparison holds when the claimed winner is ahead by at least one point
+from .results_files import (
+    SHIPPED,
+    Fig,
+    Reader,
+    compare,
+    fixed,
+    num,
+    outside_files,
+    parse_extra,
+    read_at,
+)
+from .verdict import LAYER_MARGIN, MARGIN, Comparison, best_layers, counts, verdict
+
+__all__ = [
+    "CLAIMS",
+    "MARGIN",
+    "ORDER_SHARE",
+    "ClaimResult",
+    "Comparison",
+    "claims",
+    "outside_files",
+    "parse_extra",
+    "verdict",
+]
+
 ORDER_SHARE = 0.75  # nsp_topic: swapping keeps at least this share of the true-vs-random gap
 HELDOUT_SETS = ("supplement", "frozen")  # the sense sets never trained on; "examples" chooses the layer
 CONTEXTUAL = ("elmo", "bert", "gpt")
 TASKS = ("pos", "ner", "sentiment")
-VERDICTS = ("reproduced", "partly", "not_reproduced", "missing")
 CLAIMS = ("static_vs_contextual", "elmo_vs_word2vec", "layers", "input_vs_concat", "bert_vs_elmo", "pretraining",
           "nsp_topic")
-
-
-@dataclass
-class Comparison:
-    """`a` (the side the claim says is larger) against `b`, on `measure` in `where` (keys the page translates)."""
-
-    measure: str
-    where: str
-    a: str
-    a_value: float
-    b: str
-    b_value: float
-    margin: float = MARGIN
-
-    @property
-    def diff(self) -> float:
-        return self.a_value - self.b_value
-
-    @property
-    def holds(self) -> bool:
-        return self.diff >= self.margin - 1e-9
+EXTRA_ENV = "CTXLAB_EXTRA_EVALS"  # the page's outside models: "name=folder;name=folder"
 
 
 @dataclass
 class ClaimResult:
     key: str
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)  # every measure of the claim, measured or not
     figures: dict = field(default_factory=dict)  # named figures for the page's figure and why lines
     files: list[str] = field(default_factory=list)  # the files read, relative to the checkpoint folder's parent
     missing: list[tuple[str, str]] = field(default_factory=list)  # (file, the command that writes it)
     notes: list[tuple[str, dict]] = field(default_factory=list)  # (message key, its values): what the figures rest on
+    outside: list[tuple[str, Comparison]] = field(default_factory=list)  # (outside model, its comparison): no verdict
 
     @property
     def verdict(self) -> str:
@@ -74,95 +84,91 @@ class ClaimResult:
     def held(self) -> int:
         return sum(c.holds for c in self.comparisons)
 
+    @property
+    def counts(self) -> dict[str, int]:
+        return counts(self.comparisons)
 
-def verdict(comparisons: list[Comparison]) -> str:
-    """reproduced (all hold), partly (some), not_reproduced (none), missing (nothing to compare)."""
-    if not comparisons:
-        return "missing"
-    held = sum(c.holds for c in comparisons)
-    return "reproduced" if held == len(comparisons) else "partly" if held else "not_reproduced"
+    @property
+    def measured(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.measured]
+
+    @property
+    def missing_figures(self) -> list[str]:
+        """file#/key of every figure a measure needed and could not read, in order, once each."""
+        return list(dict.fromkeys(s for c in self.comparisons for s in c.missing_sources()))
 
 
 def eval_command(model: str, task: str) -> str:
     return f"python -m ctxlib eval {model} --task {task}"
 
 
-class _Reader:
-    """Reads checkpoints/<model>/<file> once, and records what a claim read or missed."""
-
-    def __init__(self, root: Path):
-        self.root = Path(root)
-        self._cache: dict[tuple[str, str], dict | None] = {}
-
-    def get(self, claim: ClaimResult, model: str, name: str, command: str) -> dict | None:
-        key = (model, name)
-        if key not in self._cache:
-            try:
-                d = json.loads((self.root / model / name).read_text(encoding="utf-8"))
-                self._cache[key] = d if isinstance(d, dict) else None
-            except (OSError, ValueError):
-                self._cache[key] = None
-        rel = f"{self.root.name}/{model}/{name}"
-        d = self._cache[key]
-        if d is None:
-            if (rel, command) not in claim.missing:
-                claim.missing.append((rel, command))
-        elif rel not in claim.files:
-            claim.files.append(rel)
-        return d
-
-
-def _num(d: dict | None, *path):
-    for k in path:
-        if not isinstance(d, dict) or d.get(k) is None:
-            return None
-        d = d[k]
-    return d if isinstance(d, (int, float)) and not isinstance(d, bool) else None
-
-
 def _argmax(xs) -> int | None:
-    return max(range(len(xs)), key=lambda i: xs[i]) if isinstance(xs, list) and xs else None
+    return (best_layers(xs) or (None,))[0]
 
 
-def _layer_name(d: dict, j: int | None) -> str | None:
-    names = d.get("layer_names") or []
-    return names[j] if j is not None and j < len(names) else None
+def _layer_name(d: dict | None, j: int | None) -> str | None:
+    names = (d or {}).get("layer_names")
+    ok = isinstance(names, list) and j is not None and j < len(names) and isinstance(names[j], str)
+    return names[j] if ok else None
+
+
+def _best_name(d: dict | None, scores) -> str | tuple | None:
+    """The best layer's name; the names of every tied-best layer (a tuple) when several are within the margin."""
+    best = best_layers(scores)
+    if d is None or best is None:
+        return None
+    top, lo, hi = best
+    tied = [j for j in range(lo, hi + 1) if scores[top] - scores[j] < MARGIN - 1e-9]
+    return _layer_name(d, top) if len(tied) == 1 else tuple(_layer_name(d, j) or str(j) for j in tied)
+
+
+def _task_fig(side: str, model: str, task: str, key: str) -> Fig:
+    return Fig(side, model, f"eval_{task}.json", f"/{key}", read_at(key), eval_command(model, task))
 
 
 def _senses_layer(d: dict) -> int | None:
     """The layer a model's held-out sense figures are read at: its best pair ranking on the example sets."""
-    return _argmax((d.get("sets", {}).get("examples") or {}).get("pair_ranking"))
+    return _argmax(_set(d, "examples").get("pair_ranking"))
 
 
-def _senses_at(d: dict, measure: str, where: str, layer: int | None):
-    xs = (d.get("sets", {}).get(where) or {}).get(measure)
-    return round(float(xs[layer]), 4) if isinstance(xs, list) and layer is not None and layer < len(xs) else None
+def _set(d: dict | None, name: str) -> dict:
+    """The eval file's sense set `name` ({} when the file has no such table)."""
+    sets = d.get("sets") if isinstance(d, dict) else None
+    found = sets.get(name) if isinstance(sets, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
-def _static_vs_contextual(r: _Reader) -> ClaimResult:
+def _senses_at(measure: str, where: str, d: dict | None, layer: int | None = -1):
+    """`measure` on sense set `where` at `layer` (default: the one best on the example sets)."""
+    if d is None:
+        return None
+    layer = _senses_layer(d) if layer == -1 else layer
+    xs = _set(d, where).get(measure)
+    ok = isinstance(xs, list) and layer is not None and layer < len(xs) and isinstance(xs[layer], (int, float))
+    return round(float(xs[layer]), 4) if ok else None
+
+
+def _senses_fig(m: str, measure: str, where: str) -> Fig:
+    if m == "word2vec":
+        return Fig(m, m, "eval_senses.json", f"/sets/{where}/{measure}[0]", partial(_senses_at, measure, where, layer=0),
+                   eval_command(m, "senses"))
+    return Fig(m, m, "eval_senses.json", f"/sets/{where}/{measure}[argmax /sets/examples/pair_ranking]",
+               partial(_senses_at, measure, where), eval_command(m, "senses"))
+
+
+def _static_vs_contextual(r: Reader) -> ClaimResult:
     c = ClaimResult("static_vs_contextual")
-    evals = {m: r.get(c, m, "eval_senses.json", eval_command(m, "senses")) for m in ("word2vec", *CONTEXTUAL)}
-    w = evals["word2vec"]
     for m in CONTEXTUAL:
-        d = evals[m]
-        if d is None:
-            continue
-        layer = _senses_layer(d)
-        c.figures[f"{m}_layer"] = _layer_name(d, layer)
         for where in HELDOUT_SETS:
             for measure in ("pair_ranking", "accuracy"):
-                a = _senses_at(d, measure, where, layer)
+                cmp = compare(r, c, measure, where, _senses_fig(m, measure, where),
+                               _senses_fig("word2vec", measure, where), outside=m == CONTEXTUAL[0])
                 if measure == "pair_ranking":
-                    c.figures[f"{m}_{where}"] = a
-                b = _senses_at(w, measure, where, 0) if w else None
-                if a is not None and b is not None:
-                    c.comparisons.append(Comparison(measure, where, m, a, "word2vec", b))
-    if w:
-        for where in HELDOUT_SETS:
-            c.figures[f"word2vec_{where}"] = _senses_at(w, "pair_ranking", where, 0)
-    for m in CONTEXTUAL:  # a model trained with sense labels after pre-training: its figures say so
-        t = _sense_tune(r.root / m)
-        if t is not None and evals.get(m) is not None:
+                    c.figures[f"{m}_{where}"], c.figures[f"word2vec_{where}"] = cmp.a_value, cmp.b_value
+        d = r.get(c, m, "eval_senses.json", eval_command(m, "senses"))
+        c.figures[f"{m}_layer"] = _layer_name(d, _senses_layer(d)) if d else None
+        t = _sense_tune(r.root / m)  # a model trained with sense labels after pre-training: its figures say so
+        if t is not None and d is not None:
             c.notes.append(("results.sense_tuned", {"model": m.upper() if m != "elmo" else "ELMo",
                                                     "steps": (t.get("config") or {}).get("steps", "?"),
                                                     "words": t.get("words", "?")}))
@@ -180,84 +186,83 @@ def _sense_tune(folder: Path) -> dict | None:
         return None
 
 
-def _elmo_tasks(r: _Reader, c: ClaimResult, tasks=TASKS) -> dict[str, dict]:
-    return {t: d for t in tasks if (d := r.get(c, "elmo", f"eval_{t}.json", eval_command("elmo", t))) is not None}
-
-
-def _elmo_vs_word2vec(r: _Reader) -> ClaimResult:
+def _elmo_vs_word2vec(r: Reader) -> ClaimResult:
     c = ClaimResult("elmo_vs_word2vec")
-    for t, d in _elmo_tasks(r, c).items():
-        a, b = _num(d, "score"), _num(d, "word2vec_score")
-        if a is not None and b is not None:
-            c.comparisons.append(Comparison("task_score", t, "elmo", a, "word2vec", b))
-            c.figures[f"{t}_elmo"], c.figures[f"{t}_word2vec"] = a, b
-            n = _num(d, "n_test")
-            if n and t == "sentiment":  # one standard error of an accuracy on n test items
-                c.figures["sentiment_se"] = round((a * (1 - a) / n) ** 0.5, 4)
-    gains = [x.diff for x in c.comparisons]
+    for t in TASKS:
+        cmp = compare(r, c, "task_score", t, _task_fig("elmo", "elmo", t, "score"),
+                       _task_fig("word2vec", "elmo", t, "word2vec_score"), outside=True)
+        c.figures[f"{t}_elmo"], c.figures[f"{t}_word2vec"] = cmp.a_value, cmp.b_value
+    n, a = num(r.get(c, "elmo", "eval_sentiment.json", eval_command("elmo", "sentiment")), "n_test"), \
+        c.figures.get("sentiment_elmo")
+    if n and a is not None:  # one standard error of an accuracy on n test items
+        c.figures["sentiment_se"] = round((a * (1 - a) / n) ** 0.5, 4)
+    gains = [x.diff for x in c.measured]
     if gains:
         c.figures.update(gain_min=round(min(gains), 4), gain_max=round(max(gains), 4))
     return c
 
 
-def _layers(r: _Reader) -> ClaimResult:
+def _mean_heldout(d: dict | None):
+    rows = [_set(d, s).get("pair_ranking") for s in HELDOUT_SETS]
+    if not all(isinstance(x, list) and x and all(isinstance(v, (int, float)) for v in x) for x in rows):
+        return None
+    return [sum(col) / len(col) for col in zip(*rows)]
+
+
+def _best_fig(side: str, task: str) -> Fig:
+    if task == "senses":
+        return Fig(side, "elmo", "eval_senses.json", "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)",
+                   lambda d: best_layers(_mean_heldout(d)), eval_command("elmo", "senses"))
+    return Fig(side, "elmo", f"eval_{task}.json", "argmax /per_layer_score",
+               lambda d: best_layers(d.get("per_layer_score")), eval_command("elmo", task))
+
+
+def _layers(r: Reader) -> ClaimResult:
     c = ClaimResult("layers")
-    ev = _elmo_tasks(r, c, ("pos", "sentiment"))
-    pos, sent = ev.get("pos"), ev.get("sentiment")
-    if pos and sent:
-        a, b = _num(sent, "expected_layer"), _num(pos, "expected_layer")
-        c.figures.update(sentiment_expected=a, pos_expected=b)
-        if a is not None and b is not None:
-            c.comparisons.append(Comparison("expected_layer", "sentiment_vs_pos", "sentiment", a, "pos", b))
-        a, b = _argmax(sent.get("per_layer_score")), _argmax(pos.get("per_layer_score"))
-        c.figures.update(sentiment_best=_layer_name(sent, a), pos_best=_layer_name(pos, b))
-        if a is not None and b is not None:
-            c.comparisons.append(Comparison("best_layer", "sentiment_vs_pos", "sentiment", a, "pos", b, margin=1))
-    senses = r.get(c, "elmo", "eval_senses.json", eval_command("elmo", "senses"))
-    if senses and pos:
-        rows = [senses.get("sets", {}).get(s, {}).get("pair_ranking") for s in HELDOUT_SETS]
-        if all(isinstance(x, list) and x for x in rows):
-            mean = [sum(col) / len(col) for col in zip(*rows)]
-            a, b = _argmax(mean), _argmax(pos.get("per_layer_score"))
-            c.figures["senses_best"] = _layer_name(senses, a)
-            if b is not None:
-                c.comparisons.append(Comparison("best_layer", "senses_vs_pos", "senses", a, "pos", b, margin=1))
+    cmp = compare(r, c, "expected_layer", "sentiment_vs_pos", _task_fig("sentiment", "elmo", "sentiment", "expected_layer"),
+                   _task_fig("pos", "elmo", "pos", "expected_layer"))
+    c.figures.update(sentiment_expected=cmp.a_value, pos_expected=cmp.b_value)
+    for where, side in (("sentiment_vs_pos", "sentiment"), ("senses_vs_pos", "senses")):
+        cmp = compare(r, c, "best_layer", where, _best_fig(side, side), _best_fig("pos", "pos"), margin=LAYER_MARGIN)
+    for task in ("pos", "sentiment", "senses"):
+        d = r.get(c, "elmo", f"eval_{task}.json", eval_command("elmo", task))
+        scores = _mean_heldout(d) if task == "senses" else (d or {}).get("per_layer_score")
+        c.figures[f"{task}_best"] = _best_name(d, scores)
     return c
 
 
-def _input_vs_concat(r: _Reader) -> ClaimResult:
+def _input_vs_concat(r: Reader) -> ClaimResult:
     c = ClaimResult("input_vs_concat")
-    for t, d in _elmo_tasks(r, c).items():
-        base, inp, cat = _num(d, "baseline_score"), _num(d, "input_score"), _num(d, "concat_score")
-        if None in (base, inp, cat):
-            continue
-        c.comparisons += [Comparison("task_score", t, "input", inp, "none", base),
-                          Comparison("task_score", t, "concat", cat, "none", base)]
-        c.figures.update({f"{t}_input": inp, f"{t}_concat": cat, f"{t}_none": base, f"{t}_delta": round(cat - inp, 4)})
+    for t in TASKS:
+        base = _task_fig("none", "elmo", t, "baseline_score")
+        inp = compare(r, c, "task_score", t, _task_fig("input", "elmo", t, "input_score"), base)
+        cat = compare(r, c, "task_score", t, _task_fig("concat", "elmo", t, "concat_score"), base)
+        delta = round(cat.a_value - inp.a_value, 4) if None not in (cat.a_value, inp.a_value) else None
+        c.figures.update({f"{t}_input": inp.a_value, f"{t}_concat": cat.a_value, f"{t}_none": inp.b_value,
+                          f"{t}_delta": delta})
     return c
 
 
-def _bert_vs_elmo(r: _Reader) -> ClaimResult:
+def _bert_vs_elmo(r: Reader) -> ClaimResult:
     c = ClaimResult("bert_vs_elmo")
-    bert = r.get(c, "bert", "eval_sentiment.json", eval_command("bert", "sentiment"))
+    cmp = compare(r, c, "task_score", "sentiment", _task_fig("bert", "bert", "sentiment", "score"),
+                   _task_fig("elmo", "elmo", "sentiment", "score"), outside=True)
     elmo = r.get(c, "elmo", "eval_sentiment.json", eval_command("elmo", "sentiment"))
+    c.figures.update(bert=cmp.a_value, elmo=cmp.b_value, word2vec=num(elmo, "word2vec_score"),  # reference only
+                     lead=round(cmp.diff, 4) if cmp.measured else None)
     cfg = r.get(c, "bert", "config.json", "python -m ctxlib train bert")
-    b = _num(bert, "score")
-    if b is not None and elmo is not None:
-        for other, key in (("elmo", "score"), ("word2vec", "word2vec_score")):
-            if (v := _num(elmo, key)) is not None:
-                c.figures[other] = v
-                c.comparisons.append(Comparison("task_score", "sentiment", "bert", b, other, v))
     if cfg:
-        s = cfg.get("summary") or {}
-        c.figures.update(layers=_num(cfg, "config", "layers"), hidden=_num(cfg, "config", "hidden"),
-                         steps=_num(s, "steps"), tokens_m=round(_num(s, "tokens_seen") / 1e6, 1) if _num(s, "tokens_seen") else None,
-                         minutes=round(_num(s, "wall_s") / 60) if _num(s, "wall_s") else None,
+        s = cfg.get("summary") if isinstance(cfg.get("summary"), dict) else {}
+        c.figures.update(layers=num(cfg, "config", "layers"), hidden=num(cfg, "config", "hidden"),
+                         steps=num(s, "steps"), tokens_m=round(num(s, "tokens_seen") / 1e6, 1) if num(s, "tokens_seen") else None,
+                         minutes=round(num(s, "wall_s") / 60) if num(s, "wall_s") else None,
                          device=str(s["device"]).upper() if s.get("device") else None)
+    bert = r.get(c, "bert", "eval_sentiment.json", eval_command("bert", "sentiment"))
     if bert:
         # the eval's score is the way chosen on the valid reviews (score_from); older files only fine-tuned
-        tuned = _num(bert, "finetune_score") if "finetune_score" in bert else (b if bert.get("score_from") in (None, "finetune") else None)
-        c.figures.update(n_train=_num(bert, "n_train"), bert=b, bert_finetuned=tuned, bert_features=_num(bert, "input_score"))
+        b = cmp.a_value
+        tuned = num(bert, "finetune_score") if "finetune_score" in bert else (b if bert.get("score_from") in (None, "finetune") else None)
+        c.figures.update(n_train=num(bert, "n_train"), bert_finetuned=tuned, bert_features=num(bert, "input_score"))
     return c
 
 
@@ -265,54 +270,58 @@ def _unigram_top1(vocab: dict | None) -> float | None:
     """Top-1 of always guessing the most frequent non-special token (training counts in vocab.json)."""
     try:
         n_special = len(vocab["specials"])
-        counts = [int(x) for x in vocab["counts"][n_special:]]
-        return round(max(counts) / sum(counts), 4) if counts and sum(counts) else None
+        counts_ = [int(x) for x in vocab["counts"][n_special:]]
+        return round(max(counts_) / sum(counts_), 4) if counts_ and sum(counts_) else None
     except (KeyError, TypeError, ValueError):
         return None
 
 
-def _pretraining(r: _Reader) -> ClaimResult:
+_TRAIN_BERT = "python -m ctxlib train bert"
+
+
+def _nsp_fig(side: str, *path) -> Fig:
+    return Fig(side, "bert", "eval_nsp.json", "/" + "/".join(path), read_at(*path), eval_command("bert", "nsp"))
+
+
+def _pretraining(r: Reader) -> ClaimResult:
     c = ClaimResult("pretraining")
-    cfg = r.get(c, "bert", "config.json", "python -m ctxlib train bert")
-    valid = (cfg or {}).get("summary", {}).get("valid") or {}
-    mlm, nsp_acc = _num(valid, "mlm_top1"), _num(valid, "nsp_acc")
-    vocab = r.get(c, "bert", "vocab.json", "python -m ctxlib train bert") if cfg else None
-    base = _unigram_top1(vocab)
-    if mlm is not None and base is not None:
-        c.comparisons.append(Comparison("mlm_top1", "valid", "bert", mlm, "most_frequent", base))
-    if nsp_acc is not None:
-        c.comparisons.append(Comparison("nsp_acc", "valid", "bert", nsp_acc, "chance", 0.5))
-    c.figures.update(mlm_top1=mlm, mlm_top5=_num(valid, "mlm_top5"), nsp_acc=nsp_acc, unigram=base,
-                     n_examples=_num(valid, "n_examples"))
-    nsp = r.get(c, "bert", "eval_nsp.json", eval_command("bert", "nsp"))
-    t, rnd = _num(nsp, "rows", "true", "mean_p"), _num(nsp, "rows", "random", "mean_p")
-    c.figures.update(p_true=t, p_random=rnd)
-    if t is not None and rnd is not None:
-        c.comparisons.append(Comparison("mean_p_is_next", "nsp_pairs", "true", t, "random", rnd))
+    mlm = compare(r, c, "mlm_top1", "valid", Fig("bert", "bert", "config.json", "/summary/valid/mlm_top1",
+                                                  read_at("summary", "valid", "mlm_top1"), _TRAIN_BERT),
+                   Fig("most_frequent", "bert", "vocab.json", "/counts", _unigram_top1, _TRAIN_BERT))
+    nsp = compare(r, c, "nsp_acc", "valid", Fig("bert", "bert", "config.json", "/summary/valid/nsp_acc",
+                                                 read_at("summary", "valid", "nsp_acc"), _TRAIN_BERT), fixed("chance", 0.5))
+    p = compare(r, c, "mean_p_is_next", "nsp_pairs", _nsp_fig("true", "rows", "true", "mean_p"),
+                 _nsp_fig("random", "rows", "random", "mean_p"))
+    cfg = r.get(c, "bert", "config.json", _TRAIN_BERT)
+    c.figures.update(mlm_top1=mlm.a_value, mlm_top5=num(cfg, "summary", "valid", "mlm_top5"), nsp_acc=nsp.a_value,
+                     unigram=mlm.b_value, n_examples=num(cfg, "summary", "valid", "n_examples"), p_true=p.a_value,
+                     p_random=p.b_value)
     return c
 
 
-def _nsp_topic(r: _Reader) -> ClaimResult:
+def _nsp_topic(r: Reader) -> ClaimResult:
     c = ClaimResult("nsp_topic")
+    p = compare(r, c, "mean_p_is_next", "nsp_pairs", _nsp_fig("true", "rows", "true", "mean_p"),
+                 _nsp_fig("random", "rows", "random", "mean_p"))
+    share = compare(r, c, "order_share", "nsp_pairs", _nsp_fig("swapped", "order_share"),
+                     fixed("threshold", ORDER_SHARE), margin=0.0)
     nsp = r.get(c, "bert", "eval_nsp.json", eval_command("bert", "nsp"))
-    if nsp is None:
-        return c
-    p = {o: _num(nsp, "rows", o, "mean_p") for o in ("true", "swapped", "random")}
-    share = _num(nsp, "order_share")
-    if None in p.values() or share is None:
-        return c
-    c.comparisons += [Comparison("mean_p_is_next", "nsp_pairs", "true", p["true"], "random", p["random"]),
-                      Comparison("order_share", "nsp_pairs", "swapped", share, "threshold", ORDER_SHARE, margin=0.0)]
-    c.figures.update(n=_num(nsp, "n"), share=share, threshold=ORDER_SHARE, **{f"p_{o}": v for o, v in p.items()})
+    c.figures.update(n=num(nsp, "n"), share=share.a_value, threshold=ORDER_SHARE, p_true=p.a_value,
+                     p_random=p.b_value, p_swapped=num(nsp, "rows", "swapped", "mean_p"))
     return c
 
 
-def claims(root=None) -> list[ClaimResult]:
+def claims(root=None, extra_dirs: Mapping[str, Path] | None = None) -> list[ClaimResult]:
     """Every claim of CLAIMS, in order, read from `root` (default: the checkpoint folder). Missing or unreadable
-    files never raise: the claim lists them with the commands that write them."""
+    files never raise: the claim's measures say "missing" and the claim lists the commands that write the files.
+    `extra_dirs` ({name: folder of eval files}) adds outside models' figures beside the measured models; a name
+    of a shipped model raises ValueError (its figures would be mistaken for ours)."""
     from . import checkpoint
 
-    r = _Reader(Path(root) if root is not None else checkpoint.CHECKPOINT_DIR)
+    clash = sorted(set(extra_dirs or {}) & set(SHIPPED))
+    if clash:
+        raise ValueError(f"outside model named like a shipped one: {', '.join(clash)}")
+    r = Reader(Path(root) if root is not None else checkpoint.CHECKPOINT_DIR, extra_dirs)
     build = {"static_vs_contextual": _static_vs_contextual, "elmo_vs_word2vec": _elmo_vs_word2vec, "layers": _layers,
              "input_vs_concat": _input_vs_concat, "bert_vs_elmo": _bert_vs_elmo, "pretraining": _pretraining,
              "nsp_topic": _nsp_topic}

@@ -1,5 +1,6 @@
 """Results: the lecture's claims (the papers' findings) against this app's own models, read from the eval files in
-checkpoints/ each time the page opens (ctxlib.results computes the verdicts)."""
+checkpoints/ each time the page opens (ctxlib.results builds the measures, ctxlib.verdict judges them). Outside
+pretrained models' eval files, named in CTXLAB_EXTRA_EVALS, sit beside ours and count in no verdict."""
 import time
 
 import streamlit as st
@@ -13,7 +14,15 @@ _t0 = time.perf_counter()
 widgets.page_header("Results", "results.title")
 st.markdown(msg("results.intro"))
 st.info(msg("results.rule"))
-claims = results.claims()  # a dozen small JSON files: read afresh, so a new eval shows at once
+extra, bad = rv.outside_models()
+for entry in bad:
+    st.warning(msg("results.outside_bad", entry=entry))
+found, empty = rv.outside_lines(extra)
+if found:
+    st.info(msg("results.outside_intro", models="; ".join(found)))
+for line in empty:
+    st.warning(line)
+claims = results.claims(extra_dirs=extra)  # a dozen small JSON files: read afresh, so a new eval shows at once
 
 st.subheader(msg("results.summary"))
 st.dataframe(rv.overview_rows(claims), hide_index=True)
@@ -22,17 +31,21 @@ for i, c in enumerate(claims, 1):
     with st.container(border=True):
         st.markdown(f"#### {i}. {msg(f'results.short.{c.key}')}")
         st.markdown(rv.text(c, "claim"))
-        st.markdown(f"**:{rv.COLOURS[c.verdict]}[{msg(f'results.verdict.{c.verdict}')}]**" + (f" · {rv.held(c)}" if c.comparisons else ""))
-        if c.comparisons:
+        st.markdown(f"**:{rv.COLOURS[c.verdict]}[{msg(f'results.verdict.{c.verdict}')}]** · {rv.held(c)}")
+        if c.missing_figures:
+            st.markdown(rv.missing_figures(c))
+        if c.measured:
             st.markdown(f"**{msg('results.measured')}** {rv.text(c, 'figure')}")
             st.markdown(f"**{msg('results.why')}** {rv.why(c)}")
         for key, values in c.notes:
             st.info(msg(key, **values))
         for file, command in c.missing:
             st.warning(msg("results.missing", file=file, command=command))
+        st.markdown(f"**{msg('results.comparisons')}**")
+        st.dataframe(rv.comparison_rows(c), hide_index=True)
+        if c.outside:
+            st.markdown(f"**{msg('results.outside_header')}**")
+            st.dataframe(rv.outside_rows(c), hide_index=True)
         if c.files:
             st.caption(msg("results.files", files=", ".join(f"`{f}`" for f in c.files)))
-        if c.comparisons:
-            with st.expander(msg("results.comparisons")):
-                st.dataframe(rv.comparison_rows(c), hide_index=True)
 widgets.record_time("results", _t0)

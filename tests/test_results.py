@@ -14,6 +14,7 @@ def _c(a, b, margin=results.MARGIN):
 
 def test_verdict_rule():
     assert verdict([]) == "missing"
+    assert verdict([_c(None, 0.8)]) == "missing" and verdict([_c(0.9, 0.8), _c(0.7, None)]) == "incomplete"
     assert verdict([_c(0.9, 0.8), _c(0.7, 0.6)]) == "reproduced"
     assert verdict([_c(0.9, 0.8), _c(0.6, 0.7)]) == "partly"
     assert verdict([_c(0.8, 0.9), _c(0.6, 0.7)]) == "not_reproduced"
@@ -25,8 +26,9 @@ def test_verdict_rule():
 def test_missing_files_name_their_commands(tmp_path):
     found = results.claims(tmp_path)
     assert [c.key for c in found] == list(results.CLAIMS)
-    for c in found:
-        assert c.verdict == "missing" and not c.comparisons and not c.files and c.missing
+    for c in found:  # every measure listed, none measured
+        assert c.verdict == "missing" and c.comparisons and not c.measured and not c.files and c.missing
+        assert all(x.outcome == "missing" for x in c.comparisons) and c.missing_figures
         for file, command in c.missing:
             assert file.startswith(tmp_path.name + "/") and command.startswith("python -m ctxlib ")
     by_key = {c.key: c for c in found}
@@ -49,17 +51,21 @@ def test_claims_from_written_files_and_a_corrupt_one(tmp_path):
         (tmp_path / "elmo" / f"eval_{task}.json").write_text(json.dumps(_elmo_eval(task, *vals)), encoding="utf-8")
     found = {c.key: c for c in results.claims(tmp_path)}
     c = found["elmo_vs_word2vec"]
-    assert c.verdict == "partly" and c.held == 2  # sentiment leads by 0.005 only
+    assert c.verdict == "partly" and c.held == 2  # sentiment leads by 0.005 only: a tie
+    assert [x.outcome for x in c.comparisons] == ["win", "win", "tie"]
     assert c.figures["pos_elmo"] == 0.90 and c.figures["sentiment_word2vec"] == 0.795
     assert c.figures["gain_min"] == pytest.approx(0.005) and c.figures["gain_max"] == pytest.approx(0.05)
     assert found["input_vs_concat"].verdict == "reproduced" and found["input_vs_concat"].figures["ner_delta"] == -0.01
     lay = found["layers"]  # expected layer and best layer: sentiment above POS; senses file missing
-    assert lay.verdict == "reproduced" and len(lay.comparisons) == 2
+    assert lay.verdict == "incomplete" and [x.outcome for x in lay.comparisons] == ["win", "win", "missing"]
+    assert lay.missing_figures == [(f"{tmp_path.name}/elmo/eval_senses.json#"
+                                    "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")]
     assert lay.figures["pos_best"] == "biLSTM layer 1" and lay.figures["sentiment_best"] == "biLSTM layer 2"
     assert (f"{tmp_path.name}/elmo/eval_senses.json", "python -m ctxlib eval elmo --task senses") in lay.missing
     (tmp_path / "elmo" / "eval_ner.json").write_text("{not json", encoding="utf-8")
     c = {c.key: c for c in results.claims(tmp_path)}["elmo_vs_word2vec"]
-    assert len(c.comparisons) == 2 and any(f.endswith("elmo/eval_ner.json") for f, _ in c.missing)
+    assert len(c.measured) == 2 and any(f.endswith("elmo/eval_ner.json") for f, _ in c.missing)
+    assert c.verdict == "incomplete" and [x.where for x in c.comparisons if not x.measured] == ["ner"]
 
 
 def _read(model, name):
@@ -73,9 +79,9 @@ def test_shipped_figures_equal_the_files():
         pytest.skip("shipped eval files missing")
     found = {c.key: c for c in results.claims()}
     bert, elmo, nsp = _read("bert", "eval_sentiment.json"), _read("elmo", "eval_sentiment.json"), _read("bert", "eval_nsp.json")
-    c = found["bert_vs_elmo"]
-    assert [(x.a_value, x.b_value) for x in c.comparisons] == [(bert["score"], elmo["score"]),
-                                                               (bert["score"], elmo["word2vec_score"])]
+    c = found["bert_vs_elmo"]  # BERT against ELMo only; word2vec is a reference figure, not a measure
+    assert [(x.a, x.a_value, x.b, x.b_value) for x in c.comparisons] == [("bert", bert["score"], "elmo", elmo["score"])]
+    assert c.figures["word2vec"] == elmo["word2vec_score"]
     assert c.verdict == verdict(c.comparisons)
     t = found["nsp_topic"]
     assert t.figures["p_swapped"] == nsp["rows"]["swapped"]["mean_p"] and t.figures["share"] == nsp["order_share"]
@@ -99,7 +105,8 @@ def test_a_copied_folder_with_one_file_removed(tmp_path):
     (tmp_path / "bert" / "eval_nsp.json").unlink()
     found = {c.key: c for c in results.claims(tmp_path)}
     assert found["nsp_topic"].verdict == "missing"
-    assert found["pretraining"].verdict != "missing" and len(found["pretraining"].comparisons) == 2  # MLM, NSP acc
+    pre = found["pretraining"]  # MLM and NSP accuracy measured; true vs random P(IsNext) is not
+    assert pre.verdict == "incomplete" and [x.measure for x in pre.measured] == ["mlm_top1", "nsp_acc"]
 
 
 def test_a_sense_tuned_model_is_noted_beside_its_sense_figures(tmp_path):
