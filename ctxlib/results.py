@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from . import kinds
 from .results_files import (
-    SHIPPED,
     Fig,
     Reader,
     compare,
@@ -318,7 +318,7 @@ def claims(root=None, extra_dirs: Mapping[str, Path] | None = None) -> list[Clai
     of a shipped model raises ValueError (its figures would be mistaken for ours)."""
     from . import checkpoint
 
-    clash = sorted(set(extra_dirs or {}) & set(SHIPPED))
+    clash = sorted(set(extra_dirs or {}) & set(kinds.names(shipped=True)))
     if clash:
         raise ValueError(f"outside model named like a shipped one: {', '.join(clash)}")
     r = Reader(Path(root) if root is not None else checkpoint.CHECKPOINT_DIR, extra_dirs)

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from . import kinds
 from .verdict import MARGIN, Comparison
-
-SHIPPED = ("word2vec", "elmo", "bert", "gpt")
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ def parse_extra(text: str | None) -> tuple[dict[str, Path], list[str]]:
         name, sep, folder = (x.strip() for x in entry.partition("="))
         if not entry.strip():
             continue
-        if not sep or not name or not folder or name in SHIPPED or name in found or not Path(folder).is_dir():
+        if not sep or not name or not folder or name in kinds.names(shipped=True) or name in found or not Path(folder).is_dir():
             bad.append(entry.strip())
         else:
             found[name] = Path(folder)

@@ -8,7 +8,7 @@ from app_pages import PAGES, chart_specs, shipped
 from streamlit.testing.v1 import AppTest
 
 import app_fakes
-from ctxlib import checkpoint, lesson, triple
+from ctxlib import checkpoint, kinds, lesson, triple
 from ctxlib.app import i18n, lesson_views
 from ctxlib.corpus import Paragraph
 
@@ -49,7 +49,7 @@ def _answer(at) -> list[str]:
 
 def test_walk_every_step_revealed(small_corpus):
     """Reveal, check the view and the answer, next: through the whole shipped lesson on the shipped models."""
-    for m in checkpoint.SHIPPED:
+    for m in kinds.names(shipped=True):
         shipped(m)
     les = lesson.load("default")
     at = _run()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxlib import checkpoint
+from ctxlib import checkpoint, kinds
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -111,7 +111,7 @@ def test_every_page_renders_without_error(server, browser):
         errors = [e.inner_text()[:300] for e in page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')]
         assert not errors, f"/{path}: {errors}"
         body = page.inner_text("body")
-        for m in checkpoint.SHIPPED:  # a shipped model that did not load shows as a warning or caption, not an error
+        for m in kinds.names(shipped=True):  # a shipped model that did not load shows as a warning or caption, not an error
             said = [t for t in (f"{m} model is not available", f"{m} not available", f"missing: {checkpoint.rebuild_command(m)}")
                     if t.lower() in body.lower()]
             assert not said, f"/{path}: the shipped model {m} did not load: {said}"
