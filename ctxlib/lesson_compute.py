@@ -35,7 +35,7 @@ def _cosine(p: dict, load_model, _=None) -> dict:
     for m in p.get("models") or kinds.names(shipped=True):
         try:
             enc = load_model(m)
-        except Exception as e:  # a missing model leaves the others
+        except Exception as e:  # noqa: BLE001 - a missing model leaves the others
             failed.append((m, str(e)))
             continue
         prof = word_profile(enc, p["sentences"], p["word"])

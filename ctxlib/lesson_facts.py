@@ -15,7 +15,7 @@ from . import kinds
 # a placeholder: {name}, not preceded by a letter, digit, backslash, ^ or _ (so LaTeX's \mathrm{x} and _{k} stay text)
 PLACEHOLDER = re.compile(r"(?<![\\\w^_]){([a-z][a-z0-9_]*)}")
 WORDS = {"right": "which is right", "wrong": "which is wrong", "same": "about the same (within 0.05)",
-         "lower": "clearly lower", "higher": "clearly higher", "none": "no model", "token_layer": "token layer",
+         "lower": "clearly lower", "higher": "clearly higher", "none": "no model", "token_layer": "the token layer",
          "oov": "has no vector for it: the word is not in its vocabulary",
          "known": "has a vector for it: the word is in its vocabulary",
          "elmo_oov": "is not in ELMo's word vocabulary either", "elmo_known": "is in ELMo's word vocabulary"}
@@ -68,7 +68,7 @@ def used(text: str) -> list[str]:
     return PLACEHOLDER.findall(text)
 
 
-def _pct(p) -> str:
+def pct(p) -> str:
     """A probability as the charts show it: 26.1%, a small one with two decimals (0.07%)."""
     if p is None:
         return MISSING
@@ -96,10 +96,10 @@ def _f_cosine(p, d, w):
 
 
 def _top_and_answer(cands, ans) -> dict:
-    out = {"top": cands[0][0], "top_p": _pct(cands[0][1])} if cands else {}
+    out = {"top": cands[0][0], "top_p": pct(cands[0][1])} if cands else {}
     if ans and ans.get("char", ans.get("token")):
         out.update(answer=ans.get("char", ans.get("token")), rank=str(ans["rank"]) if ans["rank"] else MISSING,
-                   p=_pct(ans["prob"]))
+                   p=pct(ans["prob"]))
     return out
 
 
@@ -118,9 +118,9 @@ def _f_elmo_lm(p, d, w):
     act = d.get("actual") or {}
     out = {"word": p["word"]}
     for key, items, name in (("fwd", fwd, "forward"), ("bwd", bwd, "backward")):
-        out[f"{key}_top"], out[f"{key}_top_p"] = (items[0][0], _pct(items[0][1])) if items else (MISSING, MISSING)
+        out[f"{key}_top"], out[f"{key}_top_p"] = (items[0][0], pct(items[0][1])) if items else (MISSING, MISSING)
         rank = (act.get("rank") or {}).get(name) if act.get("word") not in (None, "<unk>") else None
-        out[f"{key}_rank"], out[f"{key}_p"] = (str(rank), _pct(act.get(name))) if rank else (MISSING, MISSING)
+        out[f"{key}_rank"], out[f"{key}_p"] = (str(rank), pct(act.get(name))) if rank else (MISSING, MISSING)
     return out
 
 

@@ -248,7 +248,7 @@ class _Views:
         head = msg(f"finetune.full.head_{r['head']}") if r else ""
         if d["full"]:
             name = lambda k: msg("finetune.full.bert_finetuned_recipe", head=head, epochs=r["epochs"]) \
-                if k == "bert_finetuned" and r else msg(f"finetune.full.{k}")  # noqa: E731
+                if k == "bert_finetuned" and r else msg(f"finetune.full.{k}")
             rows = [(name(k), v) for k, v, _ in d["full"] if k in ("bert_finetuned", "bert_input", "elmo_input", "w2v_input")]
             labels = {k: msg(f"finetune.plot.{k}") for k in ("accuracy", "majority", "missing")}
             st.plotly_chart(transfer.comparison_figure(rows, None, {**labels, "title": msg("finetune.head.full")}),
