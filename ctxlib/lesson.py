@@ -9,7 +9,10 @@ A lesson is a JSON file a teacher can edit, reorder and share (`ctxlib/app/lesso
 
 Every text a student sees has both languages. `load` / `parse` check the whole file and raise `LessonError` with a
 code, the step's number and the values a message needs (the app translates them; `str(e)` is the English
-message). `compute(step, load_model)` runs a step's view on real encoders and returns plain data for the page.
+message). `compute(step, load_model)` runs a step's view on real encoders and returns plain data for the page
+(ctxlib.lesson_compute); `answer(step, data, lang)` fills the answer's placeholders ("the model's top guess is {top}")
+from that data (ctxlib.lesson_facts), so an answer says what the model really does; a placeholder the view does not
+compute is refused when the file is read.
 """
 from __future__ import annotations
 
@@ -37,11 +40,16 @@ KINDS: dict[str, dict[str, tuple[str, bool]]] = {
     "mlm_example": {"seed": ("int", False)},
     "nsp": {"a": ("text", True), "b": ("text", True)},
     "attention": {"text": ("text", True), "model": ("model", False), "layer": ("int", False), "head": ("int", False)},
-    "next_char": {"prompt": ("text", True)},
+    "next_char": {"prompt": ("text", True), "answer": ("text", False)},
     "positions": {"text": ("text", True), "model": ("model", False)},
+    "unseen_word": {"word": ("text", True), "sentence": ("text", True)},
+    "taglm": {},
+    "cove": {},
+    "finetune": {},
 }
 KIND_MODELS = {"fill_mask": ("bert",), "elmo_lm": ("elmo",), "elmo_mix": ("elmo",), "mlm_example": ("bert",),
-               "nsp": ("bert",), "next_char": ("gpt",)}  # cosine: its `models`; attention: its `model`
+               "nsp": ("bert",), "next_char": ("gpt",), "unseen_word": ("word2vec", "elmo"), "taglm": ("elmo",),
+               "finetune": ("bert", "elmo"), "cove": ()}  # cosine: its `models`; attention: its `model`
 STEP_FIELDS = {"kind": True, "title": True, "question": True, "answer": True, "note": False, "params": False}
 
 MESSAGES = {  # English text of each error code (the app's catalogue has the same ids under lesson.error.*)
@@ -61,6 +69,7 @@ MESSAGES = {  # English text of each error code (the app's catalogue has the sam
     "word_missing": "the word \"{word}\" is not in the sentence \"{sentence}\"",
     "no_mask": "the text has no [MASK]; write e.g. 今天天气很[MASK]",
     "bad_number": "the field \"{field}\" must be a whole number from {lo} to {hi}",
+    "unknown_fact": "the answer names {{{name}}}, which this view does not compute (it computes: {facts})",
 }
 JSON_REASONS = {"value": "Expecting value", "comma": "Expecting ',' delimiter", "colon": "Expecting ':' delimiter",
                 "name": "Expecting property name", "string": "Unterminated string", "extra": "Extra data",
@@ -190,6 +199,7 @@ def _step(s, n: int) -> Step:
     for k, v in params.items():
         _param(k, v, KINDS[kind][k][0], n)
     _semantics(kind, params, n)
+    _placeholders(kind, params, texts["answer"], n)
     return Step(kind, texts["title"], texts["question"], texts["answer"], texts.get("note"), dict(params))
 
 
@@ -229,6 +239,8 @@ def _semantics(kind: str, p: dict, n: int) -> None:
                 raise LessonError("word_missing", n, word=p["word"], sentence=s)
     elif kind == "elmo_lm" and not find_all(p["text"], p["word"]):
         raise LessonError("word_missing", n, word=p["word"], sentence=p["text"])
+    elif kind == "unseen_word" and not find_all(p["sentence"], p["word"]):
+        raise LessonError("word_missing", n, word=p["word"], sentence=p["sentence"])
     elif kind == "fill_mask" and "[MASK]" not in p["text"]:
         raise LessonError("no_mask", n)
     elif kind == "positions" and len(p["text"].strip()) > POSITIONS_MAX:
@@ -240,100 +252,29 @@ def _semantics(kind: str, p: dict, n: int) -> None:
         raise LessonError("bad_number", n, field="seed", lo=0, hi=10**9)
 
 
-# -- the live views -----------------------------------------------------------------------------------------------
+def _placeholders(kind: str, params: dict, answer: dict[str, str], n: int) -> None:
+    """Every {name} of the answer is a fact the step's view computes (lesson_facts.names)."""
+    from . import lesson_facts
+
+    allowed = lesson_facts.names(kind, params)
+    for code in LANGS:
+        for name in lesson_facts.used(answer[code]):
+            if name not in allowed:
+                raise LessonError("unknown_fact", n, name=name[:40], facts=", ".join(allowed) or "-")
+
+
+# -- the live views (ctxlib.lesson_compute) and the facts an answer names (ctxlib.lesson_facts) -------------------
 def compute(step: Step, load_model, paragraphs=None) -> dict:
-    """Run `step`'s view. `load_model(name)` returns an encoder (or raises); `paragraphs()` returns corpus
-    paragraphs (mlm_example only). Returns plain data; a model that cannot do what the step asks raises LessonError."""
-    p = step.params
-    if step.kind == "cosine":
-        return _cosine(p, load_model)
-    if step.kind == "fill_mask":
-        return _fill_mask(load_model("bert"), p["text"], p.get("answer"))
-    if step.kind == "elmo_lm":
-        enc = load_model("elmo")
-        toks = enc.encode([p["text"]], target=p["word"])[0].tokens
-        index = toks.index(p["word"]) if p["word"] in toks else 0
-        return {"index": index, **enc.lm_topk(p["text"], index, k=20, target=p["word"])}
-    if step.kind == "elmo_mix":
-        from .records import read_evals
+    """Run `step`'s view (lesson_compute.compute): plain data for the page and for `answer`."""
+    from .lesson_compute import compute as run
 
-        enc = load_model("elmo")
-        evals, missing = read_evals(getattr(enc, "path", None), ("pos", "ner", "sentiment"))
-        return {"evals": evals, "missing": missing, "n_layers": len(enc.layer_names)}
-    if step.kind == "mlm_example":
-        from .training.bert_data import make_example
-
-        enc = load_model("bert")
-        ex = make_example(int(p.get("seed", 0)), enc.tokenizer, paragraphs(), max_len=min(64, enc.max_len))
-        return {"example": ex, "p_next": enc.next_sentence(ex["a_text"], ex["b_text"])}
-    if step.kind == "nsp":
-        enc = load_model("bert")
-        return {"ab": enc.next_sentence(p["a"], p["b"]), "ba": enc.next_sentence(p["b"], p["a"])}
-    if step.kind == "attention":
-        return _attention(p, load_model)
-    if step.kind == "next_char":
-        return {"candidates": load_model("gpt").next_char(p["prompt"], TOPK)}
-    if step.kind == "positions":
-        return _positions(p, load_model)
-    raise LessonError("unknown_kind", kind=step.kind, kinds=", ".join(KINDS))
+    return run(step, load_model, paragraphs)
 
 
-def _cosine(p: dict, load_model) -> dict:
-    """The word's vector in sentence 1 against sentences 2..n, per model at its top layer (and whether word2vec
-    knows the word: an unknown word gets a zero vector, which says nothing)."""
-    from .encoder import cosine
-    from .explore import word_profile
+def answer(step: Step, data: dict | None, code: str, words: dict[str, str] | None = None, escape=str) -> str:
+    """The step's answer in language `code`, its placeholders filled from the model's output `data` (None: not
+    computed, every placeholder shows lesson_facts.MISSING); `escape` is applied to each filled value (Markdown)."""
+    from . import lesson_facts
 
-    rows, oov, failed = [], [], []
-    for m in p.get("models") or kinds.names(shipped=True):
-        try:
-            enc = load_model(m)
-        except Exception as e:  # a missing model leaves the others
-            failed.append((m, str(e)))
-            continue
-        prof = word_profile(enc, p["sentences"], p["word"])
-        if not prof.in_vocab and m == "word2vec":
-            oov.append(m)
-            continue
-        top = prof.vecs[:, -1, :]
-        rows.append((m, prof.layer_names[-1], [cosine(top[0], top[i]) for i in range(1, len(top))]))
-    return {"rows": rows, "oov": oov, "failed": failed}
-
-
-def _fill_mask(enc, text: str, answer: str | None) -> dict:
-    """Top-5 per [MASK]; with `answer` (one character per [MASK]), its rank and probability at each."""
-    full = enc.fill_mask(text, topk=100_000)  # the whole vocabulary, so the true answer's rank is known
-    out = {"masks": [{"index": r["index"], "candidates": r["candidates"][:TOPK]} for r in full], "answer": []}
-    for k, r in enumerate(full):
-        want = answer[k] if answer and k < len(answer) else None
-        rank = next((i + 1 for i, (t, _) in enumerate(r["candidates"]) if t == want), None) if want else None
-        prob = r["candidates"][rank - 1][1] if rank else None
-        out["answer"].append({"char": want, "rank": rank, "prob": prob})
-    return out
-
-
-def _attention(p: dict, load_model) -> dict:
-    m = p.get("model", "bert")
-    e = load_model(m).encode([p["text"]])[0]
-    if e.attentions is None:
-        raise LessonError("bad_model", model=m, models="bert, gpt")
-    n_layers, n_heads = e.attentions.shape[:2]
-    layer, head = p.get("layer", n_layers), p.get("head", 1)
-    if not 1 <= layer <= n_layers:
-        raise LessonError("bad_number", field="layer", lo=1, hi=n_layers)
-    if not 1 <= head <= n_heads:
-        raise LessonError("bad_number", field="head", lo=1, hi=n_heads)
-    att = e.attentions[layer - 1, head - 1]
-    return {"model": m, "tokens": list(e.tokens), "att": att, "layer": layer, "head": head,
-            "n_layers": n_layers, "n_heads": n_heads}
-
-
-def _positions(p: dict, load_model) -> dict:
-    """The model's position scheme (from its config) and a repeated character's two layer-0 vectors, measured
-    (ctxlib.mechanics): identical under rotary positions, different under learned absolute ones."""
-    from . import mechanics
-
-    m = p.get("model", "bert")
-    enc = load_model(m)
-    rep = mechanics.repeated_char_check(enc, p["text"])  # MechanicsInputError (a ValueError): the page says so
-    return {"model": m, "scheme": mechanics.position_scheme(enc.model.cfg)["scheme"], **rep}
+    facts = lesson_facts.facts(step, data, words) if data else {}
+    return lesson_facts.fill(step.text("answer", code), {k: escape(v) for k, v in facts.items()})

@@ -43,17 +43,17 @@ lv.inputs(step)
 shown = st.session_state.get("lesson_revealed") == (key, i)  # another step or lesson starts hidden
 st.button(msg("lesson.hide" if shown else "lesson.reveal"), key="lesson_reveal_btn", on_click=flip, args=(shown,))
 if shown:
+    data = None
     if not lv.missing_models(step):
         with st.spinner(msg("lesson.computing")):
             try:
                 data = lv.compute(step)
             except Exception as e:  # a teacher's step the model cannot run: say so, keep the page
-                data = None
                 widgets.show_error(lv.error_text(e) if isinstance(e, lv.lesson.LessonError) else
                                    msg("lesson.view.failed", error=f"{type(e).__name__}: {e}"))
         if data is not None:
             lv.result(step, data)
-    st.success(msg("lesson.answer") + " " + step.text("answer", lang()))
+    st.success(msg("lesson.answer") + " " + lv.answer(step, data))  # its {placeholders} filled from the model's output
 if step.note:
     st.caption(step.text("note", lang()))
 widgets.record_time("lesson", _t0)

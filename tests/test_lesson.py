@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from app_fakes import fakes
 
-from ctxlib import kinds, lesson
+from ctxlib import kinds, lesson, lesson_facts
 from ctxlib.app import i18n
 from ctxlib.lesson import LessonError, Step
 from ctxlib.viz.common import scale_fonts
@@ -36,13 +36,40 @@ def test_the_shipped_lesson_is_valid_and_follows_the_lecture():
     assert set(kinds) <= set(lesson.KINDS) and len(kinds) >= 8
     first = {k: kinds.index(k) for k in kinds[::-1]}  # first position of each kind
     # static vectors' limits and type vs token -> ELMo (LMs, s/γ) -> BERT MLM, 80/10/10 and NSP -> attention -> GPT
-    order = ["cosine", "elmo_lm", "elmo_mix", "fill_mask", "mlm_example", "nsp", "attention", "next_char"]
+    order = ["cosine", "unseen_word", "elmo_lm", "elmo_mix", "taglm", "cove", "fill_mask", "mlm_example", "nsp",
+             "attention", "finetune", "next_char"]
     assert [first[k] for k in order] == sorted(first[k] for k in order)
     for s in les.steps:
         for name in ("title", "question", "answer"):
             assert s.text(name, "zh") and s.text(name, "en")
             assert s.text(name, "zh") != s.text(name, "en")
     assert lesson.load(lesson.LESSON_DIR / "default.json") == les  # by path too
+
+
+def test_answer_placeholders_are_checked_and_filled():
+    ok = _lesson(kind="next_char", params={"prompt": "北京是中国的首", "answer": "都"},
+                 answer={"zh": "首选 {top}（{top_p}），{answer} 第 {rank}", "en": "top {top} ({top_p}); {answer} ranks {rank}, $\\mathrm{x}_{k}$ {p}"})
+    step = lesson.parse(json.dumps(ok, ensure_ascii=False)).steps[0]
+    data = {"candidates": [("次", 0.2606), ("都", 0.1079)], "answer": {"token": "都", "rank": 2, "prob": 0.1079}}
+    assert lesson.answer(step, data, "en") == "top 次 (26.1%); 都 ranks 2, $\\mathrm{x}_{k}$ 10.8%"
+    assert lesson.answer(step, None, "zh") == "首选 ?（?），? 第 ?"  # not computed: no claim at all
+    e = _error(_lesson(kind="next_char", params={"prompt": "北京"}, answer={"zh": "{top}", "en": "{answer} ranks {rank}"}))
+    assert (e.code, e.values["name"]) == ("unknown_fact", "answer")  # no answer param: nothing to rank
+    assert _error(_lesson(answer={"zh": "{tpo}", "en": "x"})).code == "unknown_fact"
+
+
+def test_fact_words_match_the_english_catalogue():
+    assert {k: i18n.lookup(f"lesson.fact.{k}", "en") for k in lesson_facts.WORDS} == lesson_facts.WORDS
+
+
+def test_clean_pair():
+    from ctxlib.lesson_compute import clean_pair
+
+    assert clean_pair("投资如此巨大，债务如此沉重。", "在选拔人员方面要慎之又慎。")
+    for a, b in [("我买了sogo的衣服很好看。", "在选拔人员方面要慎之又慎。"), ("他花了300元买的衣服。", "在选拔人员方面要慎之又慎。"),
+                 ("不喜欢，不实用。。。。。", "在选拔人员方面要慎之又慎。"), ("投资如此巨大，债务如此沉", "在选拔人员方面要慎之又慎。"),
+                 ("投资巨大。", "在选拔人员方面要慎之又慎。")]:
+        assert not clean_pair(a, b), a
 
 
 def test_a_utf8_bom_and_a_str_are_read():

@@ -7,17 +7,18 @@ import json
 
 import streamlit as st
 
-from ctxlib import checkpoint, lesson, triple
+from ctxlib import checkpoint, lesson, lesson_compute, lesson_facts, triple
 from ctxlib.records import sense_tune_of
 from ctxlib.viz import attention as va
-from ctxlib.viz import mechanics as vm
 from ctxlib.viz import elmo as ve
+from ctxlib.viz import mechanics as vm
 from ctxlib.viz import pretraining as vp
+from ctxlib.viz import transfer
 from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
 from ctxlib.viz.lesson import pair_cosines_figure
 
 from . import loaders, state, widgets
-from .i18n import escape_md, msg
+from .i18n import escape_md, lang, msg
 
 UPLOAD = "lesson_upload"
 
@@ -91,6 +92,12 @@ def compute(step: lesson.Step) -> dict:
     return _compute(step.kind, json.dumps(step.params, ensure_ascii=False, sort_keys=True), stamps)
 
 
+def answer(step: lesson.Step, data: dict | None) -> str:
+    """The step's answer in the session's language, its placeholders filled from the model's output (Markdown)."""
+    words = {k: msg(f"lesson.fact.{k}") for k in lesson_facts.WORDS}
+    return lesson.answer(step, data, lang(), words, escape=escape_md)
+
+
 # -- what students see with the question ------------------------------------------------------------------------
 def inputs(step: lesson.Step) -> None:
     p = step.params
@@ -104,7 +111,9 @@ def inputs(step: lesson.Step) -> None:
         st.markdown(f"**A:** {escape_md(p['a'])}  \n**B:** {escape_md(p['b'])}")
     elif step.kind == "next_char":
         st.code(p["prompt"] + " …", language=None)
-    if step.kind in ("cosine", "fill_mask", "elmo_lm", "attention", "nsp", "next_char", "positions"):
+    elif step.kind == "unseen_word":
+        st.code(p["sentence"], language=None)
+    if step.kind in ("cosine", "fill_mask", "elmo_lm", "attention", "nsp", "next_char", "unseen_word", "positions"):
         st.caption(msg("lesson.written"))
 
 
@@ -154,7 +163,9 @@ class _Views:
     def elmo_lm(p, d):
         fwd, bwd, left, right = ve.lm_panels(d, d["tokens"], d["index"], k=5)
         titles = (msg("elmo.lm.forward", context=left), msg("elmo.lm.backward", context=right))
-        st.plotly_chart(ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles), config=PLOTLY_CONFIG, key="lesson_chart_lm")
+        fmt = (msg("pretraining.lm.rank"), msg("pretraining.lm.unknown"))  # the true word, ranked, as on the ELMo page
+        st.plotly_chart(ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles, truth=d.get("actual"), fmt=fmt),
+                        config=PLOTLY_CONFIG, key="lesson_chart_lm")
         st.caption(msg("elmo.lm.caption"))
 
     @staticmethod
@@ -178,6 +189,9 @@ class _Views:
         label = msg("pretraining.example.is_next") if ex["is_next"] else msg("pretraining.example.not_next")
         st.markdown(msg("pretraining.example.nsp", label=label, p=d["p_next"]))
         st.caption(msg("lesson.view.corpus"))
+        start = int(p.get("seed", 0))
+        st.caption(msg("lesson.view.example_seed", start=start, seed=d["seed"]) if d["found"] else
+                   msg("lesson.view.example_not_found", start=start, end=start + lesson_compute.EXAMPLE_SEARCH))
 
     @staticmethod
     def nsp(p, d):
@@ -197,6 +211,56 @@ class _Views:
     def next_char(p, d):
         fig = hbar_panels([(msg("lesson.view.next_char", prompt=p["prompt"]), d["candidates"], "#2ca02c")], per_row=1)
         st.plotly_chart(fig, config=PLOTLY_CONFIG, key="lesson_chart_next")
+
+    @staticmethod
+    def unseen_word(p, d):
+        if d["w2v_error"]:
+            st.error("OutOfVocabulary: " + msg("errors.oov", word=escape_md(p["word"]), model="word2vec"))
+        else:
+            st.info(msg("lesson.view.unseen_w2v_ok", word=escape_md(p["word"])))
+        st.markdown(msg("lesson.view.unseen_elmo_vec", word=escape_md(p["word"]), dim=d["dim"],
+                        values=", ".join(f"{x:+.2f}" for x in d["vector"])))
+        st.table({msg("lesson.view.unseen_layer"): widgets.layer_labels(d["layer_names"]),
+                  msg("lesson.view.unseen_nearest"): ["  ".join(f"{w} {c:.2f}" for w, c in row) for row in d["nearest"]]})
+        st.caption(msg("lesson.view.unseen_caption"))
+
+    @staticmethod
+    def taglm(p, d):
+        st.plotly_chart(transfer.taglm_figure({k: msg(f"finetune.taglm_fig.{k}") for k in transfer.TAGLM_LABELS}),
+                        config=PLOTLY_CONFIG, key="lesson_chart_taglm")
+        st.caption(msg("lesson.view.taglm_caption"))
+        tasks = {t: msg(f"elmo.tasks.{t}") for t in lesson_facts.TASKS}
+        for t in d["missing"]:
+            st.info(msg("elmo.weights.no_eval", task=tasks[t], task_id=t))
+        if ve.usage_tasks(d["elmo_evals"]):
+            st.plotly_chart(ve.usage_figure(d["elmo_evals"], tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}),
+                            config=PLOTLY_CONFIG, key="lesson_chart_usage")
+            st.caption(msg("lesson.view.usage_caption"))
+
+    @staticmethod
+    def cove(p, d):
+        st.plotly_chart(transfer.cove_figure({k: msg(f"finetune.cove_fig.{k}") for k in transfer.COVE_LABELS}),
+                        config=PLOTLY_CONFIG, key="lesson_chart_cove")
+        st.caption(msg("lesson.view.cove_caption"))
+
+    @staticmethod
+    def finetune(p, d):
+        r = d["recipe"]
+        head = msg(f"finetune.full.head_{r['head']}") if r else ""
+        if d["full"]:
+            name = lambda k: msg("finetune.full.bert_finetuned_recipe", head=head, epochs=r["epochs"]) \
+                if k == "bert_finetuned" and r else msg(f"finetune.full.{k}")
+            rows = [(name(k), v) for k, v, _ in d["full"] if k in ("bert_finetuned", "bert_input", "elmo_input", "w2v_input")]
+            labels = {k: msg(f"finetune.plot.{k}") for k in ("accuracy", "majority", "missing")}
+            st.plotly_chart(transfer.comparison_figure(rows, None, {**labels, "title": msg("finetune.head.full")}),
+                            config=PLOTLY_CONFIG, key="lesson_chart_ft")
+        else:
+            st.info(msg("finetune.full.missing", model="bert"))
+        if r:
+            st.caption(msg("lesson.view.finetune_recipe", head=head, epochs=r["epochs"], lr=r.get("lr", "?"),
+                           batch=r.get("batch", "?")))
+        st.caption(msg("lesson.view.finetune_caption"))
+        st.markdown(f"[{msg('lesson.view.finetune_link')}](BERT_finetuning?lang={lang()})")
 
     @staticmethod
     def positions(p, d):
