@@ -9,7 +9,8 @@ input is `[CLS]` (as the beginning-of-sequence token) followed by the characters
 
 `GptEncoder` is the app's interface: L+1 layers like BERT's (characters pooled into words), causal attention
 maps (exactly 0 above the diagonal), `next_char` (top-k next characters) and `generate` (sampling with a
-temperature and top-k, every step's choice and top-5 candidates). Training is in ctxlib.training.gpt.
+temperature and top-k, a repetition penalty and n-gram ban (ctxlib.writing) and optionally banned names; every step's
+choice and top-5 candidates). Training is in ctxlib.training.gpt.
 """
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ import torch
 
 from ..encoder import rank_in
 from ..tokens import char_tokens
+from ..writing import NO_REPEAT_NGRAM, REPETITION_PENALTY, check_generation, ngram_bans
 from .bert_encoder import CharTransformerEncoder
 
 STEP_CANDIDATES = 5  # candidates shown per generated character
-REPETITION_PENALTY = 1.3  # classroom default (CTRL's 1.2 still loops in this small model; 1.0 = off)
-NO_REPEAT_NGRAM = 3  # classroom default: no 3-character sequence twice (0 = off)
 
 
 def penalise_repeats(logits: torch.Tensor, seen, penalty: float) -> torch.Tensor:
@@ -36,30 +36,6 @@ def penalise_repeats(logits: torch.Tensor, seen, penalty: float) -> torch.Tensor
     out = logits.clone()
     out[idx] = torch.where(v > 0, v / penalty, v * penalty)
     return out
-
-
-def ngram_bans(ids, n: int) -> set[int]:
-    """The token ids that would complete an `n`-gram already present in `ids` (the text so far): the tokens that
-    followed each earlier occurrence of the last n - 1 ids. n = 0 bans nothing; n = 1 bans every id seen."""
-    ids = [int(i) for i in ids]
-    if n <= 0 or len(ids) < n - 1:
-        return set()
-    prefix = ids[len(ids) - n + 1:] if n > 1 else []
-    return {ids[i + n - 1] for i in range(len(ids) - n + 1) if ids[i:i + n - 1] == prefix}
-
-
-def check_generation(temperature: float, top_k: int, max_new: int, repetition_penalty: float, no_repeat_ngram: int) -> None:
-    """ValueError (one line, naming the setting) for a generation setting out of range."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
-    if top_k < 1:
-        raise ValueError(f"top_k must be at least 1, got {top_k}")
-    if max_new < 1:
-        raise ValueError(f"max_new must be at least 1, got {max_new}")
-    if not 0 < repetition_penalty <= 100:  # NaN fails too
-        raise ValueError(f"repetition_penalty must be > 0 and at most 100 (1.0 = off), got {repetition_penalty}")
-    if isinstance(no_repeat_ngram, bool) or int(no_repeat_ngram) != no_repeat_ngram or not 0 <= no_repeat_ngram <= 64:
-        raise ValueError(f"no_repeat_ngram must be a whole number from 0 (off) to 64, got {no_repeat_ngram}")
 
 
 class GptEncoder(CharTransformerEncoder):
