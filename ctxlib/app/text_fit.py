@@ -8,7 +8,7 @@ import streamlit as st
 from ctxlib import lexicon, model_card
 
 from . import loaders, present, state
-from .i18n import escape_md, msg
+from .i18n import msg
 
 FLOOR = 100  # default minimum training-text count of a word shown as a nearest neighbour (see README/report: 苹果)
 FLOOR_MAX = 5000
@@ -25,7 +25,7 @@ def model_note(model: str, stamp: str, where=st) -> None:
     text = " + ".join(msg(f"textfit.source.{s}") for s in f["sources"]) or msg("textfit.source.unknown")
     size = (msg("textfit.size", params=f"{f['parameters'] / 1e6:.1f}", layers=f["layers"]) if f["parameters"]
             else msg("textfit.size_layers", layers=f["layers"]))
-    where.info(escape_md(msg("textfit.note", model=f["kind"], text=text, size=size)))
+    where.info(msg("textfit.note", model=f["kind"], text=text, size=size))  # our strings only: no user text
 
 
 def names_checkbox(key: str) -> bool:
