@@ -1,4 +1,5 @@
-"""Command line: python -m ctxlib corpus|train|sense-tune|embed|info|eval|fill-mask|generate|serve.
+"""Command line: python -m ctxlib corpus|train|sense-tune|embed|info|eval|fill-mask|generate|serve (fill-mask and
+generate: ctxlib.cli_text).
 
 User errors (missing word, unknown model, bad file) exit with code 2 and one
 clear line on stderr; nothing is written.
@@ -164,61 +165,6 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _load_model(name: str, view: str, needs: str):
-    """(the encoder `name`, None) when it loads and takes `view` (kinds.FAMILY_VIEWS); else (None, the exit status)
-    after the message, which says a broken or missing checkpoint, or `needs` (the model kind the command takes)."""
-    from . import checkpoint
-    from .encoder import load
-
-    try:
-        enc = load(name)
-    except checkpoint.CheckpointError as e:
-        return None, _fail(str(e))
-    if view not in kinds.views_of(enc):
-        what = enc.kind if enc.kind != "hf" else f"{kinds.family_of(enc)} Transformers"
-        return None, _fail(f"model '{name}' is a {what} model; {needs}")
-    return enc, None
-
-
-def cmd_fill_mask(args) -> int:
-    if args.topk < 1:
-        return _fail(f"--topk must be at least 1, got {args.topk}")
-    enc, status = _load_model(args.model, "fill_mask", "fill-mask needs a BERT model")
-    if enc is None:
-        return status
-    if "[MASK]" not in args.text:
-        return _fail("the text has no [MASK]; write e.g. 今天天气很[MASK]")
-    try:
-        out = enc.fill_mask(args.text, topk=args.topk)
-    except ValueError as e:  # longer than the model's positions
-        return _fail(f"{e}; shorten the text around the [MASK]")
-    print(json.dumps(out, ensure_ascii=False, indent=1))
-    from .tokens import mask_at_end  # not viz.pretraining: that one imports plotly
-
-    if mask_at_end(args.text):
-        print("note: nothing follows the last [MASK]; the model learned from sentences that end in punctuation, so "
-              "there it mostly guesses 。 or ，. End the text with 。 to ask for a character.", file=sys.stderr)
-    return 0
-
-
-def cmd_generate(args) -> int:
-    if not args.prompt.strip():
-        return _fail("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
-    if not args.temperature > 0:
-        return _fail(f"--temperature must be > 0, got {args.temperature}")
-    if args.top_k < 1 or args.max_new < 1:
-        return _fail("--top-k and --max-new must be at least 1")
-    enc, status = _load_model(args.model, "generate", "generate needs a GPT model (python -m ctxlib train gpt)")
-    if enc is None:
-        return status
-    try:
-        out = enc.generate(args.prompt, max_new=args.max_new, temperature=args.temperature, top_k=args.top_k, seed=args.seed)
-    except ValueError as e:
-        return _fail(str(e))
-    print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
-    return 0
-
-
 def cmd_serve(args) -> int:
     from . import serve
 
@@ -261,21 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, help="output JSON (default: in the checkpoint folder)")
     s.set_defaults(fn=cmd_eval)
 
-    s = sub.add_parser("fill-mask", help="top-k candidates for each [MASK] (BERT)")
-    s.add_argument("text")
-    s.add_argument("--model", default="bert")
-    s.add_argument("--topk", type=int, default=5)
-    s.set_defaults(fn=cmd_fill_mask)
+    from .cli_text import add_parsers as add_text_parsers
 
-    s = sub.add_parser("generate", help="continue a prompt character by character (GPT)")
-    s.add_argument("prompt")
-    s.add_argument("--model", default="gpt")
-    s.add_argument("--max-new", type=int, default=50, help="characters to generate")
-    s.add_argument("--temperature", type=float, default=0.8, help="> 0; lower is more predictable")
-    s.add_argument("--top-k", type=int, default=20, help="sample from the k most likely characters")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--json", action="store_true", help="the text and every step's choice and top-5 candidates")
-    s.set_defaults(fn=cmd_generate)
+    add_text_parsers(sub)
 
     s = sub.add_parser("serve", help="serve a class: haproxy in front of N Streamlit processes, cookie-sticky")
     from .serve import add_arguments as add_serve_arguments

@@ -7,6 +7,7 @@ Layer 0 is always the non-contextual layer. word2vec has only that layer.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,15 +184,17 @@ class Encoder:
         """The most frequent vocabulary words (no specials), most frequent first."""
         raise NotImplementedError
 
-    def nearest_words(self, vector: np.ndarray, layer: int, topn: int = 5, exclude: tuple[str, ...] = ()) -> list[tuple[str, float]]:
-        """Vocabulary words whose context-free vector at `layer` is closest (cosine) to `vector`."""
+    def nearest_words(self, vector: np.ndarray, layer: int, topn: int = 5, exclude: tuple[str, ...] = (),
+                      counts: Mapping[str, int] | None = None, min_count: int = 0) -> list[tuple[str, float]]:
+        """Vocabulary words whose context-free vector at `layer` is closest (cosine) to `vector`; with `counts` (word
+        -> count in the training text, e.g. lexicon.counts_for(self.summary)) only words seen at least `min_count` times."""
         words, m = self.type_vectors(layer)
         v = vector / max(float(np.linalg.norm(vector)), 1e-12)
         sims = m @ v
         order = np.argsort(-sims)
         out = []
         for i in order:
-            if words[i] in exclude:
+            if words[i] in exclude or (counts is not None and counts.get(words[i], 0) < min_count):
                 continue
             out.append((words[i], float(sims[i])))
             if len(out) == topn:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -98,14 +98,18 @@ def find_first(text: str, word: str) -> tuple[int, int]:
     return spans[0] if spans else (0, 0)
 
 
-def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, topn: int = 5) -> list[str]:
+def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, topn: int = 5,
+                 counts: Mapping[str, int] | None = None, min_count: int = 0) -> list[str]:
     """For each row of `vecs` (n, dim): the `topn` nearest of `words` (unit rows `M`, (n_words, dim)) other
-    than `word`, as one string "w 0.83  w2 0.80 ..."."""
+    than `word`, as one string "w 0.83  w2 0.80 ...". With `counts` (word -> count in the training text), only words
+    seen at least `min_count` times, each followed by its count: "w 0.83 (105)"."""
+    keep = np.arange(len(words)) if counts is None else np.array(
+        [i for i, w in enumerate(words) if counts.get(w, 0) >= min_count], dtype=int)
     V = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
     out = []
-    for row in V @ M.T:
-        best = [(words[i], row[i]) for i in np.argsort(-row)[:topn + 1] if words[i] != word][:topn]
-        out.append("  ".join(f"{w} {s:.2f}" for w, s in best))
+    for row in V @ M[keep].T if len(keep) else np.zeros((len(V), 0)):
+        best = [(words[keep[i]], row[i]) for i in np.argsort(-row)[:topn + 1] if words[keep[i]] != word][:topn]
+        out.append("  ".join(f"{w} {s:.2f}" + ("" if counts is None else f" ({counts.get(w, 0):,})") for w, s in best))
     return out
 
 

@@ -84,28 +84,8 @@ sentence_col, tabs = msg("type_token.tabs.sentence_col"), ("accuracy", "nearest"
 tab_acc, tab_near, tab_seg, tab_csv = st.tabs([msg(f"type_token.tabs.{k}") for k in tabs])
 
 
-@st.fragment
-def nearest_words() -> None:
-    """The nearest-words tab: its switch reruns only this tab."""
-    st.caption(msg("type_token.nearest.caption"))
-    near = state.choice("tt_near", "near", ["0", "1"], what=msg("common.url.what_flag")) == "1"
-    if st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w",
-                 on_change=state.flag, args=("tt_near_w", "near")):
-        hs = {m: half if m == "elmo" else None for m in data}
-        with loaders.busy(msg("type_token.nearest.encoding"), ("nearest", tuple(stamps.items()), word, texts,
-                                                               tuple(layers.items()), half)):
-            scale = {m: vocab_notes.nearest_scale(m, layers[m], stamps[m], hs[m]) for m in data}
-            st.table({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
-                vocab_notes.nearest_half(m, word, texts, layers[m], stamps[m], hs[m]) if hs[m] else
-                loaders.nearest_table(m, word, texts, layers[m], stamps[m])) for m in data}})  # st.table wraps: every column shows
-        st.caption(msg("type_token.nearest.scale_caption"))
-        st.dataframe(explore.scale_rows(scale, {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
-                                        {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS}),
-                     hide_index=True)
-
-
 with tab_near:
-    nearest_words()
+    vocab_notes.nearest_tab(data, stamps, layers, half, word, texts, sentence_col)
 with tab_seg:
     st.caption(msg("type_token.segmentation.caption"))
     st.dataframe(explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True)

@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from ctxlib import records
-from ctxlib.app import loaders, state, widgets
+from ctxlib.app import elmo_views, loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.app.job_panel import job_panel
 from ctxlib.encoder import MAX_CHARS
@@ -60,11 +60,7 @@ st.subheader(msg("elmo.head.vectors", word=widgets.escape_md(tokens[pos])))
 names = ve.vector_names(layers.shape[0] - 1, arch)
 st.plotly_chart(ve.layer_vectors_figure(ve.word_vectors(layers, pos), names, tokens[pos], titles=(msg(
     "labels.axis.vectors_title"), msg("labels.axis.cosines_title")), dim_label=msg("labels.axis.dim")), width="stretch")
-if st.toggle(msg("elmo.vectors.nearest"), key="elmo_nn"):
-    with st.spinner(msg("elmo.vectors.encoding")):
-        rows = ve.nearest_rows(loaders.load_encoder("elmo"), layers, widgets.layer_labels(data["names"]), pos,
-                               exclude=(tokens[pos],))
-    st.table({msg("elmo.vectors.layer"): list(rows), msg("elmo.vectors.nearest_col"): list(rows.values())})
+elmo_views.nearest_section(layers, widgets.layer_labels(data["names"]), pos, tokens[pos])
 
 st.subheader(msg("elmo.head.lm"))
 words_only = st.toggle(msg("elmo.lm.words_only"), value=True, key="elmo_lm_words")
@@ -98,19 +94,7 @@ lc2.select_slider("λ", options=[0.0, 0.001, 0.01, 0.1, 1.0, 10.0], value=0.0, k
 seconds = lc3.slider(msg("elmo.live.seconds"), 5, 60, 20, key="elmo_live_sec")
 
 
-def mix_plot(job):  # the weights so far, while the job runs and after a cancel
-    p = job.partial or {}
-    if job.points:
-        st.plotly_chart(ve.mix_history_figure(list(job.points), short, f"{TASKS.get(p.get('task'), '')}, λ = {p.get('l2')}",
-                                              msg("labels.axis.step")), width="stretch", key=f"elmo_live_plot_{job.state}")
-
-
-def mix_kept(job):
-    mix_plot(job)
-    if (job.partial or {}).get("mix_weights"):
-        st.write(msg("elmo_live.kept", step=job.partial["step"], weights=", ".join(f"{x:.3f}" for x in job.partial["mix_weights"])))
-
-
+mix_plot, mix_kept = elmo_views.mix_views(short, TASKS)
 res = job_panel("elmo_mix", "elmo_live", lambda j, **kw: tasks.train_mix_job(j, enc, n_train=200, n_test=200, **kw),
                 args=lambda: {"task": st.session_state["elmo_live_task"], "l2": st.session_state["elmo_live_lam"],
                               "max_seconds": st.session_state["elmo_live_sec"]},

@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 from ctxlib import checkpoint
-from ctxlib.app import explain, loaders, results_view, state, widgets
+from ctxlib.app import explain, loaders, results_view, state, text_fit, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
 from ctxlib.viz import pretraining as vp
@@ -50,6 +50,7 @@ else:
             st.caption(msg("pretraining.mask.at_end"))
         try:
             res = ask("bert", "fill_mask", stamp, masked, topk=topk, originals=originals)
+            text_fit.model_note("bert", stamp)
             st.plotly_chart(vp.fill_mask_figure(res, originals, msg("pretraining.mask.panel"), msg("pretraining.lm.rank"),
                                                 msg("pretraining.lm.unknown")), width="stretch")
             if len(res) > 8:

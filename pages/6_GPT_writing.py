@@ -3,7 +3,8 @@ import time
 
 import streamlit as st
 
-from ctxlib.app import loaders, state, widgets
+from ctxlib import lexicon, writing
+from ctxlib.app import loaders, state, text_fit, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.viz import generation as vg
 
@@ -15,31 +16,46 @@ MAX_NEW = 120
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def write(prompt: str, max_new: int, temperature: float, top_k: int, seed: int, stamp: str) -> dict:
-    return loaders.load_encoder("gpt").generate(prompt, max_new=max_new, temperature=temperature, top_k=top_k, seed=seed)
+def write(prompt: str, max_new: int, temperature: float, top_k: int, seed: int, rp: float, ng: int, names: bool,
+          stamp: str) -> dict:
+    return loaders.load_encoder("gpt").generate(prompt, max_new=max_new, temperature=temperature, top_k=top_k, seed=seed,
+                                                repetition_penalty=rp, no_repeat_ngram=ng,
+                                                banned_names=lexicon.person_names() if names else None)
 
 
-state.init("gw_prompt", "prompt", "今天天气")
+state.init("gw_prompt", "prompt", vg.EXAMPLE_PROMPTS[0])
 if "gw_temp" not in st.session_state:  # temperature 0 is not allowed (the library divides by it): it starts at 0.1
     st.session_state["gw_temp"] = vg.parse_float(st.query_params.get("t"), 0.8, 0.1, 2.0)
+if "gw_rp" not in st.session_state:
+    st.session_state["gw_rp"] = vg.parse_float(st.query_params.get("rp"), writing.REPETITION_PENALTY, 1.0, 2.0)
+state.integer("gw_ng", "ng", writing.NO_REPEAT_NGRAM, 0, 8)
 n_new = state.integer("gw_n", "n", 30, 1, MAX_NEW)
 top_k = state.integer("gw_k", "k", 20, 1, 50)
 seed = state.integer("gw_seed", "seed", 0, 0, 10**6)
+st.pills(msg("textfit.examples"), vg.EXAMPLE_PROMPTS, key="gw_ex",
+         on_change=lambda: st.session_state.update(gw_prompt=st.session_state["gw_ex"] or st.session_state["gw_prompt"]))
 prompt = st.text_input(msg("gpt.prompt"), key="gw_prompt", max_chars=5000)
 c1, c2, c3, c4 = st.columns(4)
 temperature = c1.slider(msg("gpt.temperature"), 0.1, 2.0, step=0.05, key="gw_temp", help=msg("gpt.temperature_help"))
 n_new = c2.slider(msg("gpt.max_new"), 1, MAX_NEW, key="gw_n")
 top_k = c3.slider(msg("gpt.top_k"), 1, 50, key="gw_k", help=msg("gpt.top_k_help"))
 seed = c4.number_input(msg("gpt.seed"), 0, 10**6, key="gw_seed", help=msg("gpt.seed_help"))
-st.query_params.update({"prompt": prompt, "t": f"{temperature:g}", "n": str(n_new), "k": str(top_k), "seed": str(seed)})
+c5, c6, c7 = st.columns(3)
+rp = c5.slider(msg("textfit.penalty"), 1.0, 2.0, step=0.05, key="gw_rp", help=msg("textfit.penalty_help"))
+ngram = c6.number_input(msg("textfit.ngram"), 0, 8, key="gw_ng", help=msg("textfit.ngram_help"))
+with c7:
+    names = text_fit.names_checkbox("gw_names")
+st.query_params.update({"prompt": prompt, "t": f"{temperature:g}", "n": str(n_new), "k": str(top_k), "seed": str(seed),
+                        "rp": f"{rp:g}", "ng": str(ngram)})
 
 problem = vg.prompt_problem(enc, prompt)
 if problem:
     st.warning(msg(f"gpt.problem.{problem[0]}", n=problem[1], cap=enc.max_len - 1))
     st.stop()
 with st.spinner(msg("gpt.writing")):
-    res = write(prompt, int(n_new), float(temperature), int(top_k), int(seed), stamp)
+    res = write(prompt, int(n_new), float(temperature), int(top_k), int(seed), float(rp), int(ngram), bool(names), stamp)
 st.subheader(msg("gpt.text_header"))
+text_fit.model_note("gpt", stamp)
 st.html(vg.text_html(res))
 st.caption(msg("gpt.text_caption"))
 

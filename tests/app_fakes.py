@@ -61,6 +61,8 @@ class FakeGpt(FakeEncoder):
 
     def __init__(self, n_layers: int = 5, dim: int = 16):
         super().__init__("gpt", n_layers, dim, chars=True)
+        self.summary["run"] = {"sources": "pd+reviews+supplement (train split)", "corpus": None}
+        self.last_settings: dict = {}
 
     def encode_tokens(self, batch, texts):
         out = []
@@ -88,7 +90,10 @@ class FakeGpt(FakeEncoder):
         rank, p = ranks.get(char, (None, None))
         return {"token": char, "rank": rank, "prob": p}
 
-    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0) -> dict:
+    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0,
+                 **settings) -> dict:
+        """`settings` (repetition_penalty, no_repeat_ngram, banned_names) are kept in `last_settings`, not applied."""
+        self.last_settings = settings
         if not (prompt or "").strip():
             raise ValueError("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
         text, steps = prompt, []

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import ctxlib
-from ctxlib import checkpoint, corpus
+from ctxlib import checkpoint, corpus, lexicon
 from ctxlib.cli import main
 from ctxlib.models.bert import BertConfig, BertModel
 from ctxlib.models.bert_encoder import BertEncoder
@@ -217,3 +217,59 @@ def test_resume_continues_a_run(pars, tmp_path, one_thread):
     s = checkpoint.read_config(out)["summary"]
     assert s["steps"] == 30 and s["finished"] and s["run"]["preset"] == "tiny"
     assert ctxlib.load(out).model.cfg.causal
+
+
+def _trigrams(text: str) -> list[str]:
+    return [text[i:i + 3] for i in range(len(text) - 2)]
+
+
+def test_old_sampling_is_reachable_and_greedy_follows_next_char(enc):
+    g = enc.generate("今天天气", max_new=20, top_k=1, repetition_penalty=1.0, no_repeat_ngram=0)
+    text = "今天天气"
+    for s in g["steps"]:  # top-1 without penalty or bans: the model's most likely character every time
+        assert s["char"] == enc.next_char(text, topk=1)[0][0] and s["sample_prob"] == 1.0
+        text += s["char"]
+
+
+def test_no_repeat_ngram_never_repeats_a_trigram(enc):
+    old = enc.generate("今天天气", max_new=60, top_k=1, repetition_penalty=1.0, no_repeat_ngram=0)["text"]
+    assert len(set(_trigrams(old))) < len(_trigrams(old))  # the tiny model loops when left alone: the test can fail
+    for t, seed in ((0.3, 0), (0.8, 1), (0.05, 2)):
+        new = enc.generate("今天天气", max_new=60, temperature=t, seed=seed, repetition_penalty=1.0, no_repeat_ngram=3)
+        assert len(set(_trigrams(new["text"]))) == len(_trigrams(new["text"])), new["text"]
+        assert all(0 < s["prob"] <= 1 and 0 < s["sample_prob"] <= 1 for s in new["steps"])
+    assert enc.generate("今天天气", max_new=8) == enc.generate("今天天气", max_new=8, repetition_penalty=1.3, no_repeat_ngram=3)
+
+
+def test_repetition_penalty_lowers_the_share_of_repeated_characters(enc):
+    def repeats(rp):
+        gen = [enc.generate("今天天气", max_new=40, temperature=0.5, seed=s, repetition_penalty=rp, no_repeat_ngram=0)["generated"]
+               for s in range(3)]
+        return np.mean([1 - len(set(g)) / len(g) for g in gen])
+    assert repeats(2.0) < repeats(1.0)
+
+
+def test_banned_names_never_appear_in_the_written_text(enc):
+    free = enc.generate("今天天气", max_new=40, top_k=1, repetition_penalty=1.0, no_repeat_ngram=0)["generated"]
+    names = sorted({free[i:i + n] for n in (2, 3) for i in range(0, len(free) - n, 5)} - {"今天", "天天", "天气", "今天天", "天天气"})
+    assert names and any(n in free for n in names)
+    for t, seed in ((0.01, 0), (0.8, 1)):
+        out = enc.generate("今天天气", max_new=40, temperature=t, top_k=1 if t < 0.1 else 20, seed=seed,
+                           repetition_penalty=1.0, no_repeat_ngram=0, banned_names=names)
+        assert not [n for n in names if n in out["text"]], out["text"]
+
+
+def test_cli_generate_settings_and_names(trained, enc, capsys):
+    rc, out, err = _cli(["generate", "--model", str(trained), "今天天气", "--max-new", "12", "--top-k", "1",
+                         "--repetition-penalty", "1.0", "--no-repeat-ngram", "0"], capsys)
+    old = enc.generate("今天天气", max_new=12, top_k=1, repetition_penalty=1.0, no_repeat_ngram=0)["text"]
+    assert rc == 0 and out.strip() == old and "trained on" in err and "parameters" in err
+    rc, out, _ = _cli(["generate", "--model", str(trained), "今天天气", "--max-new", "12", "--seed", "3"], capsys)
+    assert rc == 0 and out.strip() == enc.generate("今天天气", max_new=12, seed=3)["text"]  # same classroom defaults
+    rc, out, _ = _cli(["generate", "--model", str(trained), "今天天气", "--max-new", "12", "--no-names"], capsys)
+    assert rc == 0 and out.strip() == enc.generate("今天天气", max_new=12, banned_names=lexicon.person_names())["text"]
+    for args, pattern in [(["--repetition-penalty", "0"], "--repetition-penalty"), (["--repetition-penalty", "nan"], "> 0"),
+                          (["--repetition-penalty", "1000"], "at most 100"), (["--no-repeat-ngram", "-1"], "--no-repeat-ngram"),
+                          (["--no-repeat-ngram", "99"], "--no-repeat-ngram")]:
+        rc, out, err = _cli(["generate", "今天", "--model", str(trained)] + args, capsys)
+        assert rc == 2 and not out and len(err.splitlines()) == 1 and pattern in err, (args, err)

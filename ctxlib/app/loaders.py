@@ -195,11 +195,16 @@ def vocab_matrix(model: str, stamp: str) -> tuple[list[str], np.ndarray]:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5) -> list[str]:
-    """For each text: the nearest vocabulary words (encoded alone) to the word's token vector at `layer`."""
+def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5,
+                  min_count: int = 0) -> list[str]:
+    """For each text: the nearest vocabulary words (encoded alone) to the word's token vector at `layer`, those seen
+    at least `min_count` times in the model's training text, each with its count (lexicon.counts_for)."""
+    from ctxlib.lexicon import counts_for
+
     words, M = vocab_matrix(model, stamp)
     vecs = word_tokens(model, word, texts, stamp).vecs[:, layer, :]
-    return explore.nearest_rows(words, M[:, layer, :], vecs, word, topn)
+    return explore.nearest_rows(words, M[:, layer, :], vecs, word, topn, counts_for(load_encoder(model).summary or {}),
+                                min_count)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

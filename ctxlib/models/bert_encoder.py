@@ -5,7 +5,6 @@ attentions, fill_mask, next_sentence and encode_pair.
 loading, layer names, character tokens pooled into words, the vocabulary words, running the model."""
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -16,18 +15,6 @@ from ..encoder import Encoded, Encoder, rank_in
 from ..tokens import char_tokens
 from ..vocab import Vocab
 from .bert import SPECIALS, BertConfig, BertModel, CharTokenizer
-
-
-@functools.lru_cache(maxsize=1)
-def _train_word_counts() -> list[tuple[str, int]]:
-    from collections import Counter
-
-    from .. import corpus
-
-    c = Counter()
-    for p in corpus.load("all", "train"):
-        c.update(p.words)
-    return c.most_common()
 
 
 class CharTransformerEncoder(Encoder):
@@ -71,7 +58,9 @@ class CharTransformerEncoder(Encoder):
 
     def vocab_words(self, max_words: int = 10000) -> list[str]:
         out = []
-        for w, _ in _train_word_counts():
+        from ..lexicon import train_word_counts
+
+        for w, _ in train_word_counts():
             toks = char_tokens(w)
             if toks and all(self.tokenizer.token_id(t) != self.tokenizer.unk_id for t, _, _ in toks) and any(c.isalnum() for c in w):
                 out.append(w)

@@ -9,7 +9,8 @@ input is `[CLS]` (as the beginning-of-sequence token) followed by the characters
 
 `GptEncoder` is the app's interface: L+1 layers like BERT's (characters pooled into words), causal attention
 maps (exactly 0 above the diagonal), `next_char` (top-k next characters) and `generate` (sampling with a
-temperature and top-k, every step's choice and top-5 candidates). Training is in ctxlib.training.gpt.
+temperature and top-k, a repetition penalty and n-gram ban (ctxlib.writing) and optionally banned names; every step's
+choice and top-5 candidates). Training is in ctxlib.training.gpt.
 """
 from __future__ import annotations
 
@@ -17,9 +18,24 @@ import torch
 
 from ..encoder import rank_in
 from ..tokens import char_tokens
+from ..writing import NO_REPEAT_NGRAM, REPETITION_PENALTY, check_generation, ngram_bans
 from .bert_encoder import CharTransformerEncoder
 
 STEP_CANDIDATES = 5  # candidates shown per generated character
+
+
+def penalise_repeats(logits: torch.Tensor, seen, penalty: float) -> torch.Tensor:
+    """CTRL's repetition penalty (Keskar et al. 2019): the logit of every token id in `seen` is divided by `penalty`
+    when positive and multiplied by it when negative, so a token already written becomes less likely either way.
+    Returns a new (V,) tensor; penalty 1.0 returns `logits` unchanged."""
+    ids = sorted({int(i) for i in seen})
+    if penalty == 1.0 or not ids:
+        return logits
+    idx = torch.tensor(ids)
+    v = logits[idx]
+    out = logits.clone()
+    out[idx] = torch.where(v > 0, v / penalty, v * penalty)
+    return out
 
 
 class GptEncoder(CharTransformerEncoder):
@@ -81,34 +97,65 @@ class GptEncoder(CharTransformerEncoder):
         rank, prob = rank_in(self._next_logits(self.prompt_ids(text)).softmax(-1), tid)
         return {"token": char, "rank": rank, "prob": round(prob, 6)}
 
-    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0) -> dict:
+    def _name_bans(self, names) -> tuple[dict, int] | None:
+        """(lexicon.completions of `names`, its longest key's length), or None for no names."""
+        if not names:
+            return None
+        from ..lexicon import completions
+
+        table = completions(names)
+        return table, max(map(len, table), default=0)
+
+    def _banned(self, ids: list[int], text: str, no_repeat_ngram: int, names) -> list[int]:
+        """Token ids not to write next: those completing an n-gram already in the text (ids after [CLS]), and those
+        completing a listed name at the end of `text`."""
+        out = ngram_bans(ids[1:], no_repeat_ngram)
+        if names is not None:
+            from ..lexicon import banned_next
+
+            for ch in banned_next(text, *names):
+                j = self.tokenizer.token_id(ch)
+                if j != self.tokenizer.unk_id:
+                    out.add(j)
+        return sorted(out)
+
+    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0,
+                 repetition_penalty: float = REPETITION_PENALTY, no_repeat_ngram: int = NO_REPEAT_NGRAM,
+                 banned_names=None) -> dict:
         """Continue `prompt` by sampling `max_new` characters, each from the model's distribution divided by
         `temperature` and cut to the `top_k` most likely (a fixed `seed` gives the same text again).
 
+        Before sampling, the logits of characters already in the prompt or output are penalised (`penalise_repeats`,
+        `repetition_penalty`; 1.0 = off), a character that would repeat an `no_repeat_ngram`-gram is ruled out (0 =
+        off), and so is one that would complete a name of `banned_names` (e.g. lexicon.person_names()). Should every
+        character be ruled out, that step ignores the bans.
+
         Returns {"prompt", "text" (prompt + generated), "generated", "steps": [{"char", "prob" (the model's
-        probability of it), "sample_prob" (its probability after temperature and top-k), "candidates":
-        [(char, prob) x5] (the model's top 5)}]}. When the context outgrows max_len, the model sees [CLS] and
-        the last max_len - 1 characters."""
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
-        if max_new < 1:
-            raise ValueError(f"max_new must be at least 1, got {max_new}")
+        probability of it), "sample_prob" (its probability after the penalty, bans, temperature and top-k),
+        "candidates": [(char, prob) x5] (the model's top 5)}]}. When the context outgrows max_len, the model sees
+        [CLS] and the last max_len - 1 characters."""
+        check_generation(temperature, top_k, max_new, repetition_penalty, no_repeat_ngram)
         ids = self.prompt_ids(prompt)
+        names = self._name_bans(banned_names)
         gen = torch.Generator().manual_seed(int(seed))
-        steps, out = [], []
+        steps, text = [], prompt
+        k = min(top_k, len(self.tokenizer) - self.tokenizer.n_special)
         for _ in range(max_new):
             logits = self._next_logits(ids)
             probs = logits.softmax(-1)
-            top_v, top_j = (logits / temperature).topk(min(top_k, len(self.tokenizer) - self.tokenizer.n_special))
+            scores = penalise_repeats(logits, ids[1:], repetition_penalty)
+            banned = self._banned(ids, text, no_repeat_ngram, names)
+            if banned:
+                kept = scores.clone()
+                kept[banned] = float("-inf")
+                scores = kept if torch.isfinite(kept).any() else scores
+            top_v, top_j = (scores / temperature).topk(k)
             sample = top_v.softmax(-1)
             pick = int(torch.multinomial(sample, 1, generator=gen))
             j = int(top_j[pick])
             ch = self.tokenizer.itos[j]
             steps.append({"char": ch, "prob": round(float(probs[j]), 6), "sample_prob": round(float(sample[pick]), 6),
                           "candidates": self._top(probs, STEP_CANDIDATES)})
-            out.append(ch)
+            text += ch
             ids.append(j)
-        generated = "".join(out)
-        return {"prompt": prompt, "text": prompt + generated, "generated": generated, "steps": steps}
+        return {"prompt": prompt, "text": text, "generated": text[len(prompt):], "steps": steps}

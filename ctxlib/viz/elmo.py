@@ -363,10 +363,15 @@ def mix_history_figure(history, layer_labels: list[str], title: str = "", x_titl
 
 
 # -- data helpers the page uses (no streamlit) --------------------------------------------------
-def nearest_rows(encoder, layers: np.ndarray, layer_names: list[str], index: int, exclude=(), topn: int = 6) -> dict[str, str]:
-    """{layer name: "word cos  word cos ..."}: the vocabulary words nearest to the token's vector in each layer."""
-    return {layer_names[j]: "  ".join(f"{w} {s:.2f}" for w, s in encoder.nearest_words(layers[j, index], j, topn=topn,
-                                                                                       exclude=tuple(exclude)))
+def nearest_rows(encoder, layers: np.ndarray, layer_names: list[str], index: int, exclude=(), topn: int = 6,
+                 counts=None, min_count: int = 0) -> dict[str, str]:
+    """{layer name: "word cos  word cos ..."}: the vocabulary words nearest to the token's vector in each layer; with
+    `counts` (word -> training-text count) only words seen at least `min_count` times, each with its count."""
+    def fmt(w: str, s: float) -> str:
+        return f"{w} {s:.2f}" + ("" if counts is None else f" ({counts.get(w, 0):,})")
+
+    return {layer_names[j]: "  ".join(fmt(w, s) for w, s in encoder.nearest_words(
+        layers[j, index], j, topn=topn, exclude=tuple(exclude), counts=counts, min_count=min_count))
             for j in range(np.asarray(layers).shape[0])}
 
 

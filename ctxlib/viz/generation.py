@@ -16,6 +16,9 @@ from .common import CJK_FONT, escape
 
 CHOSEN, OTHER, PROMPT_GREY = "#d62728", "#2ca02c", "#666666"
 WRAP = 36  # characters per line of the growing text in the animated figure
+# beginnings offered on the page (written for ctxlab): everyday and review text, which the model continues without
+# reaching for 1998 news and the politicians in it
+EXAMPLE_PROMPTS = ("今天天气", "这家酒店的服务", "我买了一台笔记本电脑", "周末我们去")
 
 
 def prompt_problem(enc, prompt: str) -> tuple[str, int] | None:
