@@ -226,10 +226,20 @@ def test_repetition_options(encs):
     assert hf.penalise_repeats(x, [0, 1], 2.0).tolist() == [1.0, -4.0, 1.0]
 
 
-def test_vocab_words(encs):
+def test_vocab_words_and_nearest(encs, monkeypatch, tmp_path):
+    from ctxlib.models import bert_encoder
+
     words = encs["en"].vocab_words(5)
-    assert words == ["the", "river", "bank", "is", "green"]
+    assert words == ["the", "river", "bank", "is", "green"]  # whole words in id order: no ##bank, no single letters
     assert all(w.isalpha() and len(w) >= 2 for w in encs["gpt2"].vocab_words(50))
+    counts = [("，", 9), ("的", 8), ("苹果", 7), ("鳄梨", 6), ("手机", 5), ("天气", 4)]  # stands in for the corpus
+    monkeypatch.setattr(bert_encoder, "_train_word_counts", lambda: counts)
+    assert encs["zh"].vocab_words(10) == ["苹果", "手机", "天气"]  # every character known, punctuation left out
+    monkeypatch.setenv("CTXLAB_CACHE", str(tmp_path))
+    en = encs["en"]
+    v = en.word_vectors(["the riverbank is green"], "riverbank")[0, 2]
+    near = en.nearest_words(v, layer=2, topn=3)
+    assert len(near) == 3 and all(w in en.vocab_words() and -1 <= c <= 1 for w, c in near)
 
 
 def _copy(folders, key, tmp_path, name):
