@@ -125,6 +125,12 @@ def test_unknown_word_is_unk_not_an_error(encs):
     assert not zh.in_vocab("鳄梨") and zh.in_vocab("苹果")
 
 
+def test_empty_text(encs):
+    assert encs["gpt2"].encode([""])[0].layers.shape == (3, 0, 32)  # no tokens at all: an empty encoding
+    e = encs["zh"].encode([""])[0]
+    assert e.tokens == ["[CLS]", "[SEP]"] and e.word_indices("苹果") == []
+
+
 def test_truncation_flag(encs):
     e = encs["zh"].encode(["苹果" * 50, "苹果"])
     assert e[0].truncated and len(e[0].tokens) == 64 and e[0].tokens[-1] == "[SEP]"

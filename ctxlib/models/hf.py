@@ -149,7 +149,7 @@ class HfEncoder(Encoder):
     @torch.no_grad()
     def run_ids(self, seqs: list[list[int]], segs: list[list[int]] | None = None, need_weights: bool = True):
         """(H (B, L+1, T, dim) float32, A (B, L, heads, T, T) or None) for right-padded id sequences."""
-        T = max(len(s) for s in seqs)
+        T = max(1, max(len(s) for s in seqs))  # an empty text (GPT-2 adds no specials) runs as one padding token
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids = torch.full((len(seqs), T), pad, dtype=torch.long)
         mask = torch.zeros(len(seqs), T, dtype=torch.long)
