@@ -233,13 +233,11 @@ def test_repetition_options(encs):
 
 
 def test_vocab_words_and_nearest(encs, monkeypatch, tmp_path):
-    from ctxlib.models import bert_encoder
-
     words = encs["en"].vocab_words(5)
     assert words == ["the", "river", "bank", "is", "green"]  # whole words in id order: no ##bank, no single letters
     assert all(w.isalpha() and len(w) >= 2 for w in encs["gpt2"].vocab_words(50))
     counts = [("，", 9), ("的", 8), ("苹果", 7), ("鳄梨", 6), ("手机", 5), ("天气", 4)]  # stands in for the corpus
-    monkeypatch.setattr(bert_encoder, "_train_word_counts", lambda: counts)
+    monkeypatch.setattr(hf, "train_word_counts", lambda: counts)
     assert encs["zh"].vocab_words(10) == ["苹果", "手机", "天气"]  # every character known, punctuation left out
     monkeypatch.setenv("CTXLAB_CACHE", str(tmp_path))
     en = encs["en"]

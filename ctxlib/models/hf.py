@@ -58,6 +58,16 @@ def load(spec: str, download: bool = False) -> HfEncoder:
 _BYTE_CHARS = _byte_chars()
 
 
+def train_word_counts() -> list[tuple[str, int]]:
+    """The training corpus's (word, count), most frequent first: the list BertEncoder.vocab_words reads (main moved it
+    from bert_encoder to ctxlib.lexicon; either is used)."""
+    try:
+        from ..lexicon import train_word_counts as counts
+    except ImportError:
+        from .bert_encoder import _train_word_counts as counts
+    return counts()
+
+
 class HfEncoder(Encoder):
     """A Transformers model and its fast tokenizer. Sub-word tokens are pooled into words by their character spans;
     special tokens ([CLS], [SEP], <s>) get an empty span, so they are never pooled."""
@@ -367,10 +377,8 @@ class HfEncoder(Encoder):
         """zh: the training corpus's most frequent words whose tokens are all known (as BertEncoder); en: whole-word
         vocabulary entries (letters only, length >= 2, no continuation pieces), in id order."""
         if self.language == "zh":
-            from .bert_encoder import _train_word_counts
-
             out = []
-            for w, _ in _train_word_counts():
+            for w, _ in train_word_counts():
                 if any(c.isalnum() for c in w) and self.in_vocab(w):
                     out.append(w)
                     if len(out) == max_words:

@@ -34,8 +34,9 @@ def allow_download(download: bool = False) -> bool:
 
 
 def _short(e: BaseException) -> str:
-    line = next((s.strip() for s in str(e).splitlines() if s.strip()), "")
-    return f"{type(e).__name__}: {line[:160]}" if line else type(e).__name__
+    line = next((s.strip() for s in str(e).splitlines() if s.strip()), "").split(". ")[0]  # its first sentence
+    line = line if len(line) <= 140 else line[:140] + "…"
+    return f"{type(e).__name__}: {line}" if line else type(e).__name__
 
 
 def resolve(spec: str, download: bool = False) -> tuple[Path, str, str]:
