@@ -30,17 +30,6 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD_PREFIX = ("Ġ", "▁")  # byte-level BPE / SentencePiece word-start marks
 
 
-def _byte_chars() -> dict[int, str]:
-    """GPT-2's byte -> printable character map (byte-level BPE writes every byte as one of these)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + len(cs) - 188)
-    return dict(zip(bs, map(chr, cs)))
-
-
 def load(spec: str, download: bool = False) -> HfEncoder:
     """The model at `spec` (what follows "hf:"): a folder saved with save_pretrained, or a hub name loaded from the
     Hugging Face cache (fetched only with `download=True` or CTXLAB_ALLOW_DOWNLOAD=1). Raises HfModelError."""
@@ -55,7 +44,7 @@ def load(spec: str, download: bool = False) -> HfEncoder:
     return HfEncoder(name, source, folder, model, tok, family, has_nsp, hf_load.read_license(folder))
 
 
-_BYTE_CHARS = _byte_chars()
+_BYTE_CHARS = hf_load.byte_chars()
 
 
 def train_word_counts() -> list[tuple[str, int]]:

@@ -213,3 +213,14 @@ def read_license(folder: Path) -> str | None:
         return None
     lic = re.search(r"^license:\s*['\"]?([^'\"\n#]+?)['\"]?\s*$", m.group(1), re.MULTILINE)
     return lic.group(1).strip() if lic else None
+
+
+def byte_chars() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (byte-level BPE writes every byte as one of these)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + len(cs) - 188)
+    return dict(zip(bs, map(chr, cs)))
