@@ -66,7 +66,7 @@ def checkpoint_key(path) -> str | None:
         p = Path(path)
         h = hashlib.sha1((p / "config.json").read_bytes())
         for f in sorted(p.iterdir()):
-            if f.is_file() and f.name != "config.json" and f.suffix in (".pt", ".json", ".npz", ".bin"):
+            if f.is_file() and f.name != "config.json" and f.suffix in (".pt", ".json", ".npz", ".bin", ".safetensors"):
                 st = f.stat()
                 h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
         return h.hexdigest()[:20]
