@@ -225,10 +225,10 @@ def test_type_matrix_pools_the_word_like_the_type_point(enc):
 
 
 def test_mean_head_averages_the_real_characters_only(enc):
-    from ctxlib.evaluation.finetune import _Classifier, _batch_ids
+    from ctxlib.evaluation.finetune import _Classifier, batch_ids
 
     clf = _Classifier(enc.model, head="mean").eval()
-    ids = _batch_ids(enc.tokenizer, ["苹果很好吃", "手机"], enc.model.cfg.max_len)  # the second row is padded
+    ids = batch_ids(enc.tokenizer, ["苹果很好吃", "手机"], enc.model.cfg.max_len)  # the second row is padded
     with torch.no_grad():
         got = clf(ids, torch.zeros_like(ids))
         (h,), _ = enc.model(ids, torch.zeros_like(ids))

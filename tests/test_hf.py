@@ -15,6 +15,8 @@ import pytest
 import torch
 
 from ctxlib.checkpoint import CheckpointError
+from ctxlib import lexicon, writing
+from ctxlib.models import gpt as gpt_model
 from ctxlib.models import hf
 from ctxlib.models.hf import HfModelError
 
@@ -227,9 +229,9 @@ def test_repetition_options(encs):
     plain_ids = g.prompt_ids("the cat") + [s["id"] for s in plain["steps"]]
     assert len(set(_ngrams(plain_ids, 2))) < len(_ngrams(plain_ids, 2))  # without the ban it does repeat
     assert g.generate("the cat", max_new=30, top_k=1, repetition_penalty=5.0)["generated"] != plain["generated"]
-    assert hf.ngram_bans([1, 2, 3, 1, 2], 3) == {3} and hf.ngram_bans([1, 2], 0) == set()
+    assert writing.ngram_bans([1, 2, 3, 1, 2], 3) == {3} and writing.ngram_bans([1, 2], 0) == set()
     x = torch.tensor([2.0, -2.0, 1.0])
-    assert hf.penalise_repeats(x, [0, 1], 2.0).tolist() == [1.0, -4.0, 1.0]
+    assert gpt_model.penalise_repeats(x, [0, 1], 2.0).tolist() == [1.0, -4.0, 1.0]
 
 
 def test_vocab_words_and_nearest(encs, monkeypatch, tmp_path):
@@ -237,7 +239,7 @@ def test_vocab_words_and_nearest(encs, monkeypatch, tmp_path):
     assert words == ["the", "river", "bank", "is", "green"]  # whole words in id order: no ##bank, no single letters
     assert all(w.isalpha() and len(w) >= 2 for w in encs["gpt2"].vocab_words(50))
     counts = [("，", 9), ("的", 8), ("苹果", 7), ("鳄梨", 6), ("手机", 5), ("天气", 4)]  # stands in for the corpus
-    monkeypatch.setattr(hf, "train_word_counts", lambda: counts)
+    monkeypatch.setattr(lexicon, "train_word_counts", lambda: counts)
     assert encs["zh"].vocab_words(10) == ["苹果", "手机", "天气"]  # every character known, punctuation left out
     monkeypatch.setenv("CTXLAB_CACHE", str(tmp_path))
     en = encs["en"]
@@ -328,3 +330,13 @@ def test_importing_ctxlib_does_not_import_transformers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_generation_keeps_listed_names_out(encs):
+    """A "name" the model writes unbanned (two characters of its own output) never appears once it is banned."""
+    g, prompt = encs["gpt2"], "the cat"
+    free = g.generate(prompt, max_new=12, temperature=1.0, top_k=50, seed=3)["generated"]
+    name = next(free[i:i + 2] for i in range(len(free) - 1) if free[i:i + 2].strip() == free[i:i + 2])
+    banned = g.generate(prompt, max_new=12, temperature=1.0, top_k=50, seed=3, banned_names=[name])
+    assert name not in banned["text"]
+    assert g.generate(prompt, max_new=12, temperature=1.0, top_k=50, seed=3, banned_names=[])["generated"] == free

@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import lexicon
 from ..encoder import MAX_CHARS, Encoded, Encoder, rank_in
 from ..tokens import Token
 from . import hf_load
 from .hf_load import HfModelError  # noqa: F401  (re-exported: the error callers catch)
-from .hf_sampling import check_generation, ngram_bans, penalise_repeats
+from .hf_writing import HfWriting
 
 download = hf_load.download  # download(name, out_dir): fetch a hub model once into a folder, then load hf:out_dir
-STEP_CANDIDATES = 5  # candidates shown per generated token, as GptEncoder
 MASK = "[MASK]"  # what the user writes; mapped to the tokenizer's own mask token (<mask> for RoBERTa)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD_PREFIX = ("Ġ", "▁")  # byte-level BPE / SentencePiece word-start marks
@@ -47,17 +47,7 @@ def load(spec: str, download: bool = False) -> HfEncoder:
 _BYTE_CHARS = hf_load.byte_chars()
 
 
-def train_word_counts() -> list[tuple[str, int]]:
-    """The training corpus's (word, count), most frequent first: the list BertEncoder.vocab_words reads (main moved it
-    from bert_encoder to ctxlib.lexicon; either is used)."""
-    try:
-        from ..lexicon import train_word_counts as counts
-    except ImportError:
-        from .bert_encoder import _train_word_counts as counts
-    return counts()
-
-
-class HfEncoder(Encoder):
+class HfEncoder(HfWriting, Encoder):
     """A Transformers model and its fast tokenizer. Sub-word tokens are pooled into words by their character spans;
     special tokens ([CLS], [SEP], <s>) get an empty span, so they are never pooled."""
 
@@ -285,89 +275,13 @@ class HfEncoder(Encoder):
                 r["original"] = {"token": tok, "rank": rank, "prob": None if prob is None else round(prob, 6)}
         return res
 
-    def _need_causal(self):
-        if self.family != "causal":
-            raise ValueError(f"{self.name} is a {self.family} model; next-token prediction needs a causal (GPT-like) model")
-
-    def prompt_ids(self, prompt: str) -> list[int]:
-        """The prompt's token ids (a BOS first when the tokenizer adds one). ValueError (one line) when the prompt is
-        empty, has no known token, or is longer than the model takes."""
-        self._need_causal()
-        ids = self.tokenizer(prompt or "")["input_ids"]
-        while ids and ids[-1] in self._specials and ids[-1] in (self.tokenizer.eos_token_id, self.tokenizer.sep_token_id):
-            ids = ids[:-1]  # a tokenizer that closes every text with EOS / [SEP]: the model continues before it
-        content = [i for i in ids if i not in self._specials]
-        if not content:
-            raise ValueError("the prompt is empty; write the beginning of a sentence, e.g. 今天天气")
-        if all(i == self.tokenizer.unk_token_id for i in content):
-            raise ValueError(f"no character of the prompt {prompt[:20]!r} is in the model's vocabulary")
-        if len(ids) > self.max_len:
-            raise ValueError(f"the prompt is {len(ids)} tokens long; this model takes at most {self.max_len}")
-        return ids
-
-    @torch.no_grad()
-    def _next_logits(self, ids: list[int]) -> torch.Tensor:
-        """(V,) float logits for the token after `ids` (the last max_len of them)."""
-        out = self.model(input_ids=torch.tensor([ids[-self.max_len:]]))
-        return out.logits[0, -1].float()
-
-    def next_char(self, text: str, topk: int = 5) -> list[tuple[str, float]]:
-        """The top-k next tokens after `text`, with their probabilities (softmax over the non-special vocabulary)."""
-        if topk < 1:
-            raise ValueError("topk must be at least 1")
-        return self._top(self._probs(self._next_logits(self.prompt_ids(text))), topk)
-
-    def char_rank(self, text: str, char: str) -> dict:
-        """{"token", "rank", "prob"}: where `char` (one token, as next_char shows it) stands in the next-token
-        distribution after `text` (rank 1 = most likely); rank and prob None when it is not one known token."""
-        tid = self.token_id(char)
-        if tid is None:
-            self._need_causal()
-            return {"token": char, "rank": None, "prob": None}
-        rank, prob = rank_in(self._probs(self._next_logits(self.prompt_ids(text))), tid)
-        return {"token": char, "rank": rank, "prob": round(prob, 6)}
-
-    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0,
-                 repetition_penalty: float = 1.0, no_repeat_ngram: int = 0) -> dict:
-        """Continue `prompt` by sampling `max_new` tokens, each from the model's distribution after the repetition
-        penalty (tokens in the prompt or output; 1.0 = off) and the n-gram ban (a token that would repeat an
-        `no_repeat_ngram`-gram; 0 = off), divided by `temperature`, cut to the `top_k` most likely (a fixed `seed`
-        gives the same text again). Returns GptEncoder.generate's dict: {"prompt", "text", "generated", "steps":
-        [{"char" (the token as text), "prob", "sample_prob", "candidates": [(token, prob) x5], "id" (its token id:
-        a byte-level piece holding part of a character shows as "\ufffd")}]}."""
-        check_generation(temperature, top_k, max_new, repetition_penalty, no_repeat_ngram)
-        ids = self.prompt_ids(prompt)
-        n_prompt = len(ids)
-        gen = torch.Generator().manual_seed(int(seed))
-        steps = []
-        for _ in range(max_new):
-            logits = self._next_logits(ids)
-            logits[self._specials] = float("-inf")
-            probs = logits.softmax(-1)
-            scores = penalise_repeats(logits, [i for i in ids if i not in self._specials], repetition_penalty)
-            banned = sorted(ngram_bans(ids, no_repeat_ngram))
-            if banned:
-                kept = scores.clone()
-                kept[banned] = float("-inf")
-                scores = kept if torch.isfinite(kept).any() else scores  # all ruled out: this step ignores the ban
-            top_v, top_j = (scores / temperature).topk(min(top_k, int(torch.isfinite(scores).sum())))
-            sample = top_v.softmax(-1)
-            pick = int(torch.multinomial(sample, 1, generator=gen))
-            j = int(top_j[pick])
-            steps.append({"char": self.display(self.tokenizer.convert_ids_to_tokens(j)), "prob": round(float(probs[j]), 6),
-                          "sample_prob": round(float(sample[pick]), 6), "candidates": self._top(probs, STEP_CANDIDATES),
-                          "id": j})
-            ids.append(j)
-        generated = self.tokenizer.decode(ids[n_prompt:])
-        return {"prompt": prompt, "text": prompt + generated, "generated": generated, "steps": steps}
-
     # -- nearest vocabulary words -------------------------------------------------------------------------
     def vocab_words(self, max_words: int = 10000) -> list[str]:
         """zh: the training corpus's most frequent words whose tokens are all known (as BertEncoder); en: whole-word
         vocabulary entries (letters only, length >= 2, no continuation pieces), in id order."""
         if self.language == "zh":
             out = []
-            for w, _ in train_word_counts():
+            for w, _ in lexicon.train_word_counts():
                 if any(c.isalnum() for c in w) and self.in_vocab(w):
                     out.append(w)
                     if len(out) == max_words:
