@@ -22,7 +22,8 @@ SOURCES = ("pd", "reviews", "supplement")
 CORPORA = ("pd", "reviews")  # the real text; "corpora" loads these two (the shipped models' held-out figures)
 SPLITS = ("train", "valid", "test")
 SOURCE_NAMES = {"pd": "People's Daily 1998-01", "reviews": "Product/hotel reviews",
-                "supplement": "Teaching supplement (written for ctxlab)", "user": "User corpus"}
+                "supplement": "Teaching supplement (written for ctxlab)", "user": "User corpus",
+                "outside": "its authors' own pretraining text (see its model card)"}
 _SENT_END = set("。!?！？")
 
 

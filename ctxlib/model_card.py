@@ -10,6 +10,8 @@ from .corpus import SOURCE_NAMES, SOURCES
 def training_sources(summary: dict) -> list[str]:
     """The training text's sources, as corpus.SOURCES keys ("pd", "reviews", "supplement"), or ["user"] for a model
     trained on a user's corpus; [] when the checkpoint does not say."""
+    if summary.get("outside"):  # a Transformers model: its authors' pretraining text (its model card says which)
+        return ["outside"]
     run = summary.get("run") or {}
     if run.get("corpus"):
         return ["user"]

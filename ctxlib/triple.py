@@ -260,9 +260,15 @@ def heldout_ranking(enc, set_name: str = "frozen") -> dict[View, float]:
     """Pair ranking per view of `enc` on a held-out sense set of `evaluation.heldout` (encodes its sentences)."""
     from .evaluation.heldout import sense_sets
 
-    sets = sense_sets(set_name)
-    vectors = {w: enc.word_vectors([t for t, _ in items], w) for w, items in sets.items()}
-    return ranking_by_view(enc.kind, vectors, {w: [s for _, s in items] for w, items in sets.items()})
+    from .encoder import WordNotFound
+
+    sets, vectors = sense_sets(set_name), {}
+    for w, items in sets.items():
+        try:
+            vectors[w] = enc.word_vectors([t for t, _ in items], w)
+        except WordNotFound:  # a sentence longer than the model reads: the other words still count
+            continue
+    return ranking_by_view(enc.kind, vectors, {w: [s for _, s in items] for w, items in sets.items() if w in vectors})
 
 
 def stored_ranking(path: Path | str, layer_names: list[str], set_name: str = "frozen") -> dict[View, float] | None:

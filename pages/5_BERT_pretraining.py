@@ -55,6 +55,7 @@ else:
                                                 msg("pretraining.lm.unknown")), width="stretch")
             if len(res) > 8:
                 st.caption(msg("pretraining.mask.first_8", n=len(res)))
+            text_fit.outside_fill_mask(masked, topk, originals, ask)
         except ValueError as e:
             widgets.show_error(explain.error_text(e))
 

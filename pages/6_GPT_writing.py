@@ -11,14 +11,15 @@ from ctxlib.viz import generation as vg
 _t0 = time.perf_counter()
 widgets.page_header("GPT writing", "gpt.title")
 st.markdown(msg("gpt.intro"))
-enc, stamp = widgets.require_model("gpt", "GPT")
+model = widgets.model_radio("gw", "gpt", view="generate")  # our GPT, or a registered left-to-right LM
+enc, stamp = widgets.require_model(model or "gpt", widgets.model_label(model or "gpt"))
 MAX_NEW = 120
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def write(prompt: str, max_new: int, temperature: float, top_k: int, seed: int, rp: float, ng: int, names: bool,
-          stamp: str) -> dict:
-    return loaders.load_encoder("gpt").generate(prompt, max_new=max_new, temperature=temperature, top_k=top_k, seed=seed,
+def write(model: str, prompt: str, max_new: int, temperature: float, top_k: int, seed: int, rp: float, ng: int,
+          names: bool, stamp: str) -> dict:
+    return loaders.load_encoder(model).generate(prompt, max_new=max_new, temperature=temperature, top_k=top_k, seed=seed,
                                                 repetition_penalty=rp, no_repeat_ngram=ng,
                                                 banned_names=lexicon.person_names() if names else None)
 
@@ -53,9 +54,9 @@ if problem:
     st.warning(msg(f"gpt.problem.{problem[0]}", n=problem[1], cap=enc.max_len - 1))
     st.stop()
 with st.spinner(msg("gpt.writing")):
-    res = write(prompt, int(n_new), float(temperature), int(top_k), int(seed), float(rp), int(ngram), bool(names), stamp)
+    res = write(model or "gpt", prompt, int(n_new), float(temperature), int(top_k), int(seed), float(rp), int(ngram), bool(names), stamp)
 st.subheader(msg("gpt.text_header"))
-text_fit.model_note("gpt", stamp)
+text_fit.model_note(model or "gpt", stamp)
 st.html(vg.text_html(res))
 st.caption(msg("gpt.text_caption"))
 

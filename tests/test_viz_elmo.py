@@ -74,7 +74,7 @@ def test_layer_vectors_cosines_and_lm_bars():
 
 
 class _FakeEncoder:
-    def nearest_words(self, vec, layer, topn, exclude):
+    def nearest_words(self, vec, layer, topn, exclude, counts=None, min_count=0):
         return [(w, 0.5 + layer / 10) for w in ("苹果", "梨", "香蕉") if w not in exclude][:topn]
 
 

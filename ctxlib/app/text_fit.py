@@ -25,7 +25,10 @@ def model_note(model: str, stamp: str, where=st) -> None:
     text = " + ".join(msg(f"textfit.source.{s}") for s in f["sources"]) or msg("textfit.source.unknown")
     size = (msg("textfit.size", params=f"{f['parameters'] / 1e6:.1f}", layers=f["layers"]) if f["parameters"]
             else msg("textfit.size_layers", layers=f["layers"]))
-    where.info(msg("textfit.note", model=f["kind"], text=text, size=size))  # our strings only: no user text
+    if "outside" in f["sources"]:  # a registered Transformers model; its name has no markdown characters
+        where.info(msg("textfit.note_outside", model=model, text=text, size=size))
+    else:
+        where.info(msg("textfit.note", model=f["kind"], text=text, size=size))  # our strings only: no user text
 
 
 def names_checkbox(key: str) -> bool:
@@ -49,3 +52,26 @@ def floor_input(key: str, where=st) -> int:
 def counts_for(model: str):
     """The word counts of a model's training text (None for a model trained on a user's corpus: no floor)."""
     return lexicon.counts_for(loaders.load_encoder(model).summary or {})
+
+
+def outside_fill_mask(masked: str, topk: int, originals, ask) -> None:
+    """The same [MASK]s answered by every registered masked LM (a real pretrained model, CTXLAB_MODELS), each under
+    its own note, beside the small BERT's answers; `ask(model, method, stamp, ...)` is the page's cached call.
+    A model whose vocabulary is English is left out of Chinese text (its answers would be noise)."""
+    from ctxlib.viz import pretraining as vp
+
+    cjk = any("\u4e00" <= c <= "\u9fff" for c in masked)
+    for m in (m for m in loaders.models_for("fill_mask") if loaders.is_registered(m)):
+        enc = loaders.load_encoder(m)
+        if cjk and getattr(enc, "language", "zh") != "zh":
+            continue
+        st.markdown(msg("textfit.outside_header", model=m))  # a registered name has no markdown characters
+        stamp = loaders.model_stamp(m)
+        try:
+            res = ask(m, "fill_mask", stamp, masked, topk=topk, originals=originals)
+        except ValueError as e:
+            st.warning(msg("textfit.outside_failed", model=m, error=str(e)[:200]))
+            continue
+        model_note(m, stamp)
+        st.plotly_chart(vp.fill_mask_figure(res, originals, msg("pretraining.mask.panel"), msg("pretraining.lm.rank"),
+                                            msg("pretraining.lm.unknown")), width="stretch", key=f"pt_outside_{m}")

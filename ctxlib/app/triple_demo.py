@@ -28,6 +28,10 @@ def heldout(model: str, stamp: str) -> tuple[dict, bool]:
     whole layers only; ELMo's halves need its vectors, so ELMo is always measured here."""
     enc = loaders.load_encoder(model)
     path = getattr(enc, "path", None)
+    if loaders.is_registered(model):  # an outside model's figures live beside the others', never in its own folder
+        from ctxlib.registered import eval_dir
+
+        path = eval_dir(model)
     if enc.kind != "elmo" and path is not None:
         stored = triple.stored_ranking(path / "eval_senses.json", list(enc.layer_names))
         if stored is not None:

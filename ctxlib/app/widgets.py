@@ -174,11 +174,11 @@ def models_sidebar(key: str, default: tuple[str, ...] | None = None) -> list[str
     return chosen
 
 
-def model_radio(key: str, default: str | None = None) -> str | None:
+def model_radio(key: str, default: str | None = None, view: str | None = None) -> str | None:
     """Sidebar radio of the loadable models (?model=...; else `default` if loadable, else the last one); missing ones
-    named with their build command."""
+    named with their build command. With `view`, only the models that view takes (kinds.FAMILY_VIEWS)."""
     status = loaders.model_status()
-    ok = _available(status)
+    ok = _available(status) if view is None else loaders.models_for(view)
     if not ok:
         return None
     wkey = f"{key}_model"
@@ -190,7 +190,7 @@ def model_radio(key: str, default: str | None = None) -> str | None:
         elif first and qp is not None and qp not in ok:  # a link's unknown or unbuilt model
             state.notice("common.url.bad_choice", "model", qp, what=msg("common.url.what_model"),
                          default=st.session_state[wkey])
-    chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey)
+    chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey, format_func=model_label if view else str)
     _missing_in_sidebar(status)
     return chosen
 

@@ -68,7 +68,7 @@ class HfEncoder(HfWriting, Encoder):
                   "dim": int(c.hidden_size), "layers": int(c.num_hidden_layers),
                   "heads": int(getattr(c, "num_attention_heads", 0) or 0), "vocab_size": len(tokenizer),
                   "max_len": self._max_len(c, tokenizer)}
-        super().__init__(name, config, {}, folder)
+        super().__init__(name, config, {"outside": True, "parameters": self.n_params}, folder)  # not trained here
         self.language = self._language()
 
     @staticmethod

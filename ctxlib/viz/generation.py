@@ -29,6 +29,9 @@ def prompt_problem(enc, prompt: str) -> tuple[str, int] | None:
     toks = char_tokens(prompt or "")
     if not toks:
         return "empty", 0
+    if getattr(enc, "kind", "") == "hf":  # a Transformers LM: its own sub-word tokens, [UNK]-free byte-level BPE
+        n = len(enc.tokenize(prompt))
+        return ("too_long", n) if n > enc.max_len - 1 else None
     tok = getattr(enc, "tokenizer", None)
     if tok is not None and all(tok.token_id(t) == tok.unk_id for t, _, _ in toks):
         return "unknown", len(toks)

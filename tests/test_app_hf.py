@@ -1,0 +1,102 @@
+"""Every page with real-model registration: tiny Transformers models (built here from configs, random weights,
+tokenizers trained on a few lines; no network) listed in CTXLAB_MODELS appear beside the shipped models in the
+views their family takes, and no page raises."""
+from pathlib import Path
+
+import hf_tiny
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from ctxlib import registered
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hf_app")
+    return {"tiny-zh-bert": hf_tiny.zh_bert(root / "tiny-zh-bert", nsp=True), "tiny-gpt2": hf_tiny.gpt2(root / "tiny-gpt2"),
+            "tiny-en-bert": hf_tiny.en_bert(root / "tiny-en-bert")}
+
+
+@pytest.fixture
+def registered_env(tiny_models, monkeypatch, tmp_path):
+    monkeypatch.setenv(registered.ENV, ",".join(f"hf:{p}" for p in tiny_models.values()))
+    monkeypatch.setenv(registered.FILE_ENV, str(tmp_path / "none.toml"))
+    monkeypatch.setenv(registered.EVALS_ENV, str(tmp_path / "evals"))
+    st.cache_data.clear()
+    return tiny_models
+
+
+def _run(page: str, lang: str = "en", **qp) -> AppTest:
+    at = AppTest.from_file(str(ROOT / ("app.py" if page == "app.py" else f"pages/{page}")), default_timeout=120)
+    at.query_params["lang"] = lang
+    for k, v in qp.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_registration_reads_the_environment_and_the_file(tmp_path, monkeypatch):
+    f = tmp_path / "models.toml"
+    f.write_text('[[model]]\nsource = "hf:/data/bert-base-chinese"\nname = "bbc"\n[[model]]\nname = "no source"\n',
+                 encoding="utf-8")
+    monkeypatch.setenv(registered.ENV, "hf:/x/gpt2-chinese/, hf:/data/bert-base-chinese")
+    monkeypatch.setenv(registered.FILE_ENV, str(f))
+    assert [(e.name, e.source) for e in registered.extra_models()] == [
+        ("gpt2-chinese", "hf:/x/gpt2-chinese/"), ("bert-base-chinese", "hf:/data/bert-base-chinese")]  # each source once
+    assert registered.problems() == [f"{f}: model 2 has no source = \"hf:PATH\"; it is left out"]
+    f.write_text("[[model]\nbroken", encoding="utf-8")
+    assert "could not be read" in registered.problems()[0]
+    monkeypatch.setenv(registered.ENV, "hf:/a/bert,hf:/b/bert,hf:/c/gpt")  # names never clash with shipped kinds
+    assert [e.name for e in registered.extra_models()] == ["bert-2", "bert-3", "gpt-2"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_with_registered_models(registered_env, page):
+    _run(page, "zh" if page.startswith(("1", "4", "6")) else "en")
+
+
+def test_home_lists_them_with_family_and_source(registered_env):
+    at = _run("app.py")
+    rows = at.dataframe[0].value
+    assert {"tiny-zh-bert", "tiny-gpt2", "tiny-en-bert"} <= set(rows.iloc[:, 0])
+    zh = rows[rows.iloc[:, 0] == "tiny-zh-bert"].iloc[0]
+    assert zh["family"] == "masked LM (reads both sides)" and zh["source"] == str(registered_env["tiny-zh-bert"])
+
+
+def test_a_broken_model_folder_shows_one_line_and_the_others_work(registered_env, tmp_path, monkeypatch):
+    bad = tmp_path / "broken-model"
+    bad.mkdir()
+    (bad / "config.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setenv(registered.ENV, f"hf:{bad},hf:{registered_env['tiny-zh-bert']}")
+    at = _run("app.py")
+    lines = [c.value.replace("\\", "") for c in at.caption if "is corrupt" in c.value]  # markdown-escaped
+    assert len(lines) == 1 and "\n" not in lines[0] and lines[0].startswith("broken-model:")
+    assert "config.json is corrupt" in lines[0] and "save_pretrained" in lines[0]
+    assert "tiny-zh-bert" in set(at.dataframe[0].value.iloc[:, 0])
+
+
+def test_attention_and_writing_offer_the_families_that_fit(registered_env):
+    at = _run("4_BERT_attention.py")
+    assert {"tiny-zh-bert", "tiny-gpt2", "tiny-en-bert"} <= set(at.sidebar.radio(key="att_model").options)
+    at = _run("4_BERT_attention.py", model="tiny-gpt2")  # causal: no sentence B, the mask hatched
+    assert not any("B" in t.label for t in at.text_input if t.key == "att_b")
+    at = _run("6_GPT_writing.py", model="tiny-gpt2", prompt="the cat")
+    assert at.sidebar.radio(key="gw_model").options == ["GPT", "tiny-gpt2"]  # masked LMs do not write left to right
+    assert any("real pretrained model" in i.value for i in at.info)
+    assert at.session_state["gw_model"] == "tiny-gpt2"
+
+
+def test_fill_mask_shows_the_registered_masked_lm_beside(registered_env):
+    at = _run("5_BERT_pretraining.py")
+    headers = [m.value for m in at.markdown if "real pretrained model" in m.value]
+    assert headers == ["**tiny-zh-bert** (a real pretrained model, registered by the teacher) on the same masks:"]
+
+
+def test_type_vs_token_takes_every_model(registered_env):
+    at = _run("1_Type_vs_token.py")
+    assert {"tiny-zh-bert", "tiny-gpt2", "tiny-en-bert"} <= set(at.sidebar.multiselect[0].options)
