@@ -55,13 +55,7 @@ def main(args, say=print) -> int:
     plan.commands = {b.name: backend_command(b.port) for b in plan.backends if b.local}
     plan.commands["proxy"] = proxy_command(haproxy or "haproxy", conf_path)
     if args.dry_run:
-        say(plan.config)
-        say(f"# each local backend runs with OMP_NUM_THREADS={plan.threads} MKL_NUM_THREADS={plan.threads}")
-        for name, cmd in plan.commands.items():
-            say(f"# {name}: {shlex.join(cmd)}")
-        if haproxy is None:
-            say(f"# {INSTALL_HINT}")
-        return 0
+        return _dry_run(plan, haproxy, say)
     if haproxy is None:
         say(f"error: {INSTALL_HINT}", file=sys.stderr)
         return 2
@@ -77,10 +71,8 @@ def main(args, say=print) -> int:
     conf_path = run_dir / "haproxy.cfg"
     conf_path.write_text(plan.config, encoding="utf-8")
     plan.commands["proxy"] = proxy_command(haproxy, conf_path)
-    check = subprocess.run([haproxy, "-c", "-f", str(conf_path)], capture_output=True, text=True)
-    if check.returncode != 0:  # e.g. a --remote host name that does not resolve
-        lines = [ln.strip() for ln in (check.stderr + check.stdout).splitlines() if ln.strip()]
-        why = " | ".join([ln for ln in lines if "ALERT" in ln] or lines)
+    why = _config_rejected(haproxy, conf_path)
+    if why:  # e.g. a --remote host name that does not resolve
         say(f"error: haproxy rejects the config {conf_path}: {why}", file=sys.stderr)
         return 2
 
@@ -109,6 +101,26 @@ def main(args, say=print) -> int:
         for s, h in old.items():
             signal.signal(s, h)
     return rc
+
+
+def _dry_run(plan, haproxy: str | None, say) -> int:
+    """--dry-run: the proxy config and the commands, nothing started."""
+    say(plan.config)
+    say(f"# each local backend runs with OMP_NUM_THREADS={plan.threads} MKL_NUM_THREADS={plan.threads}")
+    for name, cmd in plan.commands.items():
+        say(f"# {name}: {shlex.join(cmd)}")
+    if haproxy is None:
+        say(f"# {INSTALL_HINT}")
+    return 0
+
+
+def _config_rejected(haproxy: str, conf_path: Path) -> str | None:
+    """Why `haproxy -c` rejects the config (its ALERT lines, else all it said), or None when it accepts it."""
+    check = subprocess.run([haproxy, "-c", "-f", str(conf_path)], capture_output=True, text=True)
+    if check.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in (check.stderr + check.stdout).splitlines() if ln.strip()]
+    return " | ".join([ln for ln in lines if "ALERT" in ln] or lines)
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
