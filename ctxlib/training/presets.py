@@ -70,4 +70,5 @@ def resolve(kind: str, preset: Preset | str) -> Preset:
     presets = kinds.training_module(kind).PRESETS
     if preset not in presets:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
-    return presets[preset]
+    found = presets[preset]
+    return found if found.name == preset else replace(found, name=preset)  # one added to PRESETS without its name
