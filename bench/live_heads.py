@@ -175,10 +175,8 @@ def main(argv=None) -> dict:
                 probe_cpu[0] += time.process_time() - c0
                 probe_wall[0] += time.time() - w0
 
-        name = "bench-live-heads"
-        bert_train.PRESETS[name] = replace(preset, steps=a.steps)
-        bert_train.train(name, device="cpu", out=out, seed=a.seed, callback=cb, paragraphs=live.subset(a.words, a.seed),
-                         save_every=1e9)
+        bert_train.train(replace(preset, steps=a.steps, name="bench-live-heads"), device="cpu", out=out, seed=a.seed,
+                         callback=cb, paragraphs=live.subset(a.words, a.seed), save_every=1e9)
         from ctxlib import checkpoint, replay
 
         summary = checkpoint.read_config(out).get("summary", {})

@@ -1,43 +1,35 @@
-"""Training a small model live (the training page's "Train live"), without Streamlit: the choices of a run, its work
-function for a background job, the per-session folder that holds runs, and the zip a run downloads as.
+"""Training a small model live (the training page's "Train live"), without Streamlit: the choices of a run, the
+checks of an uploaded corpus, and the run's work function for a background job. The session folders that hold the
+runs, their cleanup and the download zip are in ctxlib.live_files.
 
 - `LiveSpec`: what to train (word2vec, or a small ELMo, BERT or GPT), on what (a random subset of the built-in train
   split, `words` words; or a user's file checked as `--corpus` checks it, see `check_upload`) and for how long
   (`budget_s`, 30-180 s of training; loading the text and the timeline's snapshots come on top).
-- `train(spec, out, report)`: runs the model's own `train()` (ctxlib.training.*) into `out`, calling
-  `report(fraction of the budget, {"s", "step", "loss", "tokens", "tokens_s"}, phase)` at most every
-  `REPORT_EVERY_S` seconds (a job's `report`: raising from it, e.g. jobs.Cancelled, ends the run). ELMo, BERT and GPT
-  record a training timeline (replayed by the same views as the shipped models') and save the folder every
-  `SAVE_EVERY_S` seconds (no resume.pt: a live run is never resumed), so a cancelled run keeps its last save; a
-  cancelled word2vec stops where it is and saves the vectors trained so far.
-- `LiveSession`: a temporary folder per app session with its last `MAX_RUNS` runs (older ones deleted; all of it
-  when the session object is dropped). Nothing is written to checkpoints/. The folder names its owning process
-  (`OWNER_FILE`); `clean_stale` removes the folders of processes that are gone (a crashed or killed server), once
-  they are `STALE_H` hours old: a new session runs it (at most every `CLEAN_EVERY_S` seconds per process).
-- `zip_bytes(folder)`: the checkpoint as a zip that `ctxlib.load("run.zip")` reads (checkpoint.py unpacks it).
+- `train(spec, out, report)`: runs the model's own `train()` (ctxlib.training.*) into `out` with the run's preset
+  (PRESETS[kind], named "live-<run id>"), calling `report(fraction of the budget, {"s", "step", "loss", "tokens",
+  "tokens_s"}, phase)` at most every `REPORT_EVERY_S` seconds (a job's `report`: raising from it, e.g.
+  jobs.Cancelled, ends the run). ELMo, BERT and GPT record a training timeline (replayed by the same views as the
+  shipped models') and save the folder every `SAVE_EVERY_S` seconds (no resume.pt: a live run is never resumed), so a
+  cancelled run keeps its last save; a cancelled word2vec stops where it is and saves the vectors trained so far.
+- `make_work(session, spec)`: the job's work, a new run in a live_files.LiveSession.
 """
 from __future__ import annotations
 
 import functools
 import itertools
-import json
 import logging
-import os
-import shutil
-import tempfile
-import threading
 import time
-import weakref
-import zipfile
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from . import checkpoint, kinds
 from .training.presets import Preset
+
+if TYPE_CHECKING:
+    from .live_files import LiveSession
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +37,7 @@ BUDGET_MIN_S, BUDGET_MAX_S = 30, 180
 SUBSETS = (50_000, 200_000, 1_000_000)  # words of the built-in train split a run can use
 REPORT_EVERY_S = 0.5  # at most one progress report (and plot point) per this many seconds
 SAVE_EVERY_S = 5.0  # ELMo, BERT, GPT: the run folder is saved (weights + timeline) this often
-MAX_RUNS = 2  # runs a session keeps on disk (the older ones are deleted)
-ZIP_FILES = checkpoint.ZIP_MEMBERS  # what a downloaded run holds (no resume.pt: it holds pickled optimizer state)
 EXAMPLE_WORDS = ("中国", "发展", "经济")  # common words whose nearest neighbours a live word2vec shows
-FOLDER_PREFIX = "ctxlab-live-"  # a session's temporary folder: <tempdir>/ctxlab-live-XXXX
-OWNER_FILE = "owner.json"  # in it: {"pid", "start" (the process's start, to tell a reused pid), "created"}
-STALE_H = float(os.environ.get("CTXLAB_LIVE_STALE_H", "6"))  # age before a folder whose process is gone is removed
-CLEAN_EVERY_S = 600.0
 
 # the live models' sizes: the tests' tiny models, a little wider, with a timeline; `steps` is planned per run from
 # the budget (STEPS_PER_S, measured on one CPU thread; the time budget ends the run, the plan only spaces the
@@ -98,7 +84,6 @@ PRESETS: dict[str, Preset] = {
 STEPS_PER_S = {"bert": 30.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
 VOCAB_TOP = {"bert": 1200}  # on the built-in subset: the most frequent characters kept (the rest [UNK]); see PRESETS
 _RUN_IDS = itertools.count(1)
-_PRESET_LOCK = threading.Lock()
 
 
 class UploadError(ValueError):
@@ -223,108 +208,122 @@ def plan_steps(kind: str, budget_s: float) -> int:
     return max(100, int(budget_s * STEPS_PER_S[kind]))
 
 
-@contextmanager
-def _registered(module, name: str, preset: Preset):
-    """`preset` as module.PRESETS[name] while the run lasts: the models' train() take a preset by name."""
-    with _PRESET_LOCK:
-        module.PRESETS[name] = preset
-    try:
-        yield name
-    finally:
-        with _PRESET_LOCK:
-            module.PRESETS.pop(name, None)
+class _Progress:
+    """A run's progress reports (see the module docstring): `__call__` reports a point at most every REPORT_EVERY_S
+    seconds (True when it did) and otherwise only checks for a cancel; it times the first step."""
+
+    def __init__(self, run: LiveRun, budget: float, report: Callable[..., None]):
+        self.run, self.budget, self.report = run, budget, report
+        self.t0, self.last = time.time(), 0.0
+
+    def __call__(self, step: int, loss: float | None, tokens: int, elapsed: float, words_total: float | None = None) -> bool:
+        if self.run.first_step_s is None:
+            self.run.first_step_s = round(time.time() - self.t0, 1)
+        now = time.time()
+        frac = elapsed / self.budget if words_total is None else max(elapsed / self.budget, tokens / max(words_total, 1))
+        if now - self.last < REPORT_EVERY_S:
+            self.report(min(1.0, frac), None, "train")  # checks for a cancel without a new point
+            return False
+        self.last = now
+        self.report(min(1.0, frac), {"s": round(elapsed, 2), "step": int(step),
+                                     "loss": None if loss is None else round(float(loss), 4), "tokens": int(tokens),
+                                     "tokens_s": round(tokens / max(elapsed, 1e-9), 1)}, "train")
+        return True
 
 
 def train(spec: LiveSpec, run: LiveRun, report: Callable[..., None]) -> LiveRun:
     """Train `spec` into run.out; see the module docstring for `report`. Returns `run` (state, summary filled)."""
     mod = kinds.training_module(spec.kind)
-    out, budget = run.out, float(spec.budget_s)
-    t0 = time.time()
-    last = [0.0]
+    emit = _Progress(run, float(spec.budget_s), report)
     report(0.0, None, "data")
-
-    def emit(step: int, loss: float | None, tokens: int, elapsed: float, words_total: float | None = None):
-        if run.first_step_s is None:
-            run.first_step_s = round(time.time() - t0, 1)
-        now = time.time()
-        frac = elapsed / budget if words_total is None else max(elapsed / budget, tokens / max(words_total, 1))
-        if now - last[0] < REPORT_EVERY_S:
-            report(min(1.0, frac), None, "train")  # checks for a cancel without a new point
-            return False
-        last[0] = now
-        report(min(1.0, frac), {"s": round(elapsed, 2), "step": int(step), "loss": None if loss is None else round(float(loss), 4),
-                                "tokens": int(tokens), "tokens_s": round(tokens / max(elapsed, 1e-9), 1)}, "train")
-        return True
-
     corpus_path = str(spec.corpus_file) if spec.corpus_file is not None else None
     try:
-        cancelled: list[BaseException] = []
         if spec.kind == "word2vec":
-            t_fit, seen = [None], [0.0, 0]
-
-            def w2v_cb(info: dict):
-                if cancelled:
-                    return True
-                if t_fit[0] is None:
-                    t_fit[0] = time.time() - info["words"] / max(info["words_per_s"], 1e-9)
-                s, n = info.get("loss_sum", 0.0), info.get("loss_n", 0)
-                if n < seen[1]:  # a new epoch: its sums start again
-                    seen[:] = [0.0, 0]
-                loss = (s - seen[0]) / (n - seen[1]) if n > seen[1] else None  # the mean since the last point
-                try:
-                    if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
-                        seen[:] = [s, n]
-                except BaseException as e:  # a cancel: word2vec.fit stops here and the vectors so far are saved
-                    if type(e).__name__ != "Cancelled":
-                        raise
-                    cancelled.append(e)
-                    return True
-
-            try:
-                with _registered(mod, f"live-{run.id}", PRESETS["word2vec"]) as name:
-                    mod.train(name, device="cpu", out=out, seed=spec.seed, time_limit=budget, callback=w2v_cb,
-                              paragraphs=None if corpus_path else subset(spec.words, spec.seed), corpus_path=corpus_path)
-            finally:
-                if corpus_path:  # an upload's segmented copy (user_text.UserSentences) goes with the session, not to the cache
-                    from .user_text import UserSentences, user_files
-
-                    UserSentences(user_files(corpus_path)).path.unlink(missing_ok=True)
+            cancelled = _train_word2vec(mod, spec, run, emit, corpus_path)
         else:
-            P = PRESETS[spec.kind]
-            data = dict(P.data)
-            paragraphs = None
-            if corpus_path is None:
-                if spec.kind == "elmo":  # ELMo holds out part of `paragraphs`: a sample of the split keeps its own valid
-                    data["paragraphs"] = len(subset(spec.words, spec.seed))
-                else:
-                    paragraphs = subset(spec.words, spec.seed)
-                    if spec.kind in VOCAB_TOP:
-                        data["min_count"] = max(data["min_count"], top_k_min_count(paragraphs, VOCAB_TOP[spec.kind]))
-            preset = replace(P, steps=plan_steps(spec.kind, budget), data=data)
-
-            def cb(step: int, ema: float, info: dict):
-                emit(step, ema, info["tokens"], info["elapsed"])
-
-            kw = dict(device="cpu", out=out, seed=spec.seed, callback=cb, stretch=budget, save_every=SAVE_EVERY_S)
-            if spec.kind == "elmo":  # its time_limit covers the whole command and keeps ~60 s for the perplexity
-                kw.update(time_limit=budget + 60.0 + 0.02 * data["valid_sentences"], corpus_path=corpus_path)
-            else:
-                kw.update(time_limit=budget, paragraphs=paragraphs)
-                if spec.kind == "bert":
-                    kw["corpus_path"] = corpus_path
-            with _registered(mod, f"live-{run.id}", preset) as name:
-                mod.train(name, **kw)
-        if cancelled:  # word2vec saved what it had: the run ends as cancelled, with a loadable model
-            run.summary = checkpoint.read_config(out).get("summary", {})
-            raise cancelled[0]
+            _train_steps(mod, spec, run, emit, corpus_path)
+            cancelled = None
+        if cancelled is not None:  # word2vec saved what it had: the run ends as cancelled, with a loadable model
+            run.summary = checkpoint.read_config(run.out).get("summary", {})
+            raise cancelled
         report(1.0, None, "save")
     except BaseException:
         run.ended = time.time()
         raise
     run.ended = time.time()
-    run.summary = checkpoint.read_config(out).get("summary", {})
+    run.summary = checkpoint.read_config(run.out).get("summary", {})
     run.state = "done"
     return run
+
+
+def _word2vec_callback(emit: _Progress, cancelled: list) -> Callable[[dict], bool | None]:
+    """word2vec.fit's callback: a point of the mean loss since the last one; True (stop) once the job is cancelled,
+    the Cancelled kept in `cancelled` (fit then stops and the vectors so far are saved)."""
+    t_fit, seen = [None], [0.0, 0]
+
+    def cb(info: dict):
+        if cancelled:
+            return True
+        if t_fit[0] is None:
+            t_fit[0] = time.time() - info["words"] / max(info["words_per_s"], 1e-9)
+        s, n = info.get("loss_sum", 0.0), info.get("loss_n", 0)
+        if n < seen[1]:  # a new epoch: its sums start again
+            seen[:] = [0.0, 0]
+        loss = (s - seen[0]) / (n - seen[1]) if n > seen[1] else None  # the mean since the last point
+        try:
+            if emit(info.get("steps", 0), loss, info["words"], time.time() - t_fit[0], info["total"]):
+                seen[:] = [s, n]
+        except BaseException as e:  # a cancel: word2vec.fit stops here and the vectors so far are saved
+            if type(e).__name__ != "Cancelled":
+                raise
+            cancelled.append(e)
+            return True
+
+    return cb
+
+
+def _train_word2vec(mod, spec: LiveSpec, run: LiveRun, emit: _Progress, corpus_path: str | None) -> BaseException | None:
+    """word2vec into run.out (it trains in one go, saving at the end); the job's Cancelled when it was cancelled."""
+    cancelled: list[BaseException] = []
+    try:
+        mod.train(replace(PRESETS["word2vec"], name=f"live-{run.id}"), device="cpu", out=run.out, seed=spec.seed,
+                  time_limit=emit.budget, callback=_word2vec_callback(emit, cancelled),
+                  paragraphs=None if corpus_path else subset(spec.words, spec.seed), corpus_path=corpus_path)
+    finally:
+        if corpus_path:  # an upload's segmented copy (user_text.UserSentences) goes with the session, not to the cache
+            from .user_text import UserSentences, user_files
+
+            UserSentences(user_files(corpus_path)).path.unlink(missing_ok=True)
+    return cancelled[0] if cancelled else None
+
+
+def _train_steps(mod, spec: LiveSpec, run: LiveRun, emit: _Progress, corpus_path: str | None) -> None:
+    """ELMo, BERT or GPT into run.out: the live preset with its steps planned from the budget and its data fitted to
+    the subset, stopped by the budget (`stretch`), saving every SAVE_EVERY_S seconds."""
+    budget = emit.budget
+    P = PRESETS[spec.kind]
+    data = dict(P.data)
+    paragraphs = None
+    if corpus_path is None:
+        if spec.kind == "elmo":  # ELMo holds out part of `paragraphs`: a sample of the split keeps its own valid
+            data["paragraphs"] = len(subset(spec.words, spec.seed))
+        else:
+            paragraphs = subset(spec.words, spec.seed)
+            if spec.kind in VOCAB_TOP:
+                data["min_count"] = max(data["min_count"], top_k_min_count(paragraphs, VOCAB_TOP[spec.kind]))
+    preset = replace(P, steps=plan_steps(spec.kind, budget), data=data, name=f"live-{run.id}")
+
+    def cb(step: int, ema: float, info: dict):
+        emit(step, ema, info["tokens"], info["elapsed"])
+
+    kw = dict(device="cpu", out=run.out, seed=spec.seed, callback=cb, stretch=budget, save_every=SAVE_EVERY_S)
+    if spec.kind == "elmo":  # its time_limit covers the whole command and keeps ~60 s for the perplexity
+        kw.update(time_limit=budget + 60.0 + 0.02 * data["valid_sentences"], corpus_path=corpus_path)
+    else:
+        kw.update(time_limit=budget, paragraphs=paragraphs)
+        if spec.kind == "bert":
+            kw["corpus_path"] = corpus_path
+    mod.train(preset, **kw)
 
 
 def head_formation(rp) -> dict | None:
@@ -370,115 +369,6 @@ def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str,
     return {w: [(x, round(float(s), 3)) for x, s in kv.most_similar(w, topn=topn)] for w in words if w in kv}
 
 
-# -- the session's folder ----------------------------------------------------------------------------------------
-class LiveSession:
-    """A temporary folder for one app session's runs and uploads; keeps the last MAX_RUNS runs' folders."""
-
-    def __init__(self, root: str | Path | None = None):
-        clean_stale_now_and_then(root)
-        self.dir = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=root))
-        (self.dir / OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "start": _process_start(os.getpid()),
-                                                       "created": round(time.time(), 1)}), encoding="utf-8")
-        self.runs: list[LiveRun] = []
-        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
-
-    def new_run(self, spec: LiveSpec) -> LiveRun:
-        run = LiveRun(spec, self.dir / "pending")
-        run.out = self.dir / f"run-{run.id}"
-        self.runs.append(run)
-        for old in self.runs[:-MAX_RUNS]:
-            shutil.rmtree(old.out, ignore_errors=True)
-        self.runs = self.runs[-MAX_RUNS:]
-        return run
-
-    def latest(self) -> LiveRun | None:
-        return self.runs[-1] if self.runs else None
-
-    def upload_dir(self) -> Path:
-        return self.dir / "upload"
-
-    def close(self) -> None:
-        self._finalizer()
-
-
-# -- stale session folders (a crashed or killed server leaves them behind) ------------------------------------------
-def _process_start(pid: int) -> int | None:
-    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22), or None where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _owner_alive(owner: dict) -> bool:
-    """Whether the process recorded in a folder's owner file still runs (a reused pid with another start: no)."""
-    pid = owner.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process with that pid: it runs
-        pass
-    start = _process_start(pid)
-    return start is None or owner.get("start") is None or start == owner["start"]
-
-
-def _newest_mtime(folder: Path) -> float:
-    """The latest modification time of the folder and what it holds (a run writes into run-N/ every few seconds)."""
-    newest = folder.stat().st_mtime
-    for f in folder.rglob("*"):
-        try:
-            newest = max(newest, f.lstat().st_mtime)
-        except OSError:
-            pass
-    return newest
-
-
-def clean_stale(root: str | Path | None = None, max_age_h: float | None = None, now: float | None = None) -> list[Path]:
-    """Remove the live-session folders under `root` (the temporary folder by default) that nothing has written to for
-    `max_age_h` hours (STALE_H) and whose owning process is gone; the removed folders. A folder of a running process
-    (this one's other sessions included) is never touched; one without a readable owner file (made before owners were
-    recorded) counts as ownerless, so only its age decides."""
-    base = Path(root) if root is not None else Path(tempfile.gettempdir())
-    limit = (time.time() if now is None else now) - 3600.0 * (STALE_H if max_age_h is None else max_age_h)
-    removed = []
-    for d in base.glob(FOLDER_PREFIX + "*"):
-        try:
-            if d.is_symlink() or not d.is_dir() or d.stat().st_uid != os.getuid():
-                continue
-            try:
-                owner = json.loads((d / OWNER_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                owner = {}
-            if (isinstance(owner, dict) and _owner_alive(owner)) or _newest_mtime(d) > limit:
-                continue
-            shutil.rmtree(d)
-            removed.append(d)
-            log.info("removed the stale live-training folder %s (its process is gone)", d)
-        except OSError as e:  # another process removing it at the same time, a permission: leave it
-            log.warning("could not remove the stale live-training folder %s: %s", d, e)
-    return removed
-
-
-_LAST_CLEAN: dict[str, float] = {}
-
-
-def clean_stale_now_and_then(root: str | Path | None = None) -> None:
-    """`clean_stale` at most every CLEAN_EVERY_S seconds per folder and process (a new session calls it); never
-    raises."""
-    key = str(root)
-    if time.time() - _LAST_CLEAN.get(key, 0.0) < CLEAN_EVERY_S:
-        return
-    _LAST_CLEAN[key] = time.time()
-    try:
-        clean_stale(root)
-    except Exception as e:  # cleaning is a courtesy: a session must start regardless
-        log.warning("cleaning stale live-training folders failed: %s", e)
-
-
 def make_work(session: LiveSession, spec: LiveSpec) -> Callable:
     """The job's work: a new run in the session's folder, trained with the job's `report`."""
 
@@ -491,17 +381,3 @@ def make_work(session: LiveSession, spec: LiveSpec) -> Callable:
             raise
 
     return work
-
-
-# -- download ----------------------------------------------------------------------------------------------------
-def zip_bytes(folder: Path) -> bytes:
-    """The run's checkpoint (config, vocabulary, weights and the timeline if any) as a zip, flat."""
-    import io
-
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name in ZIP_FILES:
-            f = Path(folder) / name
-            if f.is_file():
-                zf.write(f, name)
-    return buf.getvalue()

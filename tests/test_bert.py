@@ -197,11 +197,16 @@ def test_next_sentence_is_the_probability_of_isnext(enc):
 
 
 def test_run_eval_schema(trained, tmp_path):
-    from ctxlib.evaluation.finetune import run_eval
+    import json
+
+    from ctxlib.evaluation.bert_sentiment import SentimentEval, run_eval
 
     out = tmp_path / "eval.json"
-    r = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2,
-                 feature_seeds=2)
+    rec = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2,
+                   feature_seeds=2)
+    assert isinstance(rec, SentimentEval) and len(rec.finetune_scores) == 2
+    r = json.loads(out.read_text(encoding="utf-8"))  # the file as results.py and the pages read it
+    assert {k: v for k, v in rec.to_json().items() if k != "seconds"} == {k: v for k, v in r.items() if k != "seconds"}
     assert out.is_file() and r["complete"]
     ft = r["finetune_score_per_seed"]
     assert len(ft) == 2 and r["finetune_score"] == pytest.approx(sum(ft) / 2, abs=1e-4)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ctxlib
-from ctxlib import checkpoint, corpus, live, replay, user_text
+from ctxlib import checkpoint, corpus, live, live_files, replay, user_text
 from ctxlib.models.bert import SPECIALS
 
 
@@ -97,10 +97,11 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path, monkeypatch
     assert "attention_0" in rp.arrays
     assert len(ctxlib.load(run.out).tokenizer) - len(SPECIALS) in range(300, 320)  # ~300 characters (ties kept)
     from ctxlib.training import bert
-    assert not any(k.startswith("live-") for k in bert.PRESETS)  # the run's preset is gone again
+    assert not any(k.startswith("live-") for k in bert.PRESETS)  # the run's preset is passed, never registered
+    assert run.summary["preset"] == run.summary["run"]["preset"] == f"live-{run.id}"
     # the download: a zip that ctxlib.load reads, with the same weights
     z = tmp_path / "run.zip"
-    z.write_bytes(live.zip_bytes(run.out))
+    z.write_bytes(live_files.zip_bytes(run.out))
     assert sorted(zipfile.ZipFile(z).namelist()) == sorted(checkpoint.ZIP_MEMBERS)
     a, b = ctxlib.load(run.out), ctxlib.load(z)
     assert b.kind == "bert" and b.name == "run"
@@ -265,11 +266,11 @@ def _folder(root, name, owner=None, age_h=0.0):
     import os
     import time
 
-    d = root / f"{live.FOLDER_PREFIX}{name}"
+    d = root / f"{live_files.FOLDER_PREFIX}{name}"
     (d / "run-1").mkdir(parents=True)
     (d / "run-1" / "model.pt").write_bytes(b"x")
     if owner is not None:
-        (d / live.OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+        (d / live_files.OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
     t = time.time() - age_h * 3600
     for f in (d / "run-1" / "model.pt", d / "run-1", *d.iterdir(), d):
         os.utime(f, (t, t))
@@ -279,38 +280,38 @@ def _folder(root, name, owner=None, age_h=0.0):
 def test_stale_folders_of_gone_processes_are_removed_and_no_others(tmp_path, monkeypatch):
     import os
 
-    me = {"pid": os.getpid(), "start": live._process_start(os.getpid())}
+    me = {"pid": os.getpid(), "start": live_files._process_start(os.getpid())}
     gone = {"pid": _dead_pid(), "start": 1}
-    dead_old = _folder(tmp_path, "dead-old", gone, age_h=live.STALE_H + 1)
-    no_owner_old = _folder(tmp_path, "noowner-old", None, age_h=live.STALE_H + 1)
-    reused_pid = _folder(tmp_path, "reused", {**me, "start": (me["start"] or 0) + 12345}, age_h=live.STALE_H + 1)
-    dead_recent = _folder(tmp_path, "dead-recent", gone, age_h=live.STALE_H - 1)
-    mine_old = _folder(tmp_path, "mine-old", me, age_h=live.STALE_H + 10)  # an idle session of this server
-    written_lately = _folder(tmp_path, "lately", gone, age_h=live.STALE_H + 1)
+    dead_old = _folder(tmp_path, "dead-old", gone, age_h=live_files.STALE_H + 1)
+    no_owner_old = _folder(tmp_path, "noowner-old", None, age_h=live_files.STALE_H + 1)
+    reused_pid = _folder(tmp_path, "reused", {**me, "start": (me["start"] or 0) + 12345}, age_h=live_files.STALE_H + 1)
+    dead_recent = _folder(tmp_path, "dead-recent", gone, age_h=live_files.STALE_H - 1)
+    mine_old = _folder(tmp_path, "mine-old", me, age_h=live_files.STALE_H + 10)  # an idle session of this server
+    written_lately = _folder(tmp_path, "lately", gone, age_h=live_files.STALE_H + 1)
     (written_lately / "run-1" / "model.pt").write_bytes(b"y")  # a run wrote into it just now
     other = tmp_path / "not-ours"
     other.mkdir()
-    (tmp_path / f"{live.FOLDER_PREFIX}a-file").write_text("x")
-    removed = live.clean_stale(tmp_path)
+    (tmp_path / f"{live_files.FOLDER_PREFIX}a-file").write_text("x")
+    removed = live_files.clean_stale(tmp_path)
     want = {dead_old, no_owner_old} | ({reused_pid} if me["start"] is not None else set())
     assert set(removed) == want and not any(d.exists() for d in want)
     assert all(d.exists() for d in (dead_recent, mine_old, written_lately, other))
-    assert (tmp_path / f"{live.FOLDER_PREFIX}a-file").is_file()
-    assert live.clean_stale(tmp_path, max_age_h=0.5) == [dead_recent]  # a shorter limit
+    assert (tmp_path / f"{live_files.FOLDER_PREFIX}a-file").is_file()
+    assert live_files.clean_stale(tmp_path, max_age_h=0.5) == [dead_recent]  # a shorter limit
     # a new session cleans (once per CLEAN_EVERY_S) and records itself as the owner of its folder
-    monkeypatch.setattr(live, "_LAST_CLEAN", {})
-    stale = _folder(tmp_path, "stale-again", gone, age_h=live.STALE_H + 1)
-    sess = live.LiveSession(tmp_path)
-    assert not stale.exists() and live._owner_alive(__import__("json").loads((sess.dir / live.OWNER_FILE).read_text()))
-    again = _folder(tmp_path, "stale-later", gone, age_h=live.STALE_H + 1)
-    live.LiveSession(tmp_path).close()
+    monkeypatch.setattr(live_files, "_LAST_CLEAN", {})
+    stale = _folder(tmp_path, "stale-again", gone, age_h=live_files.STALE_H + 1)
+    sess = live_files.LiveSession(tmp_path)
+    assert not stale.exists() and live_files._owner_alive(__import__("json").loads((sess.dir / live_files.OWNER_FILE).read_text()))
+    again = _folder(tmp_path, "stale-later", gone, age_h=live_files.STALE_H + 1)
+    live_files.LiveSession(tmp_path).close()
     assert again.exists()  # not before CLEAN_EVERY_S has passed
-    assert live.clean_stale(tmp_path) == [again] and sess.dir.exists()
+    assert live_files.clean_stale(tmp_path) == [again] and sess.dir.exists()
     sess.close()
 
 
 def test_work_marks_a_failed_run_and_session_keeps_the_last_runs(short, monkeypatch, tmp_path):
-    sess = live.LiveSession(tmp_path)
+    sess = live_files.LiveSession(tmp_path)
 
     class Job:
         def report(self, *a, **k):
@@ -323,7 +324,7 @@ def test_work_marks_a_failed_run_and_session_keeps_the_last_runs(short, monkeypa
     for _ in range(3):
         runs.append(sess.new_run(live.LiveSpec("word2vec", 2)))
         runs[-1].out.mkdir()
-    assert len(sess.runs) == live.MAX_RUNS and not runs[0].out.exists() and runs[1].out.exists() and runs[2].out.exists()
+    assert len(sess.runs) == live_files.MAX_RUNS and not runs[0].out.exists() and runs[1].out.exists() and runs[2].out.exists()
     d = sess.dir
     sess.close()
     assert not d.exists()
@@ -395,7 +396,7 @@ def test_zip_size_cap(w2v_dir, tmp_path, monkeypatch):
 
 def test_zip_bytes_leave_out_resume_state(w2v_dir):
     (w2v_dir / "resume.pt").write_bytes(b"optimizer state")
-    names = zipfile.ZipFile(io.BytesIO(live.zip_bytes(w2v_dir))).namelist()
+    names = zipfile.ZipFile(io.BytesIO(live_files.zip_bytes(w2v_dir))).namelist()
     assert sorted(names) == ["config.json", "model.pt", "vocab.json"]
 
 

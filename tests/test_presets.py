@@ -15,14 +15,14 @@ MODULES = {"bert": (bert, BertConfig), "elmo": (elmo, ElmoConfig), "word2vec": (
 
 def test_all_presets_are_presets_with_the_same_fields():
     names = [f.name for f in dataclasses.fields(Preset)]
-    assert names == ["model", "steps", "lr", "warmup", "budget_s", "amp", "timeline", "resume_file", "data"]
+    assert names == ["model", "steps", "lr", "warmup", "budget_s", "amp", "timeline", "resume_file", "data", "name"]
     for kind, (mod, config) in MODULES.items():
         assert {"tiny", "default"} <= set(mod.PRESETS), kind
         data_keys = {frozenset(p.data) for p in mod.PRESETS.values()}
         assert len(data_keys) == 1, f"{kind}: every preset names the same data keys, so code needs no fallbacks"
         config_fields = {f.name for f in dataclasses.fields(config)}
         for name, p in mod.PRESETS.items():
-            assert type(p) is Preset, (kind, name)
+            assert type(p) is Preset and p.name == name, (kind, name)
             assert [f.name for f in dataclasses.fields(p)] == names
             assert set(p.model) <= config_fields, (kind, name, set(p.model) - config_fields)
             assert p.amp in ("auto", "bf16", "off") and p.budget_s >= 0 and p.steps >= 0
@@ -69,4 +69,28 @@ def test_wide_bert_is_long_with_only_the_width_changed():
     assert wide.model["hidden"] > long.model["hidden"] and wide.model["ffn"] == 4 * wide.model["hidden"]
     assert wide.model["hidden"] // wide.model["heads"] == long.model["hidden"] // long.model["heads"]
     assert wide.lr == long.lr / 2
-    assert dataclasses.replace(wide, model=long.model, steps=long.steps, lr=long.lr) == long
+    assert dataclasses.replace(wide, model=long.model, steps=long.steps, lr=long.lr, name="long") == long
+
+
+def test_train_takes_a_preset_or_a_name():
+    """One helper turns a name into its module's preset; an ad-hoc Preset passes as it is, but needs a name (the
+    summary's "preset" and what --resume looks up)."""
+    from ctxlib.training.presets import resolve
+
+    for kind, (mod, _) in MODULES.items():
+        assert resolve(kind, "tiny") is mod.PRESETS["tiny"]
+        with pytest.raises(ValueError, match=r"unknown preset 'nope'; choose one of \['tiny'"):
+            resolve(kind, "nope")
+    mine = dataclasses.replace(bert.PRESETS["tiny"], name="live-7")
+    assert resolve("bert", mine) is mine
+    with pytest.raises(ValueError, match="needs a name"):
+        resolve("bert", Preset(model={}))
+
+
+@pytest.mark.parametrize("option", [{"resume": "run"}, {"steps": 5}, {"stretch": 1.0}, {"amp": "off"}, {"init_from": "run"}])
+def test_word2vec_refuses_the_resumable_runs_options(option, tmp_path):
+    with pytest.raises(ValueError, match="word2vec trains in one go"):
+        word2vec.train("tiny", device="cpu", out=tmp_path / "w", **option)
+    assert not (tmp_path / "w").exists()
+    with pytest.raises(TypeError):
+        word2vec.train("tiny", device="cpu", out=tmp_path / "w", no_such_option=1)

@@ -178,17 +178,18 @@ def test_resumed_plan_is_the_fresh_plan_with_its_steps(kind, pars, tmp_path):
     mod = importlib.import_module(f"ctxlib.training.{kind}")
     out = tmp_path / kind
     mod.train(preset="tiny", device="cpu", out=out, paragraphs=pars[:60], stretch=1e-9, steps=45)  # one step
-    fresh = RunSpec.make(kind, mod.PRESETS, "tiny", 0, tmp_path / "fresh", steps=45)
+    fresh = RunSpec.make(kind, mod.PRESETS["tiny"], 0, tmp_path / "fresh", steps=45)
     assert isinstance(fresh.plan, Preset) and fresh.plan.steps == 45
-    resumed = RunSpec.make(kind, mod.PRESETS, "default", 7, None, resume=out)  # preset and seed come from the run
+    assert RunSpec.make(kind, "tiny", 0, tmp_path / "fresh", steps=45).plan == fresh.plan  # a name: the same preset
+    resumed = RunSpec.make(kind, mod.PRESETS["default"], 7, None, resume=out)  # preset and seed come from the run
     assert resumed.preset == "tiny" and resumed.seed == 0 and resumed.out == out and resumed.state["step"] == 1
     assert resumed.plan == fresh.plan == dataclasses.replace(mod.PRESETS["tiny"], steps=45)
-    replanned = RunSpec.make(kind, mod.PRESETS, "tiny", 0, None, resume=out, steps=50)
+    replanned = RunSpec.make(kind, mod.PRESETS["tiny"], 0, None, resume=out, steps=50)
     assert replanned.plan == dataclasses.replace(fresh.plan, steps=50)
     assert resumed.run_record(1)["steps"] == 45 and replanned.run_record(1)["steps"] == 50
     # the recorded rebuild command names the re-planned steps (a run of 8,000 steps is rebuilt with --steps 8000)
     assert replanned.command() == f"python -m ctxlib train {kind} --preset tiny --seed 0 --steps 50"
-    plain = RunSpec.make(kind, mod.PRESETS, "tiny", 0, tmp_path / "plain")
+    plain = RunSpec.make(kind, mod.PRESETS["tiny"], 0, tmp_path / "plain")
     assert plain.command() == f"python -m ctxlib train {kind} --preset tiny --seed 0"
 
 
@@ -226,10 +227,10 @@ def test_init_from_continues_pretraining_on_another_corpus_in_a_new_folder(pars,
         def load_existing(self, directory):
             self.loaded = str(directory)
 
-    spec = RunSpec.make("bert", PRESETS, "tiny", 0, tmp_path / "third", init_from=src, steps=20)
+    spec = RunSpec.make("bert", PRESETS["tiny"], 0, tmp_path / "third", init_from=src, steps=20)
     RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
     assert tl.loaded == str(src)
-    spec = RunSpec.make("bert", PRESETS, "tiny", 0, None, resume=new)  # resumed before it saved a timeline: the source's
+    spec = RunSpec.make("bert", PRESETS["tiny"], 0, None, resume=new)  # resumed before it saved a timeline: the source's
     RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
     assert tl.loaded == str(src) and spec.init_from == str(src)
     (new / "timeline.json").write_text("{}")  # once it has saved its own (which holds the source's snapshots too)

@@ -16,22 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from ctxlib import serve
+from ctxlib import serve_config, serve_proc
 from ctxlib.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _backends(n):
-    return [serve.Backend(f"s{i + 1}", "127.0.0.1", 9000 + i) for i in range(n)]
+    return [serve_config.Backend(f"s{i + 1}", "127.0.0.1", 9000 + i) for i in range(n)]
 
 
 def test_config_has_one_sticky_server_per_backend():
-    cfg = serve.haproxy_config(_backends(3), host="0.0.0.0", port=8501)
+    cfg = serve_config.haproxy_config(_backends(3), host="0.0.0.0", port=8501)
     servers = re.findall(r"^\s+server (\S+) (\S+) cookie (\S+) check", cfg, re.M)
     assert servers == [("s1", "127.0.0.1:9000", "s1"), ("s2", "127.0.0.1:9001", "s2"), ("s3", "127.0.0.1:9002", "s3")]
     assert re.search(r"^\s+bind 0\.0\.0\.0:8501$", cfg, re.M)
-    assert re.search(rf"^\s+cookie {serve.COOKIE} insert indirect nocache", cfg, re.M)  # cookie stickiness, not IP hash
+    assert re.search(rf"^\s+cookie {serve_config.COOKIE} insert indirect nocache", cfg, re.M)  # cookie stickiness, not IP hash
     assert "balance source" not in cfg and "hash" not in cfg
     assert re.search(r"^\s+http-check send meth GET uri /_stcore/health$", cfg, re.M)
     check = re.search(r"^\s+timeout check (\d+)s$", cfg, re.M)  # a busy backend must not count as down
@@ -45,17 +45,17 @@ def test_config_has_one_sticky_server_per_backend():
 
 
 def test_config_brackets_ipv6_and_rejects_bad_backends():
-    cfg = serve.haproxy_config([serve.Backend("s1", "fd00::5", 8502, local=False)], host="::", port=8501)
+    cfg = serve_config.haproxy_config([serve_config.Backend("s1", "fd00::5", 8502, local=False)], host="::", port=8501)
     assert "bind [::]:8501" in cfg and "server s1 [fd00::5]:8502 cookie s1" in cfg
     with pytest.raises(ValueError):
-        serve.haproxy_config([])
+        serve_config.haproxy_config([])
     with pytest.raises(ValueError):
-        serve.haproxy_config([serve.Backend("s1", "a", 1), serve.Backend("s1", "b", 2)])
+        serve_config.haproxy_config([serve_config.Backend("s1", "a", 1), serve_config.Backend("s1", "b", 2)])
 
 
 @pytest.fixture
 def haproxy_or_skip():
-    if serve.find_haproxy() is None:
+    if serve_config.find_haproxy() is None:
         reason = "haproxy is not installed (apt-get install haproxy); .ci/run installs it"
         if os.environ.get("CTXLAB_REQUIRE_SERVE") == "1":
             pytest.fail(f"CTXLAB_REQUIRE_SERVE=1 but {reason}")
@@ -63,10 +63,10 @@ def haproxy_or_skip():
 
 
 def test_haproxy_accepts_the_config(haproxy_or_skip, tmp_path):
-    plan = serve.make_plan(3, 8501, "0.0.0.0", remotes=[("10.1.2.3", 8502)])
+    plan = serve_config.make_plan(3, 8501, "0.0.0.0", remotes=[("10.1.2.3", 8502)])
     conf = tmp_path / "haproxy.cfg"
     conf.write_text(plan.config)
-    r = subprocess.run([serve.find_haproxy(), "-c", "-f", str(conf)], capture_output=True, text=True)
+    r = subprocess.run([serve_config.find_haproxy(), "-c", "-f", str(conf)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[WARNING]" not in r.stdout + r.stderr
 
@@ -76,18 +76,18 @@ def test_unresolvable_remote_is_a_user_error(haproxy_or_skip, tmp_path, capsys):
     assert main(["serve", "--port", str(port), "--remote", "no-such-host.invalid:8502", "--run-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "haproxy rejects the config" in err and "no-such-host.invalid" in err
-    assert not serve._port_in_use("127.0.0.1", port + 1)  # no backend was started
+    assert not serve_proc.port_in_use("127.0.0.1", port + 1)  # no backend was started
 
 
 def test_plan_ports_threads_and_remotes():
-    plan = serve.make_plan(2, 8501, "127.0.0.1", remotes=[("192.168.1.12", 8502)], cores=16)
+    plan = serve_config.make_plan(2, 8501, "127.0.0.1", remotes=[("192.168.1.12", 8502)], cores=16)
     assert [(b.name, b.host, b.port, b.local) for b in plan.backends] == [
         ("s1", "127.0.0.1", 8502, True), ("s2", "127.0.0.1", 8503, True), ("s3", "192.168.1.12", 8502, False)]
     assert plan.threads == 8
-    assert serve.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000, cores=2).threads == 1  # never 0
-    assert [b.port for b in serve.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000).backends] == [9000, 9001, 9002]
-    assert serve.backend_env(3, base={"PATH": "/bin"}) == {"PATH": "/bin", "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}
-    cmd = serve.backend_command(8502)
+    assert serve_config.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000, cores=2).threads == 1  # never 0
+    assert [b.port for b in serve_config.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000).backends] == [9000, 9001, 9002]
+    assert serve_config.backend_env(3, base={"PATH": "/bin"}) == {"PATH": "/bin", "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}
+    cmd = serve_config.backend_command(8502)
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app.py")
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1" and cmd[cmd.index("--server.port") + 1] == "8502"
 
@@ -105,8 +105,8 @@ def test_plan_ports_threads_and_remotes():
 ])
 def test_plan_rejects_bad_options(kw, says):
     args = dict(workers=2, port=8501, host="127.0.0.1") | kw
-    with pytest.raises(serve.ServeError, match=re.escape(says)):
-        serve.make_plan(**args)
+    with pytest.raises(serve_config.ServeError, match=re.escape(says)):
+        serve_config.make_plan(**args)
 
 
 @pytest.mark.parametrize("text", ["foo", "host:", ":8502", "host:0", "host:99999", "host:80x"])
@@ -117,9 +117,9 @@ def test_remote_must_be_host_port(text, capsys):
 
 
 def test_remote_parses_ipv4_names_and_ipv6():
-    assert serve.parse_remote("192.168.1.12:8502") == ("192.168.1.12", 8502)
-    assert serve.parse_remote("lab-pc-07:8502") == ("lab-pc-07", 8502)
-    assert serve.parse_remote("[fd00::5]:8502") == ("fd00::5", 8502)
+    assert serve_config.parse_remote("192.168.1.12:8502") == ("192.168.1.12", 8502)
+    assert serve_config.parse_remote("lab-pc-07:8502") == ("lab-pc-07", 8502)
+    assert serve_config.parse_remote("[fd00::5]:8502") == ("fd00::5", 8502)
 
 
 def test_cli_user_errors_exit_2_with_one_line(capsys, monkeypatch):
@@ -151,7 +151,7 @@ def _free_run(n):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             first = s.getsockname()[1]
-        if first + n < 65536 and not any(serve._port_in_use("127.0.0.1", first + i) for i in range(n)):
+        if first + n < 65536 and not any(serve_proc.port_in_use("127.0.0.1", first + i) for i in range(n)):
             return first
     pytest.fail("no free ports")
 
@@ -179,7 +179,7 @@ def _alive(pid):
 
 
 def _get(url, cookie=None):
-    req = urllib.request.Request(url, headers={"Cookie": f"{serve.COOKIE}={cookie}"} if cookie else {})
+    req = urllib.request.Request(url, headers={"Cookie": f"{serve_config.COOKIE}={cookie}"} if cookie else {})
     with urllib.request.urlopen(req, timeout=10) as r:
         return r.status, r.headers, r.read()
 
@@ -215,18 +215,18 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
         status, headers, body = _get(url + "/")
         assert status == 200 and b"<html" in body.lower()
         first = headers["X-Ctxlab-Backend"]
-        assert first in ("s1", "s2") and f"{serve.COOKIE}={first}" in " ".join(headers.get_all("Set-Cookie"))
+        assert first in ("s1", "s2") and f"{serve_config.COOKIE}={first}" in " ".join(headers.get_all("Set-Cookie"))
         assert _get(url + "/_stcore/health")[2] == b"ok"
         new = [_get(url + "/_stcore/health")[1]["X-Ctxlab-Backend"] for _ in range(4)]  # four new browsers
         assert sorted(new) == ["s1", "s1", "s2", "s2"], new  # split evenly
         for name in ("s1", "s2", "s2", "s1"):  # both backends are reached, each browser stays on its own
             status, headers, body = _get(url + "/_stcore/health", cookie=name)
             assert (status, headers["X-Ctxlab-Backend"], body) == (200, name, b"ok")
-            assert serve.COOKIE not in " ".join(headers.get_all("Set-Cookie") or [])  # pinned already: no new cookie
+            assert serve_config.COOKIE not in " ".join(headers.get_all("Set-Cookie") or [])  # pinned already: no new cookie
 
         for name in ("s1", "s2"):  # the websocket upgrade through the proxy, to the cookie's backend
             with connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], open_timeout=20,
-                         additional_headers={"Cookie": f"{serve.COOKIE}={name}", "Origin": url}) as ws:
+                         additional_headers={"Cookie": f"{serve_config.COOKIE}={name}", "Origin": url}) as ws:
                 assert ws.response.status_code == 101
                 assert ws.subprotocol == "streamlit" and ws.response.headers["X-Ctxlab-Backend"] == name
 
@@ -234,7 +234,7 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
         s1 = next(k for k in kids if f"--server.port {base} " in Path(f"/proc/{k}/cmdline").read_text().replace("\0", " "))
         os.kill(s1, signal.SIGKILL)
         deadline = time.time() + 120
-        while not serve._healthy(f"http://127.0.0.1:{base}", timeout=1):
+        while not serve_proc.healthy(f"http://127.0.0.1:{base}", timeout=1):
             assert time.time() < deadline, f"s1 was not restarted: {''.join(err)[-2000:]}"
             time.sleep(0.5)
         assert any("backend s1" in ln and "restarting it (1/3)" in ln for ln in err)
@@ -250,4 +250,4 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
     assert rc == 0, "".join(err)[-2000:]
     assert not [k for k in kids if _alive(k)], "children left behind"
     for p in (port, base, base + 1):
-        assert not serve._port_in_use("127.0.0.1", p), f"port {p} still taken"
+        assert not serve_proc.port_in_use("127.0.0.1", p), f"port {p} still taken"

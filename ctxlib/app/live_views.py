@@ -1,14 +1,14 @@
 """The training page's "Train live" part (Streamlit): the choices, the job, the running view and the finished run.
 
 The numbers and the training come from ctxlib.live; the job goes through `start_job_panel`, the one place here that
-knows the jobs API (ctxlib.app.job_panel). A run's folder lives in the session's temporary folder (live.LiveSession,
+knows the jobs API (ctxlib.app.job_panel). A run's folder lives in the session's temporary folder (live_files.LiveSession,
 deleted with the session); "Use this model" adds it to loaders' session models, so the other pages' pickers offer it.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from ctxlib import kinds, live, replay
+from ctxlib import kinds, live, live_files, replay
 from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
@@ -23,10 +23,10 @@ DEFAULT_BUDGET_S = 90  # the tiny BERT's first heads need ~2,000 steps, ~90 s of
 MAX_UPLOAD_MB = 20  # the browser refuses larger files; live.check_upload refuses over user_text.USER_FILE_CAP
 
 
-def session() -> live.LiveSession:
+def session() -> live_files.LiveSession:
     """This session's folder for runs and uploads (made on first use; deleted with the session state)."""
-    if not isinstance(st.session_state.get("lv_session"), live.LiveSession):
-        st.session_state["lv_session"] = live.LiveSession()
+    if not isinstance(st.session_state.get("lv_session"), live_files.LiveSession):
+        st.session_state["lv_session"] = live_files.LiveSession()
     return st.session_state["lv_session"]
 
 
@@ -171,7 +171,7 @@ def start_job_panel(spec: live.LiveSpec | None):
 def finished_run() -> live.LiveRun | None:
     """The session's latest run that left a loadable checkpoint (finished, or cancelled after a save)."""
     sess = st.session_state.get("lv_session")
-    run = sess.latest() if isinstance(sess, live.LiveSession) else None
+    run = sess.latest() if isinstance(sess, live_files.LiveSession) else None
     if run is None or run.state not in ("done", "cancelled") or not run.loadable():
         return None
     return run
@@ -212,4 +212,4 @@ def _nearest(folder: str) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=2)
 def _zip(folder: str, run_id: int) -> bytes:
-    return live.zip_bytes(folder)
+    return live_files.zip_bytes(folder)

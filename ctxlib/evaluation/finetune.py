@@ -1,16 +1,12 @@
-"""BERT on review sentiment (`python -m ctxlib eval bert --task sentiment`), both ways the lecture shows:
-fine-tuning (a classification head on [CLS], the mean of the character vectors or a ScalarMix of the layers; all
-weights trained; several seeds) and feature-based (the frozen layers, mixed, as the input of ELMo's task model);
-plus frozen per-layer probes and the word2vec baseline on the same reviews.
+"""BERT on review sentiment, the pieces: fine-tuning (`fine_tune`: a classification head on [CLS], the mean of the
+character vectors or a ScalarMix of the layers; all weights trained), `predict`, and the frozen features
+(`bert_features`) that the feature-based way and the probes read. The evaluation itself (`python -m ctxlib eval
+bert --task sentiment`: both ways, several seeds, eval_sentiment.json) is ctxlib.evaluation.bert_sentiment.
 """
 from __future__ import annotations
 
 import copy
-import inspect
-import logging
 import math
-import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -18,12 +14,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import checkpoint
 from ..models.bert import BertModel, CharTokenizer
-from ..models.bert_encoder import BertEncoder
 from ..tokens import char_tokens
 
-log = logging.getLogger(__name__)
 
 # The default fine-tuning recipe, chosen on the valid split with bench/bert_finetune_dev.py (never the test reviews):
 # all weights, a linear head on the mean of the final character vectors, 4 epochs at lr 2e-4. Over seeds 0-2 it scores
@@ -33,7 +26,7 @@ log = logging.getLogger(__name__)
 # truncation 0.783, [CLS] at 2e-4 with layer-wise lr decay 0.8 0.797, mean at 1e-4 x 4 epochs 0.810, x 6 epochs 0.820
 # over seeds 0-2. The app's live run keeps the [CLS] head: it is the one the lecture draws.
 EPOCHS, LR, BATCH, HEAD, DROPOUT, LLRD, TRUNCATE = 4, 2e-4, 32, "mean", None, 1.0, "head"
-# Which way's figure run_eval reports as `score`, "finetune" or "features": the one that did better on the valid split,
+# Which way's figure bert_sentiment.run_eval reports as `score`, "finetune" or "features": the one that did better on the valid split,
 # over seeds 0-2 with the sense-tuned BERT: fine-tuning with the recipe above 0.824, frozen features as the task model's
 # input 0.821 +- 0.003 (a tie; the rule takes the higher). Until session 13 it was features (0.818 against [CLS]
 # fine-tuning's 0.733 after its first epoch).
@@ -258,125 +251,3 @@ def bert_features(enc, sentences: list[list[str]], batch_size: int = 32) -> tupl
                 pos += len(w)
             words_out[i] = wv.astype(np.float16)
     return words_out, cls_out, mean_out
-
-
-def run_eval(model_name, task: str = "sentiment", device: str = "auto", seed: int = 0, out=None,
-             max_train: int | None = None, max_test: int | None = None, epochs: int = EPOCHS, lr: float = LR,
-             batch: int = BATCH, amp: bool = True, head: str = HEAD, dropout: float | None = DROPOUT, llrd: float = LLRD,
-             truncate: str = TRUNCATE, finetune_seeds: int = 3, feature_seeds: int = 3) -> dict:
-    """BERT on review sentiment (corpus reviews, ELMo's train/test samples), both ways the lecture shows:
-    - fine-tuning all weights with a head (the default recipe above), mean over `finetune_seeds` seeds;
-    - feature-based: the frozen layers, mixed by a learned ScalarMix, as the input of the same task model ELMo's
-      eval uses (tasks.train_task_model), mean over `feature_seeds` seeds, beside that task model alone;
-    plus frozen per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors.
-    `score` is SCORE_FROM's mean (the way that did better on the valid split; never chosen on the test
-    reviews); both are in the file. Writes eval_sentiment.json in the
-    checkpoint folder, or `out`."""
-    from .. import analysis
-    from ..encoder import load
-    from ..device import fast_bf16, resolve_device
-    from ..vocab import Vocab
-    from . import tasks
-
-    if task != "sentiment":
-        raise ValueError(f"BERT evaluation supports task 'sentiment' only, got {task!r}")
-    t0 = time.time()
-    dev = resolve_device(device)
-    use_bf16 = amp and fast_bf16(dev)  # emulated bf16 on an AVX2-only CPU is far slower than fp32
-    enc = load(model_name)
-    if not isinstance(enc, BertEncoder):
-        raise ValueError(f"{model_name} is not a BERT checkpoint")
-    # ELMo's sampler and default sizes (ctxlib.evaluation.tasks): exactly the reviews that
-    # `python -m ctxlib eval elmo --task sentiment` trains and scores on
-    max_train = tasks.N_TRAIN if max_train is None else max_train
-    max_test = tasks.N_TEST if max_test is None else max_test
-    words_tr, lab_tr = tasks.task_sentences("sentiment", "train", max_train, seed)
-    words_te, lab_te = tasks.task_sentences("sentiment", "test", max_test, seed)
-    xtr, ytr = ["".join(w) for w in words_tr], np.array(lab_tr)
-    xte, yte = ["".join(w) for w in words_te], np.array(lab_te)
-
-    def sem(xs):
-        return round(float(np.std(xs, ddof=1) / math.sqrt(len(xs))), 4) if len(xs) > 1 else None
-
-    # frozen features: per-layer probes on mean-pooled characters, and the word vectors the task model reads
-    ftr, _, mtr = bert_features(enc, words_tr)
-    fte, _, mte = bert_features(enc, words_te)
-    per_layer = [round(analysis.probe_accuracy(mtr[:, j], ytr, mte[:, j], yte), 4) for j in range(mtr.shape[1])]
-    log.info("frozen per-layer probes %s (%.0f s)", per_layer, time.time() - t0)
-    w2v = None
-    try:
-        wenc = load("word2vec")
-        def wmean(texts):
-            return np.stack([e.layers[0].mean(0) if len(e.tokens) else np.zeros(wenc.dim, np.float32) for e in wenc.encode(texts)])
-        w2v = round(analysis.probe_accuracy(wmean(xtr), ytr, wmean(xte), yte), 4)
-    except Exception as e:  # no shipped word2vec, or it cannot be read: report null, say why in the log
-        log.warning("word2vec baseline skipped: %s", e)
-
-    # feature-based: ELMo's eval head (a biLSTM over its own word embeddings) with BERT's ScalarMix as its input
-    wv = Vocab.build(words_tr, min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
-    ids_tr, ids_te = [wv.encode(w) for w in words_tr], [wv.encode(w) for w in words_te]
-    tok_std = tasks.Standardizer(np.concatenate([f.astype(np.float32) for f in ftr[:500]]))
-    task_epochs = inspect.signature(tasks.run_eval).parameters["epochs"].default
-    feat, base, mix = [], [], None
-    for k in range(feature_seeds):
-        m, p = tasks.train_task_model((ids_tr, ftr, list(ytr)), (ids_te, fte, list(yte)), "input", 2, wv.itos, True,
-                                      std=lambda f: tasks.std_one(f, tok_std), epochs=task_epochs, seed=seed + k,
-                                      device=dev)
-        feat.append(float((np.asarray(p) == yte).mean()))
-        mix = mix or ([round(x, 4) for x in m.mix.weights().tolist()], round(float(m.mix.gamma.detach()), 4))
-        _, p = tasks.train_task_model((ids_tr, None, list(ytr)), (ids_te, None, list(yte)), "none", 2, wv.itos, True,
-                                      epochs=task_epochs, seed=seed + k, device=dev)
-        base.append(float((np.asarray(p) == yte).mean()))
-        log.info("feature-based seed %d: %.4f (task model alone %.4f)", seed + k, feat[-1], base[-1])
-
-    def write() -> dict:
-        heads = {"cls": "tanh pooler on [CLS] + linear", "cls_fresh": "fresh tanh pooler on [CLS] + linear",
-                 "mean": "mean of the character vectors + linear", "mix": "ScalarMix of all layers, mean of the characters + linear"}
-        ft_method = (f"fine-tune all weights, head {head} ({heads[head]}), {epochs} epoch(s), lr {lr}, batch {batch}"
-                     f"{f', encoder dropout {dropout}' if dropout is not None else ''}"
-                     f"{f', layer-wise lr decay {llrd}' if llrd != 1 else ''}, truncation {truncate}, "
-                     f"mean over {finetune_seeds} seed(s){', bf16 autocast' if use_bf16 else ''}")
-        ways = {"finetune": float(np.mean(per_seed)) if per_seed else None, "features": float(np.mean(feat)) if feat else None}
-        best = SCORE_FROM if ways.get(SCORE_FROM) is not None else next((w for w in ways if ways[w] is not None), None)
-        key = {"finetune": "finetune_score", "features": "input_score"}.get(best)
-        result = {"task": "sentiment", "model": enc.name, "kind": "bert", "metric": "accuracy",
-                  "finetune_recipe": {"head": head, "epochs": epochs, "lr": lr, "batch": batch},
-                  "score": round(ways[best], 4) if best else None, "score_from": best,
-                  "score_per_seed": [round(x, 4) for x in {"finetune": per_seed, "features": feat}.get(best, [])],
-                  "score_sem": sem({"finetune": per_seed, "features": feat}.get(best, [])),
-                  "finetune_score": round(ways["finetune"], 4) if per_seed else None,
-                  "finetune_score_per_seed": [round(x, 4) for x in per_seed], "finetune_score_sem": sem(per_seed),
-                  "input_score": round(ways["features"], 4) if feat else None,
-                  "input_score_per_seed": [round(x, 4) for x in feat], "input_score_sem": sem(feat),
-                  "input_mix_weights": mix[0] if mix else None, "input_gamma": mix[1] if mix else None,
-                  "baseline_score": round(float(np.mean(base)), 4) if base else None,
-                  "baseline_score_per_seed": [round(x, 4) for x in base],
-                  "per_layer_score": per_layer, "layer_names": enc.layer_names,
-                  "mix_weights": mix[0] if mix else None, "gamma": mix[1] if mix else None,
-                  "expected_layer": round(analysis.expected_layer(mix[0]), 4) if mix else None, "word2vec_score": w2v,
-                  "n_train": len(xtr), "n_test": len(xte), "seconds": round(time.time() - t0, 1),
-                  "complete": len(per_seed) == finetune_seeds,
-                  "method": f"finetune_score: {ft_method}; input_score: frozen BERT, a ScalarMix of its layers (each word "
-                            "the mean of its characters; long reviews read in overlapping windows) as the input of the task "
-                            "model ELMo's eval uses, mean over "
-                            f"{feature_seeds} seed(s); baseline_score: that task model alone, same seeds; score: "
-                            f"{key} (score_from; the way chosen on the valid split); per_layer_score: frozen logistic probe on "
-                            "mean-pooled character vectors; word2vec_score: the same probe on mean word2vec vectors (ELMo's "
-                            "eval_sentiment.json also has word2vec as the task model's input, on the same reviews)",
-                  "command": f"python -m ctxlib eval {model_name} --task sentiment --seed {seed}", "seed": seed}
-        path = Path(out) if out else Path(enc.path) / "eval_sentiment.json"
-        checkpoint.atomic_write_json(path, result)
-        log.info("wrote %s", path)
-        return result
-
-    # fine-tuning all weights with the default recipe, several seeds: on 3,000 reviews one run's accuracy moves
-    # by 1-2 points with the seed alone (bench/bert_finetune_dev.py), as much as the gaps between the models
-    per_seed: list[float] = []
-    result = write()  # the feature-based figures first: a slow CPU may take an hour per fine-tuning seed
-    for k in range(finetune_seeds):
-        clf = fine_tune(enc.model, enc.tokenizer, xtr, ytr, epochs=epochs, lr=lr, batch=batch, seed=seed + k, head=head,
-                        dropout=dropout, llrd=llrd, truncate=truncate, device=str(dev), bf16=use_bf16)
-        per_seed.append(float((predict(clf, enc.tokenizer, xte, device=str(dev)) == yte).mean()))
-        log.info("fine-tuning seed %d: %.4f", seed + k, per_seed[-1])
-        result = write()
-    return result

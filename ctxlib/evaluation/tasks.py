@@ -36,6 +36,7 @@ NER_MAP = {"nr": "person", "ns": "place", "nt": "organisation"}
 METRICS = {"pos": "accuracy", "ner": "name-token F1", "sentiment": "accuracy"}
 MAX_LEN = 80  # words per sentence (longer ones are cut)
 N_TRAIN, N_TEST = 3000, 1000  # sentences per eval (ELMo's heads and BERT's fine-tuning use the same ones)
+TASK_EPOCHS = 3  # the task model's epochs in run_eval (BERT's feature-based eval trains it as long)
 _FEATURES: dict = {}  # in-memory cache of extracted features
 
 
@@ -249,7 +250,7 @@ def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 20
 # -- the full evaluation --------------------------------------------------------------------------------------
 
 def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = N_TRAIN,
-             n_test: int = N_TEST, epochs: int = 3, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
+             n_test: int = N_TEST, epochs: int = TASK_EPOCHS, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
     from ..encoder import load
     from ..device import resolve_device

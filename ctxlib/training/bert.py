@@ -18,12 +18,12 @@ from .. import checkpoint
 from ..models.bert import BertConfig, BertModel, CharTokenizer
 from ..models.bert_encoder import BertEncoder
 from ..vocab import Vocab
-from .presets import Preset
+from .presets import Preset, named
 
 log = logging.getLogger(__name__)
 
 
-PRESETS: dict[str, Preset] = {
+PRESETS: dict[str, Preset] = named({
     # tests: a few seconds on a slice of the corpus
     "tiny": Preset(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), steps=60, lr=3e-3, warmup=5,
                    timeline=False, data=dict(batch=16, max_paragraphs=400, min_count=1, whole_word=False)),
@@ -49,7 +49,7 @@ PRESETS: dict[str, Preset] = {
                               positions="rope"),
                    steps=52000, lr=5e-4, warmup=500, budget_s=0.0, amp="auto",
                    data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=0.5)),
-}
+})
 
 
 def _set_seed(seed: int):
@@ -90,25 +90,26 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
             "nsp_acc": round(nsp_ok / n, 4), "n_examples": n, "n_masked": tot}
 
 
-def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
-          corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True, init_from=None) -> Path:
+def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
+          callback=None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
-    time_limit: a time budget that the lr decay follows (0 = the preset's). stretch: stop this process after so
-    many seconds, resumable with `resume=DIR` (the run's folder), which continues exactly where it stopped.
+    preset: a Preset or the name of one of PRESETS. time_limit: a time budget that the lr decay follows (0 = the
+    preset's). run_options: run.RunOptions (resume, stretch, save_every, amp, steps, timeline, init_from). stretch:
+    stop this process after so many seconds, resumable with `resume=DIR` (the run's folder), which continues exactly
+    where it stopped.
     Under torchrun each rank trains on its own shard; only rank 0 writes. The folder is a loadable checkpoint
     at every save (every `save_every` s), with resume.pt and the timeline beside it. `corpus_path` (a UTF-8 or
     GB18030 file or folder) trains on a user's text instead, streamed from disk."""
     from .. import corpus, user_text
     from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
-    from .run import RunFolder, RunSpec
+    from .run import RunFolder, RunOptions, RunSpec
     from .timeline import Timeline
     from .trainer import TrainConfig, Trainer, init_distributed
 
+    o = RunOptions(**run_options)
     rank, world = init_distributed(device)
-    spec = RunSpec.make("bert", PRESETS, preset, seed, out, resume, corpus_path, steps, init_from)
+    spec = RunSpec.make("bert", preset, seed, out, o.resume, corpus_path, o.steps, o.init_from)
     P, seed, out = spec.plan, spec.seed, spec.out
     data = P.data
     t0 = time.time()
@@ -138,15 +139,15 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         docs = None
         batches = StreamPretrainBatches(files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
     record = P.timeline
-    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=amp or P.amp,
-                     budget_s=time_limit or P.budget_s, time_limit=stretch,
-                     save_every=save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
+    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=o.amp or P.amp,
+                     budget_s=time_limit or P.budget_s, time_limit=o.stretch,
+                     save_every=o.save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
     if rank == 0:
         log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
                  sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, spec.preset, world,
                  f", resuming {out} at step {spec.state['step']}" if spec.state else "")
     tl = None
-    if record and timeline and rank == 0:
+    if record and o.timeline and rank == 0:
         n_valid = data.get("timeline_valid", VALID_EXAMPLES)
         valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
         tl = Timeline("bert", P.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)

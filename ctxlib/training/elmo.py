@@ -18,7 +18,7 @@ from .. import checkpoint
 from ..corpus import nfkc
 from ..models.elmo import CHAR_SPECIALS, WORD_SPECIALS, ElmoConfig, ElmoEncoder, ElmoLM, Featurizer
 from ..vocab import Vocab
-from .presets import Preset
+from .presets import Preset, named
 from .resume import ResumableBatches
 from ..device import resolve_device, to_device
 from .trainer import Trainer, TrainConfig
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 # Presets: model config + training plan. "default" is the shipped model; its lr schedule is planned by time.
-PRESETS: dict[str, Preset] = {
+PRESETS: dict[str, Preset] = named({
     "tiny": Preset(model=dict(filters=[[1, 8], [2, 8], [3, 16]], max_chars=6, dim=16, hidden=32, vocab_size=500,
                               cutoffs=[50, 200], dropout=0.0),
                    steps=30, lr=3e-3, warmup=3, budget_s=0.0, amp="off", timeline=False,
@@ -40,7 +40,7 @@ PRESETS: dict[str, Preset] = {
     # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
     "long": Preset(model=dict(), steps=20000, lr=2e-3, warmup=200, budget_s=0.0, amp="auto",
                    data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=0, valid_sentences=3000)),
-}
+})
 
 
 def paragraph_sentences(pars, max_len: int) -> list[list[str]]:
@@ -195,26 +195,26 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
     return round(n / max(t, 1e-9), 1)
 
 
-def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable | None = None, paragraphs=None, resume=None, stretch: float = 0.0,
-          save_every: float = 600.0, corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True, init_from=None) -> Path:
+def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
+          callback: Callable | None = None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
-    time_limit (seconds, 0 = the preset's budget) covers the whole command: speed benchmark, training
-    and the held-out perplexity; the lr decay follows it. stretch: stop this process after so many seconds of
-    training, resumable with `resume=DIR`. Under torchrun each rank trains on its own shard; rank 0 writes.
+    preset: a Preset or the name of one of PRESETS. time_limit (seconds, 0 = the preset's budget) covers the whole
+    command: speed benchmark, training and the held-out perplexity; the lr decay follows it. run_options:
+    run.RunOptions (resume, stretch, save_every, amp, steps, timeline, init_from). stretch: stop this process after
+    so many seconds of training, resumable with `resume=DIR`. Under torchrun each rank trains on its own shard; rank 0 writes.
     `paragraphs` (a list of corpus.Paragraph) replaces the corpus (tests); `corpus_path` (a UTF-8 or GB18030 file
     or folder) trains on a user's text instead, streamed from disk (the vocabularies come from its first
     200,000 lines).
     """
     from .. import corpus, user_text
-    from .run import RunFolder, RunSpec
+    from .run import RunFolder, RunOptions, RunSpec
     from .timeline import Timeline
     from .trainer import init_distributed
 
+    o = RunOptions(**run_options)
     rank, world = init_distributed(device)
-    spec = RunSpec.make("elmo", PRESETS, preset, seed, out, resume, corpus_path, steps, init_from)
+    spec = RunSpec.make("elmo", preset, seed, out, o.resume, corpus_path, o.steps, o.init_from)
     p, seed, d, preset = spec.plan, spec.seed, spec.out, spec.preset
     data = p.data
     t_start = time.time()
@@ -273,9 +273,9 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
     if data["batch_tokens"] % world:
         raise ValueError(f"batch_tokens {data['batch_tokens']} is not divisible by the {world} processes")
-    tc = TrainConfig(steps=p.steps, lr=p.lr, warmup=p.warmup, budget_s=train_time, time_limit=stretch,
-                     amp=amp or p.amp, weight_decay=0.0, clip=1.0, log_every=50, progress=True,
-                     save_every=save_every if p.timeline else 0.0)
+    tc = TrainConfig(steps=p.steps, lr=p.lr, warmup=p.warmup, budget_s=train_time, time_limit=o.stretch,
+                     amp=o.amp or p.amp, weight_decay=0.0, clip=1.0, log_every=50, progress=True,
+                     save_every=o.save_every if p.timeline else 0.0)
     if files is None:
         batches = BucketBatches(sents, feat, data["batch_tokens"] // world, seed=seed, rank=rank, world=world)
     else:
@@ -287,7 +287,7 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
         return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
 
     tl = None
-    if p.timeline and timeline and rank == 0:
+    if p.timeline and o.timeline and rank == 0:
         tl = Timeline("elmo", p.steps, model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
                       valid_loss)
     folder = RunFolder(

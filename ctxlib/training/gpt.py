@@ -25,7 +25,7 @@ from ..models.bert import BertConfig, BertModel, CharTokenizer
 from ..models.gpt import GptEncoder
 from ..vocab import Vocab
 from . import bert as bert_training
-from .presets import Preset
+from .presets import Preset, named
 from .resume import ResumableBatches
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 # min_count (of a character to enter the vocabulary), valid_chars (held-out characters for the final bits per
 # character; None = the whole valid split), optionally timeline_valid (held-out windows of the timeline's loss at
 # each snapshot; VALID_WINDOWS when absent, and fewer read only BERT's cached sample of the valid split)
-PRESETS: dict[str, Preset] = {
+PRESETS: dict[str, Preset] = named({
     # tests: a few seconds on a slice of the corpus
     "tiny": Preset(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), steps=60, lr=3e-3, warmup=5,
                    timeline=False, data=dict(batch=16, max_paragraphs=400, min_count=1, valid_chars=20000)),
@@ -50,7 +50,7 @@ PRESETS: dict[str, Preset] = {
                               positions="rope"),
                    steps=28000, lr=1e-3, warmup=500, budget_s=0.0, amp="auto",
                    data=dict(batch=32, max_paragraphs=None, min_count=2, valid_chars=None)),
-}
+})
 
 
 def build_model(tok: CharTokenizer, model_kw: dict, seed: int = 0) -> BertModel:
@@ -203,22 +203,21 @@ def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VA
 
 
 # ----------------------------------------------------------------------------- training
-def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback=None, paragraphs=None, resume=None, stretch: float = 0.0, save_every: float = 600.0,
-          corpus_path=None, amp: str | None = None, steps: int | None = None,
-          timeline: bool = True, init_from=None) -> Path:
+def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
+          callback=None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Pre-train the next-character LM on the train split of all sources and save a checkpoint (default
     checkpoints/gpt); the arguments are training.bert.train's. The summary gets the held-out bits per character
     on the valid split of the corpora ("valid")."""
     from .. import corpus
-    from .run import RunFolder, RunSpec
+    from .run import RunFolder, RunOptions, RunSpec
     from .timeline import Timeline
     from .trainer import TrainConfig, Trainer, init_distributed
 
     if corpus_path is not None:
         raise ValueError("GPT trains on the built-in corpus only (no --corpus yet)")
+    o = RunOptions(**run_options)
     rank, world = init_distributed(device)
-    spec = RunSpec.make("gpt", PRESETS, preset, seed, out, resume, None, steps, init_from)
+    spec = RunSpec.make("gpt", preset, seed, out, o.resume, None, o.steps, o.init_from)
     P, seed, out = spec.plan, spec.seed, spec.out
     data = P.data
     t0 = time.time()
@@ -240,15 +239,15 @@ def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0
     docs = encode_documents(paragraphs, tok)
     batches = GptBatches(docs, tok.cls_id, data["batch"] // world, model.cfg.max_len, seed=seed, rank=rank, world=world)
     record = P.timeline
-    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=amp or P.amp,
-                     budget_s=time_limit or P.budget_s, time_limit=stretch,
-                     save_every=save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
+    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=o.amp or P.amp,
+                     budget_s=time_limit or P.budget_s, time_limit=o.stretch,
+                     save_every=o.save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
     if rank == 0:
         log.info("GPT %s: %d params, vocab %d, %d documents, %d windows, preset %s, %d process(es)%s", asdict(model.cfg),
                  sum(p.numel() for p in model.parameters()), len(tok), len(docs), len(batches.rows), spec.preset, world,
                  f", resuming {out} at step {spec.state['step']}" if spec.state else "")
     tl = None
-    if record and timeline and rank == 0:
+    if record and o.timeline and rank == 0:
         n_valid = data.get("timeline_valid", VALID_WINDOWS)
         valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
         tl = Timeline("gpt", P.steps, model, lambda: GptEncoder("live", model.cfg.to_json(), {}, None, model, tok), valid_loss)

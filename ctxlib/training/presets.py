@@ -23,6 +23,12 @@ when asked.
   - word2vec: sentences (an even sample of the train split; None = all).
   - gpt: batch (windows per step), max_paragraphs and min_count as bert, valid_chars (held-out characters for
     the final bits per character; None = the whole valid split).
+- `name`: what the run calls its preset: the summary's "preset", the logs, the command's --preset and what --resume
+  looks up again. `named(...)` sets each module's PRESETS names from their keys; an ad-hoc preset (the training
+  page's live runs: "live-<id>") carries its own.
+
+Every model's `train(preset, ...)` takes a Preset or the name of one of its module's PRESETS; `resolve` turns the
+one into the other.
 """
 from __future__ import annotations
 
@@ -40,7 +46,29 @@ class Preset:
     timeline: bool = True
     resume_file: bool = True
     data: dict = field(default_factory=dict)
+    name: str = ""
 
     def replan(self, steps: int | None) -> "Preset":
         """This preset with `steps` optimizer steps planned (itself when steps is None or 0)."""
         return replace(self, steps=int(steps)) if steps else self
+
+
+def named(presets: dict[str, Preset]) -> dict[str, Preset]:
+    """`presets` with each one's name set to its key (a module's PRESETS)."""
+    return {k: replace(p, name=k) for k, p in presets.items()}
+
+
+def resolve(kind: str, preset: Preset | str) -> Preset:
+    """The Preset a run of `kind` trains with: `preset` itself (it must have a name), or the one of that name in the
+    kind's training module's PRESETS (ValueError naming the choices when there is none)."""
+    if isinstance(preset, Preset):
+        if not preset.name:
+            raise ValueError("a Preset given to train() needs a name (the summary's \"preset\", what --resume looks up)")
+        return preset
+    from .. import kinds
+
+    presets = kinds.training_module(kind).PRESETS
+    if preset not in presets:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
+    found = presets[preset]
+    return found if found.name == preset else replace(found, name=preset)  # one added to PRESETS without its name

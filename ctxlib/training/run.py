@@ -1,8 +1,11 @@
 """A training run as the models' `train()` functions share it: what to run, and the folder it writes.
 
-- `RunSpec.make(...)`: the preset (its step plan optionally re-planned), seed, output folder and corpus of a
-  new run, or, with `resume=DIR`, those of the run saved there plus its weights, vocabulary and trainer state
-  (`resume.load_state`; None falls back to the weights alone). With `init_from=DIR`, a new run (its own folder and
+- `RunOptions`: the options of a resumable run that `train(..., **run_options)` of elmo, bert and gpt take (word2vec
+  trains in one go and refuses them, as the CLI does).
+- `RunSpec.make(...)`: the preset (a Preset or a name; its step plan optionally re-planned), seed, output folder and
+  corpus of a new run, or, with `resume=DIR`, those of the run saved there (its preset looked up again by its
+  recorded name) plus its weights, vocabulary and trainer state (`resume.load_state`; None falls back to the
+  weights alone). With `init_from=DIR`, a new run (its own folder and
   corpus, e.g. a teacher's own text) that starts from DIR's weights, vocabulary, step count and timeline, with a fresh
   optimizer: continued pre-training, planned with `steps` beyond DIR's.
 - `RunFolder`: the hooks a `Trainer` calls. Every save writes, from rank 0 only, a loadable checkpoint
@@ -18,15 +21,40 @@ from typing import Callable
 
 from .. import checkpoint
 from . import resume as rs
-from .presets import Preset
+from .presets import Preset, resolve
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `train(..., **run_options)` of elmo, bert and gpt take beyond the common arguments. resume: continue the
+    run saved in that folder; stretch: stop this process after so many seconds of training (resumable); save_every:
+    seconds between saves; amp: mixed precision (None = the preset's); steps: re-plan the optimizer steps; timeline:
+    record the training timeline (where the preset does); init_from: a new run from that run folder's weights."""
+    resume: str | Path | None = None
+    stretch: float = 0.0
+    save_every: float = 600.0
+    amp: str | None = None
+    steps: int | None = None
+    timeline: bool = True
+    init_from: str | Path | None = None
+
+    ONE_GO = ("resume", "init_from", "stretch", "amp", "steps")  # what a kind that trains in one go refuses
+
+    @classmethod
+    def refuse(cls, kind: str, run_options: dict) -> None:
+        """For a kind that trains in one go (word2vec): TypeError for an unknown option, ValueError for one that is
+        set (the CLI refuses --resume, --init-from, --stretch, --amp and --steps for it the same way)."""
+        cls(**run_options)
+        given = [k for k in cls.ONE_GO if run_options.get(k)]
+        if given:
+            raise ValueError(f"{', '.join(given)}: for elmo, bert and gpt; {kind} trains in one go")
 
 
 @dataclass
 class RunSpec:
     kind: str
-    preset: str
     plan: Preset  # the preset, its steps re-planned when asked
     seed: int
     out: Path
@@ -37,8 +65,13 @@ class RunSpec:
     preset_steps: int | None = None  # the preset's own step count (the command names --steps when the plan differs)
     init_from: str | None = None  # the run folder whose weights a continued run started from
 
+    @property
+    def preset(self) -> str:
+        """The preset's name (the summary's "preset", the command's --preset)."""
+        return self.plan.name
+
     @classmethod
-    def make(cls, kind: str, presets: dict[str, Preset], preset: str, seed: int, out, resume=None, corpus_path=None,
+    def make(cls, kind: str, preset: Preset | str, seed: int, out, resume=None, corpus_path=None,
              steps: int | None = None, init_from=None) -> "RunSpec":
         resumed = state = None
         prev: dict = {}
@@ -65,11 +98,9 @@ class RunSpec:
             if resume is None and (steps is None or steps <= state["step"]):
                 raise ValueError(f"init_from {source}: plan the continued run with steps beyond its {state['step']:,} "
                                  f"steps (got {steps})")
-        if preset not in presets:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {list(presets)}")
-        plan = presets[preset].replan(steps)
+        preset = resolve(kind, preset)  # a resumed or continued run's by its recorded name
         out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / kind
-        return cls(kind, preset, plan, seed, out, corpus_path, resumed, state, prev, presets[preset].steps,
+        return cls(kind, preset.replan(steps), seed, out, corpus_path, resumed, state, prev, preset.steps,
                    None if init_from is None else str(init_from))
 
     def run_record(self, world: int) -> dict:

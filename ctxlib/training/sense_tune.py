@@ -178,6 +178,31 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
     tune (a dev split: how far the change carries to words it did not see); callback(step, loss) every step."""
     cfg = cfg or SenseTuneConfig()
     src, out = Path(src), Path(out)
+    side, data = _prepare(src, cfg, seed, rows, paragraphs, exclude)
+    t0 = time.time()
+    ema, ema_c, history = _tune(side, data, cfg, random.Random(seed), callback)
+    side.model.eval()
+    summary = dict(side.enc.summary)
+    tuned = {"from": str(src), "seed": seed, "config": {**asdict(cfg), "layers": list(cfg.layers)},
+             "words": len(data), "sentences": sum(len(v) for s in data.values() for v in s.values()),
+             "excluded": sorted(set(exclude)),
+             "data": "teaching supplement, train split (written for this project); held-out part and frozen set unseen",
+             "wall_s": round(time.time() - t0, 1), "final_contrastive": round(ema_c or 0.0, 4),
+             "final_loss": round(ema or 0.0, 4), "history": history,
+             "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --lr {cfg.lr:g} --seed {seed}"}
+    if side.own_corpus:  # the summary's held-out figures describe these weights; the pre-trained ones move to "before"
+        with torch.no_grad():
+            after = side.valid()
+        tuned["before"] = {side.valid_key: summary.get(side.valid_key)}
+        summary[side.valid_key] = after
+    summary["sense_tune"] = tuned
+    _save(side, src, out, summary)
+    return out
+
+
+def _prepare(src: Path, cfg: SenseTuneConfig, seed: int, rows, paragraphs, exclude):
+    """The model's side (its checkpoint loaded, torch seeded first) and the supplement's {word: {sense: [sentences]}}
+    to tune on; ValueError for a checkpoint or a set of words the tune cannot take."""
     kind = checkpoint.read_config(src).get("kind")
     if kind not in SIDES:
         raise ValueError(f"{src} holds a {kind} model; sense-tune is for BERT and ELMo checkpoints")
@@ -185,40 +210,26 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
     side = SIDES[kind](src, cfg, seed, paragraphs)
     if "sense_tune" in side.enc.summary:
         raise ValueError(f"{src} is already sense-tuned; start from the pre-trained run")
-    model, n_layers = side.model, side.n_layers
-    if not cfg.layers or any(not 1 <= k <= n_layers for k in cfg.layers):
-        raise ValueError(f"layers are counted from the top, 1..{n_layers}; got {cfg.layers}")
+    if not cfg.layers or any(not 1 <= k <= side.n_layers for k in cfg.layers):
+        raise ValueError(f"layers are counted from the top, 1..{side.n_layers}; got {cfg.layers}")
     data = {w: v for w, v in train_senses(rows).items() if w not in set(exclude)}
     if len(data) < cfg.words:
         raise ValueError(f"{len(data)} words with two senses in the supplement's train split; the tune needs {cfg.words}")
-    rng = random.Random(seed)
-    words = list(data)
+    return side, data
+
+
+def _tune(side, data: dict, cfg: SenseTuneConfig, rng: random.Random, callback) -> tuple:
+    """cfg.steps optimizer steps (AdamW, linear warm-up and decay, clipped) of the contrastive loss plus the LM loss;
+    (ema of the loss, ema of the contrastive loss, history of (step, contrastive, total) every 50 steps)."""
+    model, words = side.model, list(data)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     model.train()
     t0, ema, ema_c, history = time.time(), None, None, []
     for step in range(cfg.steps):
         for g in opt.param_groups:
             g["lr"] = cfg.lr * min(1.0, (step + 1) / max(1, cfg.warmup)) * (1 - step / cfg.steps)
-        items, labels = [], []
-        for w in rng.sample(words, cfg.words):
-            senses = sorted(data[w])
-            for k in range(cfg.per_word):
-                s = senses[k % len(senses)]
-                it = side.item(rng.choice(data[w][s]), w)
-                if it is not None:
-                    items.append(it)
-                    labels.append((w, senses.index(s)))
-        loss_c = torch.zeros(())
-        groups = defaultdict(list)
-        for i, (w, _) in enumerate(labels):
-            groups[w].append(i)
-        zs = side.vectors(items, cfg.layers) if items else []
-        for w, rows_i in groups.items():
-            y = torch.tensor([labels[i][1] for i in rows_i])
-            if len(set(y.tolist())) < 2:
-                continue
-            for z in zs:
-                loss_c = loss_c + supcon_loss(z[rows_i], y, cfg.tau) / (len(groups) * len(zs))
+        items, labels = _draw(side, data, words, cfg, rng)
+        loss_c = _contrastive(side, items, labels, cfg)
         loss = loss_c + cfg.mlm_weight * side.lm_loss() if cfg.mlm_weight > 0 else loss_c
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -235,25 +246,46 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
                      time.time() - t0)
         if callback is not None:
             callback(step, lv)
-    model.eval()
-    summary = dict(side.enc.summary)
-    tuned = {"from": str(src), "seed": seed, "config": {**asdict(cfg), "layers": list(cfg.layers)},
-             "words": len(data), "sentences": sum(len(v) for s in data.values() for v in s.values()),
-             "excluded": sorted(set(exclude)),
-             "data": "teaching supplement, train split (written for this project); held-out part and frozen set unseen",
-             "wall_s": round(time.time() - t0, 1), "final_contrastive": round(ema_c or 0.0, 4),
-             "final_loss": round(ema or 0.0, 4), "history": history,
-             "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --lr {cfg.lr:g} --seed {seed}"}
-    if side.own_corpus:  # the summary's held-out figures describe these weights; the pre-trained ones move to "before"
-        with torch.no_grad():
-            after = side.valid()
-        tuned["before"] = {side.valid_key: summary.get(side.valid_key)}
-        summary[side.valid_key] = after
-    summary["sense_tune"] = tuned
+    return ema, ema_c, history
+
+
+def _draw(side, data: dict, words: list, cfg: SenseTuneConfig, rng: random.Random) -> tuple[list, list]:
+    """One step's examples: `cfg.words` words, `cfg.per_word` train sentences each with the senses in turn; the
+    side's items and their (word, sense index) labels."""
+    items, labels = [], []
+    for w in rng.sample(words, cfg.words):
+        senses = sorted(data[w])
+        for k in range(cfg.per_word):
+            s = senses[k % len(senses)]
+            it = side.item(rng.choice(data[w][s]), w)
+            if it is not None:
+                items.append(it)
+                labels.append((w, senses.index(s)))
+    return items, labels
+
+
+def _contrastive(side, items: list, labels: list, cfg: SenseTuneConfig) -> torch.Tensor:
+    """The supervised contrastive loss of each word's occurrences at each of cfg.layers, averaged over the words
+    with two senses in the step and the layers."""
+    loss_c = torch.zeros(())
+    groups = defaultdict(list)
+    for i, (w, _) in enumerate(labels):
+        groups[w].append(i)
+    zs = side.vectors(items, cfg.layers) if items else []
+    for w, rows_i in groups.items():
+        y = torch.tensor([labels[i][1] for i in rows_i])
+        if len(set(y.tolist())) < 2:
+            continue
+        for z in zs:
+            loss_c = loss_c + supcon_loss(z[rows_i], y, cfg.tau) / (len(groups) * len(zs))
+    return loss_c
+
+
+def _save(side, src: Path, out: Path, summary: dict) -> None:
+    """The sense-tuned checkpoint in `out`, with the pre-training timeline copied beside it."""
     out.mkdir(parents=True, exist_ok=True)
     if out.resolve() != src.resolve():
         for name in ("timeline.json", "timeline.npz"):  # the pre-training timeline, which the training page replays
             if (src / name).is_file():
                 shutil.copy2(src / name, out / name)
     side.save(out, summary)
-    return out

@@ -38,7 +38,7 @@ from .. import checkpoint
 from ..models.word2vec import KeyedVectors, Word2VecConfig
 from ..vocab import Vocab
 from . import sgns_numba
-from .presets import Preset
+from .presets import Preset, named
 from .sgns import SGNS
 
 log = logging.getLogger(__name__)
@@ -332,27 +332,30 @@ EXAMPLE_WORDS = ("中国", "苹果", "发展", "经济", "酒店", "好")
 
 
 # -- presets and the checkpoint ----------------------------------------------------------------
-PRESETS: dict[str, Preset] = {
+PRESETS: dict[str, Preset] = named({
     # model: the Word2VecConfig (its own epochs and learning rate; steps and lr stay 0);
     # data: sentences = number of training sentences used (None = all of the train split)
     "tiny": Preset(model=dict(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256),
                    data=dict(sentences=2000)),
     "default": Preset(model=dict(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5,
                                  max_vocab=50000, seed=0), data=dict(sentences=None)),
-}
+})
 
 
-def train(preset: str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable[[dict], None] | None = None, paragraphs=None, corpus_path=None) -> Path:
+def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
+          callback: Callable[[dict], None] | None = None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Train on the train split of all sources (or on `paragraphs`, or a user's corpus at `corpus_path`, streamed
-    through a segmented cache file) and save a checkpoint; returns its folder."""
+    through a segmented cache file) and save a checkpoint; returns its folder. `preset`: a Preset or the name of one
+    of PRESETS. word2vec trains in one go: the resumable runs' options (run.RunOptions) are refused when set."""
     import torch
 
     from .. import corpus, user_text
+    from .presets import resolve
+    from .run import RunOptions
 
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}")
-    plan = PRESETS[preset]
+    RunOptions.refuse("word2vec", run_options)
+    plan = resolve("word2vec", preset)
+    preset = plan.name
     cfg, n_sent = Word2VecConfig(**{**plan.model, "seed": seed}), plan.data["sentences"]
     if corpus_path is not None:
         sents = user_text.UserSentences(user_text.user_files(corpus_path))
