@@ -16,18 +16,20 @@ widgets.page_header("Type vs token · ctxlab", "type_token.title")
 st.markdown(prose("type_token_intro"))
 
 # -- inputs (shareable through the URL: ?set=活动 or ?word=..&s=..) ------------------------------
-sets = list(examples.EXAMPLE_SETS)  # DEFAULT_SET first
-titles = {k: msg(f"type_token.sets.{k}") for k in sets}
+models = widgets.models_sidebar("tt")
+tl = widgets.text_language(models, "tt")  # "en" when every chosen model reads English: the English example sets
+all_sets = examples.sets_for(tl)  # default set first
+sets = list(all_sets)
+titles = {k: msg(f"type_token.sets.{k}" if tl == "zh" else f"examples.sets_en.{k}") for k in sets}
 name = state.choice("tt_set", "set", sets, what=msg("type_token.url.set"), names=titles)  # bad links: a notice
-state.init("tt_word", "word", examples.EXAMPLE_SETS[name]["word"], max_chars=examples.MAX_WORD_CHARS)
-state.init("tt_text", "s", examples.example_text(name))
+state.init("tt_word", "word", all_sets[name]["word"], max_chars=examples.MAX_WORD_CHARS)
+state.init("tt_text", "s", examples.example_text(name, tl))
 left, right = st.columns([1, 2])
 left.selectbox(msg("type_token.inputs.set"), sets, key="tt_set", format_func=titles.__getitem__,
-               on_change=lambda: st.session_state.update(tt_word=examples.EXAMPLE_SETS[st.session_state["tt_set"]]["word"],
-                                                         tt_text=examples.example_text(st.session_state["tt_set"])))
+               on_change=lambda: st.session_state.update(tt_word=all_sets[st.session_state["tt_set"]]["word"],
+                                                         tt_text=examples.example_text(st.session_state["tt_set"], tl)))
 left.text_input(msg("type_token.inputs.word"), key="tt_word", max_chars=examples.MAX_WORD_CHARS)
 right.text_area(msg("type_token.inputs.sentences"), key="tt_text", height=200)
-models = widgets.models_sidebar("tt")
 method = st.sidebar.radio(msg("type_token.sidebar.projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get,
                           index=list(METHOD_NAMES).index(state.choice("tt_proj", "proj", list(METHOD_NAMES), what=msg(
                               "common.url.what_projection"), names=METHOD_NAMES)), key="tt_proj_w")
@@ -38,7 +40,7 @@ word, pairs, notes = examples.check_inputs(st.session_state["tt_word"], st.sessi
 for note in notes:
     getattr(st, note.level)(widgets.escape_md(msg(note.id, **note.values)))
 shared = {"word": st.session_state["tt_word"], "s": st.session_state["tt_text"][:examples.MAX_INPUT_CHARS]}
-custom = (shared["word"], st.session_state["tt_text"]) != (examples.EXAMPLE_SETS[name]["word"], examples.example_text(name))
+custom = (shared["word"], st.session_state["tt_text"]) != (all_sets[name]["word"], examples.example_text(name, tl))
 st.query_params.update({"set": name, "proj": method, **(shared if custom else {})})
 for k in () if custom else shared:
     st.query_params.pop(k, None)

@@ -100,3 +100,11 @@ def test_fill_mask_shows_the_registered_masked_lm_beside(registered_env):
 def test_type_vs_token_takes_every_model(registered_env):
     at = _run("1_Type_vs_token.py")
     assert {"tiny-zh-bert", "tiny-gpt2", "tiny-en-bert"} <= set(at.sidebar.multiselect[0].options)
+
+
+def test_type_vs_token_uses_the_english_sets_for_an_english_model(registered_env):
+    at = _run("1_Type_vs_token.py", models="tiny-en-bert")
+    assert at.session_state["tt_word"] == "bank" and "river" in at.session_state["tt_text"]
+    assert at.selectbox(key="tt_set").options[0] == "bank: riverside / money"
+    at.sidebar.multiselect(key="tt_models").set_value(["bert", "tiny-en-bert"]).run()  # a Chinese model joins
+    assert not at.exception and at.session_state["tt_word"] == "苹果"

@@ -133,6 +133,21 @@ def is_causal(name: str) -> bool:
     return enc is not None and kinds.family_of(enc) == "causal"
 
 
+def text_language(models: list[str], key: str) -> str:
+    """The language of the example sentences for these models: "en" when every one of them reads English (a
+    registered English Transformers model), else "zh". When it changes, the page's set, word and sentences (session
+    keys `<key>_set`, `<key>_word`, `<key>_text`) start again from that language's default set."""
+    encs = [loaders.try_load(m)[0] for m in models]
+    code = "en" if encs and all(getattr(e, "language", "zh") == "en" for e in encs if e is not None) else "zh"
+    if st.session_state.get(f"{key}_text_lang", code) != code:
+        for k in ("set", "word", "text"):
+            st.session_state.pop(f"{key}_{k}", None)
+        for p in ("set", "word", "s"):  # the link's set and sentences were the other language's
+            st.query_params.pop(p, None)
+    st.session_state[f"{key}_text_lang"] = code
+    return code
+
+
 def require_model(name: str, label: str):
     """(encoder, cache stamp) of model `name`, or a warning with the error and the build command, and the page stops."""
     enc, err = loaders.try_load(name)
