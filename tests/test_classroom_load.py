@@ -157,7 +157,7 @@ def test_wait_idle_returns_once_a_process_is_idle_and_gives_up_on_a_busy_one():
     idle = _FakeProcess(lambda t: 0.0)
     assert cl.wait_idle(123, max_s=10, window=0.5, cpu=idle.cpu, clock=idle.clock, sleep=idle.sleep) == 0.5
     for load, waited in ((0.06, None), (0.04, 0.5)):  # the line: `share` (5%) of a core
-        p = _FakeProcess(lambda t: load)
+        p = _FakeProcess(lambda t, load=load: load)
         assert cl.wait_idle(1, max_s=2, window=0.5, cpu=p.cpu, clock=p.clock, sleep=p.sleep) == waited, load
     gone = _FakeProcess(lambda t: 0.0)
     assert cl.wait_idle(1, max_s=2, window=0.5, cpu=lambda pid: None, clock=gone.clock, sleep=gone.sleep) is None

@@ -2,10 +2,10 @@
 zh-CN, zh-TW, zh-Hant) gets Chinese, en-US and an unknown or missing locale get English; ?lang= wins over the locale."""
 from pathlib import Path
 
+import app_fakes
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app_fakes
 from ctxlib import lesson
 from ctxlib.app import i18n
 

@@ -7,16 +7,16 @@ value that is not an option gets one. Stand-in models (app_fakes) except on the 
 model's weights (the shipped BERT; skipped when it is missing)."""
 from pathlib import Path
 
-import pytest
-from streamlit.testing.v1 import AppTest
-
 import app_fakes
+import pytest
 from app_pages import shipped, use_checkpoint_dir
+from streamlit.testing.v1 import AppTest
+from test_app_atlas import fake_occurrences
+from test_replay import write_timeline
+
 import ctxlib
 from ctxlib import checkpoint, corpus, lesson
 from ctxlib.app import text_fit
-from test_app_atlas import fake_occurrences
-from test_replay import write_timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 

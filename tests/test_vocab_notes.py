@@ -1,10 +1,9 @@
 """The unseen-word notes (ctxlib/app/vocab_notes.py) asserted by what they say: the line under the per-model notes
 names exactly the models that read characters and saw every character of the word (BERT, GPT), never word2vec or
 the word-level ELMo, and it appears only when some model has not seen the word."""
+import app_fakes
 import pytest
 from test_app_type_token import _run, _texts
-
-import app_fakes
 
 
 @pytest.fixture(autouse=True)
