@@ -210,18 +210,21 @@ def rss_mb(pid: int | None) -> dict:
     return {"rss": round(kb.get("VmRSS", 0) / 1024, 1), "peak": round(kb.get("VmHWM", 0) / 1024, 1)}
 
 
-def wait_idle(pid: int | None, max_s: float, window: float = 2.0, share: float = 0.05) -> float | None:
+def wait_idle(pid: int | None, max_s: float, window: float = 2.0, share: float = 0.05, *, cpu=None,
+              clock=time.perf_counter, sleep=time.sleep) -> float | None:
     """Wait until `pid` uses under `share` of a core over `window` seconds (the server's background warm-up is done),
-    at most `max_s` seconds; returns the seconds waited (None: no pid, or not idle by then)."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < max_s:
-        a = cpu_s(pid)
-        time.sleep(window)
-        b = cpu_s(pid)
+    at most `max_s` seconds; returns the seconds waited (None: no pid, or not idle by then). `cpu(pid)` (default
+    `cpu_s`), `clock` and `sleep` can be replaced, so a test does not depend on how loaded the machine is."""
+    cpu = cpu or cpu_s
+    t0 = clock()
+    while clock() - t0 < max_s:
+        a = cpu(pid)
+        sleep(window)
+        b = cpu(pid)
         if a is None or b is None:
             return None
         if b - a < share * window:
-            return round(time.perf_counter() - t0, 1)
+            return round(clock() - t0, 1)
     return None
 
 

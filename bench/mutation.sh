@@ -26,7 +26,7 @@ SRC=${SRC:-$ROOT}
 CHILDREN=${CHILDREN:-1}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 
-# name -> "module | fast test files (pytest args) [| covered]"
+# name -> "module(s) | fast test files (pytest args) [| covered]"
 # "covered": mutate only the lines those tests execute (mutmut's mutate_only_covered_lines). word2vec.py uses it: of
 # that file only its negative-sampling table, subsampling and windows are in scope (its training loop, evaluation and
 # presets are exercised by tests that train models, seconds to minutes per mutant on two cores). In such a scope a
@@ -47,8 +47,21 @@ declare -A TESTS=(
   [bert_data]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data_units.py"
   # the earlier, narrower scope (kept for before/after): the lines of bert_data.py its example/masking/collate tests run
   [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
+  # scopes of several modules (space-separated): mutated together, against the tests of all of them
+  [verdict]="ctxlib/verdict.py | tests/test_results_rules.py tests/test_verdict_edges.py"  # the Results verdict rules alone: the smallest scope
+  [results]="ctxlib/results.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py"
+  [lesson]="ctxlib/lesson.py ctxlib/lesson_compute.py ctxlib/lesson_facts.py | tests/test_lesson.py"
+  # the URL state and the language: AppTests with stand-in models (~1 s each)
+  [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
+  # the proxy tests need haproxy (apt-get install haproxy); the start/stop integration test is left out (~1 min a mutant)
+  [serve]="ctxlib/serve.py | tests/test_serve.py -k not two_workers"
+  [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py"
+  [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py"
+  [vocab_notes]="ctxlib/app/vocab_notes.py | tests/test_vocab_notes.py tests/test_app_type_token.py -k unseen or known_word or scale"
 )
-ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives bert_data)  # smallest module first
+# smallest module first (`results` holds `verdict`; both stay selectable by name)
+ORDER=(scalar_mix sgns analysis checkpoint encoder explore negatives bert_data vocab_notes state serve triple results lesson
+       sense_tune)
 [ $# -gt 0 ] && ORDER=("$@")
 
 summary=()
@@ -62,14 +75,17 @@ for name in "${ORDER[@]}"; do
   kexpr=$(echo "$tests" | sed -n 's/.*-k \(.*\)$/\1/p')
   dir=$WORK/$name
   rm -rf "$dir" && mkdir -p "$dir"
-  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pyproject.toml) | tar -xf - -C "$dir"
+  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pages app.py pyproject.toml) | tar -xf - -C "$dir"
   ln -s "$ROOT/checkpoints" "$dir/checkpoints"
   {
     echo "[mutmut]"
     echo "source_paths = ctxlib"
-    echo "only_mutate = $mod"
+    echo "only_mutate ="
+    for m in $mod; do echo "    $m"; done
     echo "also_copy ="
     echo "    tests"
+    echo "    pages"
+    echo "    app.py"
     echo "    checkpoints"
     echo "    pyproject.toml"
     echo "pytest_add_cli_args_test_selection ="

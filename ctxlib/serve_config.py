@@ -205,6 +205,8 @@ def public_url(host: str, port: int) -> str:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("10.255.255.255", 1))  # UDP connect sends nothing; it only picks the outgoing interface
             ip = s.getsockname()[0]
+        if ipaddress.ip_address(ip).is_loopback:  # a route only through lo: students could not reach that address
+            raise OSError(ip)
     except OSError:
         ip = socket.gethostname()
     return f"http://{ip}:{port}"

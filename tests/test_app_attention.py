@@ -60,6 +60,7 @@ def test_selected_head_is_shareable_in_the_url(bert):
     at = _run(sel="1,2")
     big = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert big["layout"]["title"]["text"] == "layer 1, head 2"
+    np.testing.assert_allclose(_z(big["data"][0]), bert.encode(["苹果手机很好用"])[0].attentions[0, 1], atol=1e-3)  # the data too
     assert at.query_params["sel"] == ["1,2"] or at.query_params["sel"] == "1,2"
     n_layers, n_heads = bert.model.cfg.layers, bert.model.cfg.heads
     for sel, shown in (("99,99", (n_layers, n_heads)), ("2,99", (2, n_heads)), ("x,<b>", (n_layers, 1)), ("0,0", (n_layers, 1))):
@@ -165,3 +166,41 @@ def test_real_tiny_gpt_masked_cells_are_marked_masked(monkeypatch, tiny_gpt):
     mv = _z(specs[0]["data"][0])
     assert np.isnan(mv[0, 1]) and not np.isnan(mv[1, 0])  # the model view's tiles too
     assert any("python -m ctxlib train bert" in c.value for c in at.sidebar.caption)
+
+
+@pytest.fixture
+def three_by_two(tiny_bert, tmp_path, monkeypatch):
+    """A tiny BERT with 3 layers and 2 heads (counts that differ, so a swapped layer/head index shows) as the app's
+    bert checkpoint."""
+    import streamlit as st
+    import torch
+
+    from ctxlib import checkpoint
+    from ctxlib.models.bert import BertConfig, BertModel
+
+    torch.manual_seed(3)
+    model = BertModel(BertConfig(vocab_size=len(tiny_bert.tokenizer), hidden=32, layers=3, heads=2, ffn=64, max_len=80))
+    checkpoint.save(tmp_path / "bert", "bert", model.cfg.to_json(), tiny_bert.tokenizer.vocab.to_json(),
+                    model.state_dict(), {"steps": 1, "run": {"preset": "tiny", "seed": 0}}, half=False)
+    use_checkpoint_dir(monkeypatch, tmp_path)
+    st.cache_data.clear()
+    import ctxlib
+
+    return ctxlib.load("bert")
+
+
+@pytest.mark.parametrize("sel", [(1, 2), (3, 1), (2, 2), (3, 2)])
+def test_enlarged_head_shows_that_layer_and_heads_weights(three_by_two, sel):
+    """The enlarged map's numbers are attention[layer - 1, head - 1] of the model's own output, for every corner of a
+    3-layer, 2-head model; the model view lays out layers x heads."""
+    at = _run(sel="{},{}".format(*sel), model="bert")
+    att = three_by_two.encode(["苹果手机很好用"])[0].attentions  # (L, H, T, T)
+    assert att.shape[:2] == (3, 2)
+    big = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert big["layout"]["title"]["text"] == "layer {}, head {}".format(*sel)
+    z = _z(big["data"][0])
+    np.testing.assert_allclose(z, att[sel[0] - 1, sel[1] - 1], atol=1e-4)
+    others = [(j, h) for j in range(3) for h in range(2) if (j, h) != (sel[0] - 1, sel[1] - 1)]
+    assert all(np.abs(z - att[j, h]).max() > 1e-3 for j, h in others)  # it is not some other head's map
+    model_view = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(model_view["data"][1]["customdata"]) == 3 * 2

@@ -129,23 +129,49 @@ def test_two_students_on_the_home_page(server, capsys):
     assert set(r) >= {"p50_s", "p95_s", "max_s", "errors", "exceptions", "error_alerts", "rss_before_mb", "rss_after_mb"}
 
 
-def test_wait_idle_returns_once_a_process_is_idle_and_gives_up_on_a_busy_one():
-    import subprocess
+class _FakeProcess:
+    """A clock, a sleep that advances it, and a CPU-time reader: the process burns `busy(t)` of a core at time t."""
 
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 20: pass"])
-    try:
-        assert cl.wait_idle(busy.pid, max_s=2.5, window=0.5) is None  # spinning the whole time
-    finally:
-        busy.kill()
-        busy.wait()
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
-    try:
-        waited = cl.wait_idle(idle.pid, max_s=10, window=0.5)
-        assert waited is not None and waited < 5
-    finally:
-        idle.kill()
-        idle.wait()
-    assert cl.wait_idle(None, max_s=1) is None
+    def __init__(self, busy):
+        self.t, self.used, self.busy = 0.0, 0.0, busy
+
+    def clock(self):
+        return self.t
+
+    def sleep(self, s):
+        self.used += self.busy(self.t) * s
+        self.t += s
+
+    def cpu(self, pid):
+        return self.used
+
+
+def test_wait_idle_returns_once_a_process_is_idle_and_gives_up_on_a_busy_one():
+    """Load-independent: a fake clock and CPU-time reader stand in for the machine (the real reader is checked
+    separately, on this process)."""
+    spin = _FakeProcess(lambda t: 1.0)  # spinning the whole time
+    assert cl.wait_idle(123, max_s=2.5, window=0.5, cpu=spin.cpu, clock=spin.clock, sleep=spin.sleep) is None
+    assert spin.t == pytest.approx(2.5)  # it gave up at max_s, not before
+    warm = _FakeProcess(lambda t: 1.0 if t < 3 else 0.01)  # warms up for 3 s, then idles
+    assert cl.wait_idle(123, max_s=10, window=0.5, cpu=warm.cpu, clock=warm.clock, sleep=warm.sleep) == 3.5
+    idle = _FakeProcess(lambda t: 0.0)
+    assert cl.wait_idle(123, max_s=10, window=0.5, cpu=idle.cpu, clock=idle.clock, sleep=idle.sleep) == 0.5
+    for load, waited in ((0.06, None), (0.04, 0.5)):  # the line: `share` (5%) of a core
+        p = _FakeProcess(lambda t, load=load: load)
+        assert cl.wait_idle(1, max_s=2, window=0.5, cpu=p.cpu, clock=p.clock, sleep=p.sleep) == waited, load
+    gone = _FakeProcess(lambda t: 0.0)
+    assert cl.wait_idle(1, max_s=2, window=0.5, cpu=lambda pid: None, clock=gone.clock, sleep=gone.sleep) is None
+    assert cl.wait_idle(None, max_s=1, window=0.01) is None  # no pid: nothing to read
+
+
+def test_cpu_s_reads_this_process():
+    import os
+
+    a = cl.cpu_s(os.getpid())
+    sum(i * i for i in range(200_000))  # some CPU work: the count cannot go down
+    b = cl.cpu_s(os.getpid())
+    assert a is not None and b is not None and 0 <= a <= b
+    assert cl.cpu_s(None) is None and cl.cpu_s(2**22 + 12345) is None  # no such process
 
 
 def test_an_error_on_the_page_is_counted(server, capsys):

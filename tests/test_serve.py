@@ -251,3 +251,48 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
     assert not [k for k in kids if _alive(k)], "children left behind"
     for p in (port, base, base + 1):
         assert not serve_proc.port_in_use("127.0.0.1", p), f"port {p} still taken"
+
+
+class _FakeUdp:
+    """socket.socket stand-in: 'connecting' picks the interface `ip` (or fails, as with no route at all)."""
+
+    def __init__(self, ip):
+        self.ip = ip
+
+    def __call__(self, *a):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def connect(self, addr):
+        if self.ip is None:
+            raise OSError("Network is unreachable")
+
+    def getsockname(self):
+        return (self.ip, 40000)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+@pytest.mark.parametrize("iface,hostname,shown", [
+    ("192.168.1.23", "classroom-pc", "192.168.1.23"),  # the interface the network route leaves by
+    (None, "classroom-pc", "classroom-pc"),  # no route: the machine's name
+    ("127.0.1.1", "classroom-pc", "classroom-pc"),  # a route only through loopback: never 127.x for students
+])
+def test_public_url_on_all_interfaces_is_not_loopback(monkeypatch, host, iface, hostname, shown):
+    import ipaddress
+
+    monkeypatch.setattr(serve_config.socket, "socket", _FakeUdp(iface))
+    monkeypatch.setattr(serve_config.socket, "gethostname", lambda: hostname)
+    url = serve_config.public_url(host, 8501)
+    assert url == f"http://{shown}:8501"
+    h = url.split("//")[1].rsplit(":", 1)[0]
+    assert h != "localhost" and not (h[0].isdigit() and ipaddress.ip_address(h).is_loopback)
+
+
+def test_public_url_for_one_address_is_that_address():
+    assert serve_config.public_url("127.0.0.1", 8600) == "http://127.0.0.1:8600"
+    assert serve_config.public_url("fd00::5", 8600) == "http://[fd00::5]:8600"
