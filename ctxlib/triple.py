@@ -225,8 +225,9 @@ def example_noise(enc, q: float = NOISE_Q) -> dict[View, float]:
     """`noise_band` of `enc` on the built-in example sets (their sentences encoded once; a set the model cannot encode
     is skipped). Kept in the disk cache (`ctxlib.cache`) per checkpoint, so a server pays for it once."""
     from . import cache
-    from .examples import EXAMPLE_SETS
+    from .examples import sets_for
 
+    EXAMPLE_SETS = sets_for(getattr(enc, "language", "zh"))  # an English model: the English example sets
     path = getattr(enc, "path", None)
     ck = cache.checkpoint_key(path) if path is not None else None
     k = cache.key("noise_band", 1, enc.kind, ck, q, sorted(EXAMPLE_SETS)) if ck else None

@@ -108,3 +108,12 @@ def test_type_vs_token_uses_the_english_sets_for_an_english_model(registered_env
     assert at.selectbox(key="tt_set").options[0] == "bank: riverside / money"
     at.sidebar.multiselect(key="tt_models").set_value(["bert", "tiny-en-bert"]).run()  # a Chinese model joins
     assert not at.exception and at.session_state["tt_word"] == "苹果"
+
+
+def test_home_demo_in_english_runs_the_english_model_only(registered_env):
+    at = _run("app.py", tl="en")
+    assert at.radio(key="home_tl").value == "en" and at.text_input(key="home_word_w").value == "bank"
+    fig = [c for c in at.get("plotly_chart")]
+    assert fig and "tiny-en-bert" in fig[0].proto.spec and "elmo" not in fig[0].proto.spec
+    at.radio(key="home_tl").set_value("zh").run()
+    assert not at.exception and at.text_input(key="home_word_w").value == "苹果"

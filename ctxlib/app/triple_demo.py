@@ -19,6 +19,10 @@ from .i18n import escape_md, msg
 # closer to B beyond its noise band (+0.475 at layer 4, band ±0.210); ELMo (+0.041 at biLSTM 1, ±0.145) and GPT
 # (+0.085 at layer 3, ±0.224) stay inside theirs: "no clear answer". C is flagged: jieba alone keeps 苹果公司 whole.
 DEFAULTS = {"word": "苹果", "a": "我每天吃一个苹果", "b": "这个苹果又甜又脆", "c": "苹果公司发布了新手机"}
+# For registered English models (written for ctxlab, from ctxlib/examples_en.py's "bank" set: A and B money, C river).
+DEFAULTS_EN = {"word": "bank", "a": "she opened a savings account at the bank last week",
+               "b": "the bank raised its interest rates again this year",
+               "c": "we had a picnic on the grassy bank of the river"}
 MAX_SENTENCE = 300
 
 
@@ -36,7 +40,7 @@ def heldout(model: str, stamp: str) -> tuple[dict, bool]:
         stored = triple.stored_ranking(path / "eval_senses.json", list(enc.layer_names))
         if stored is not None:
             return stored, True
-    return triple.heldout_ranking(enc), False
+    return triple.heldout_ranking(enc, "english" if getattr(enc, "language", "zh") == "en" else "frozen"), False
 
 
 def view_label(names: list[str], v: triple.View) -> str:
@@ -44,13 +48,32 @@ def view_label(names: list[str], v: triple.View) -> str:
     return name if v.half is None else f"{name} · {msg(f'triple.half.{v.half}')}"
 
 
-def _inputs():
+def demo_language() -> str:
+    """"zh", or "en" when the teacher switches the demo to English sentences: the switch shows only where a registered
+    English model loads (the shipped models read Chinese). A switch starts the word and sentences afresh."""
+    english = [m for m in loaders.model_order() if getattr(loaders.try_load(m)[0], "language", "zh") == "en"]
+    if not english:
+        return "zh"
+    names = {"zh": msg("home_demo.lang_zh"), "en": msg("home_demo.lang_en", models=", ".join(english))}
+    code = st.radio(msg("home_demo.lang"), list(names), format_func=names.__getitem__, horizontal=True,
+                    index=int(st.query_params.get("tl") == "en"), key="home_tl")
+    if st.session_state.get("home_tl_was", code) != code:
+        for k in ("word", "a", "b", "c"):
+            st.session_state.pop(f"home_{'word' if k == 'word' else k}", None)
+            st.session_state.pop(f"home_{'word' if k == 'word' else k}_w", None)
+            st.query_params.pop(k, None)
+    st.session_state["home_tl_was"] = code
+    st.query_params["tl"] = code
+    return code
+
+
+def _inputs(defaults: dict):
     """(word, A, B, C, the sentences' three columns)."""
-    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", DEFAULTS["word"], max_chars=12),
-                         key="home_word_w", max_chars=12)
+    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", defaults["word"], max_chars=20),
+                         key="home_word_w", max_chars=20)
     cols = st.columns(3)
     s = [col.text_input(msg(f"triple.sentence_{k}"), key=f"home_{k}_w", max_chars=MAX_SENTENCE,
-                        value=state.init(f"home_{k}", k, DEFAULTS[k], max_chars=MAX_SENTENCE))
+                        value=state.init(f"home_{k}", k, defaults[k], max_chars=MAX_SENTENCE))
          for col, k in zip(cols, "abc")]
     st.query_params.update({"word": word, "a": s[0], "b": s[1], "c": s[2]})
     return word, *s, cols
@@ -75,8 +98,10 @@ def section() -> dict[str, str | None]:
     """Draw the demo; returns {model: None if loaded else the load error} for the page's model table."""
     heading = st.empty()  # names the word typed below (drawn first, filled once the inputs are read)
     st.markdown(msg("triple.intro"))
-    word, *raw, cols = _inputs()
-    shown = word.strip() if word and word.strip() else DEFAULTS["word"]
+    tl = demo_language()
+    defaults = DEFAULTS_EN if tl == "en" else DEFAULTS
+    word, *raw, cols = _inputs(defaults)
+    shown = word.strip() if word and word.strip() else defaults["word"]
     heading.header(msg("triple.header", word=escape_md(shown[:12])))
     word, texts, notes = triple.check_triple(word, *raw)
     for note in notes:
@@ -87,7 +112,7 @@ def section() -> dict[str, str | None]:
     for m in loaders.model_order():  # model by model, each with its spinner while it loads
         with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
             enc, status[m] = loaders.try_load(m)
-        if enc is None or blocked:
+        if enc is None or blocked or getattr(enc, "language", "zh") != tl:  # each model reads its own language
             continue
         stamp = loaders.model_stamp(m)
         found[m] = vocab_notes.status(m, word, stamp)
