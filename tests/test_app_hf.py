@@ -117,3 +117,17 @@ def test_home_demo_in_english_runs_the_english_model_only(registered_env):
     assert fig and "tiny-en-bert" in fig[0].proto.spec and "elmo" not in fig[0].proto.spec
     at.radio(key="home_tl").set_value("zh").run()
     assert not at.exception and at.text_input(key="home_word_w").value == "苹果"
+
+
+def test_the_app_without_registered_models_never_imports_transformers(tmp_path):
+    """Cold start stays as it was: transformers loads only when an hf: model is used."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom streamlit.testing.v1 import AppTest\nat = AppTest.from_file('app.py', default_timeout=120)\n"
+            "at.run()\nassert not at.exception, at.exception\nprint('transformers' in sys.modules, 'ctxlib.models.hf' in sys.modules)")
+    env = {**os.environ, registered.ENV: "", registered.FILE_ENV: str(tmp_path / "none.toml"), "CTXLAB_NO_PREWARM": "1"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["False", "False"]
