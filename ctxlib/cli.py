@@ -112,11 +112,13 @@ def cmd_info(args) -> int:
 
     if args.model is not None:  # one model, e.g. info hf:/data/bert-base-chinese
         r = _model_info(args.model)
+        if "error" in r:
+            return _fail(r["error"])
         if args.json:
             print(json.dumps(r, ensure_ascii=False, indent=1))
         else:
             _print_model_info(args.model, r)
-        return 2 if "error" in r else 0
+        return 0
     extras = {e.name: _model_info(e.source) for e in registered.extra_models()}
     rows = []
     for name in checkpoint.available():
@@ -165,6 +167,26 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_download(args) -> int:
+    """Fetch a Transformers model once into a folder (the only command that uses the network)."""
+    from . import checkpoint
+    from .models import hf_load
+
+    out = Path(args.out)
+    if (out / "config.json").exists():
+        return _fail(f"{out} already holds a model; give a new folder (nothing is overwritten)")
+    try:
+        hf_load.download(args.name, out)
+        enc = _model_info("hf:" + str(out))
+    except checkpoint.CheckpointError as e:
+        return _fail(str(e))
+    if "error" in enc:
+        return _fail(enc["error"])
+    print(f"saved {args.name} in {out} ({enc['family']}, {enc['n_params']:,} parameters, language {enc['language']}); "
+          f"use it with: CTXLAB_MODELS=hf:{out} streamlit run app.py", file=sys.stderr)
+    return 0
+
+
 def cmd_serve(args) -> int:
     from . import serve
 
@@ -210,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_text import add_parsers as add_text_parsers
 
     add_text_parsers(sub)
+
+    s = sub.add_parser("download", help="fetch a Transformers model from the Hugging Face hub once into a folder "
+                                        "(needs internet; nothing else ever downloads), then use it as hf:FOLDER")
+    s.add_argument("name", help="a hub id, e.g. bert-base-chinese, uer/gpt2-chinese-cluecorpussmall, gpt2")
+    s.add_argument("out", help="a new folder for its config, safetensors weights and tokenizer files")
+    s.set_defaults(fn=cmd_download)
 
     s = sub.add_parser("serve", help="serve a class: haproxy in front of N Streamlit processes, cookie-sticky")
     from .serve import add_arguments as add_serve_arguments

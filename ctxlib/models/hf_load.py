@@ -182,11 +182,20 @@ def load_tokenizer(folder: Path):
     return tok
 
 
+def quiet() -> None:
+    """No progress bars or warnings from Transformers on the terminal: a command prints its own one line."""
+    from transformers.utils import logging as tr_logging
+
+    tr_logging.set_verbosity_error()
+    tr_logging.disable_progress_bar()
+
+
 def load_model(folder: Path, family: str, has_nsp: bool, safetensors: bool, model_type: str):
     """The model in eval mode, float32, eager attention (so attention maps are returned)."""
     import torch
     import transformers as tr
 
+    quiet()
     kw = {"local_files_only": True, "use_safetensors": safetensors, "weights_only": True,
           "attn_implementation": "eager", "dtype": torch.float32}
     if has_nsp and model_type == "bert":
