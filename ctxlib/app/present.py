@@ -39,6 +39,7 @@ html { font-size: 22px; }
 .stMainBlockContainer h2 { font-size: 1.55rem !important; padding: 0.2rem 0 !important; }
 [data-testid="stHtml"] { zoom: 1.45; }  /* inline HTML (the pre-training example) sizes its text in px */
 [data-testid="stMetricValue"] { font-size: 1.6rem !important; }
+[data-testid="stCode"] code { font-size: 1.1rem !important; }  /* a step's sentence: read from the back row */
 .st-key-ctxlab_present_keys { display: none !important; }  /* the keys' script draws nothing */
 </style>"""
 

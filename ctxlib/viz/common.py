@@ -156,8 +156,8 @@ def _box_labels(layout: dict) -> list[dict]:
 
 
 def _pin_default_sizes(d: dict, size: float, cap: float, factor: float) -> None:
-    """Write `size` into every axis's tick and title font, the legend and colour bars of the figure dict `d` that
-    set none; the figure's title gets a little more (at most `cap`). A legend under the plot moves down `factor`
+    """Write `size` into every axis's tick and title font, the legend, colour bars and bars' printed values of the
+    figure dict `d` that set none; the figure's title gets a little more (at most `cap`). A legend under the plot moves down `factor`
     times as far."""
     lay = d["layout"]
 
@@ -183,6 +183,8 @@ def _pin_default_sizes(d: dict, size: float, cap: float, factor: float) -> None:
     if lay.get("title"):
         pin(lay, "title", min(size * 1.15, max(cap, size)))
     for trace in d.get("data") or []:
+        if trace.get("type") == "bar" and trace.get("text") is not None:  # the value printed on a bar
+            trace.setdefault("textfont", {}).setdefault("size", size)
         if isinstance(trace.get("colorbar"), dict) or trace.get("type") in ("heatmap", "contour"):
             pin(trace.setdefault("colorbar", {}), "tickfont", size)
 
