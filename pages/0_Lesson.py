@@ -1,12 +1,13 @@
 """Lesson mode: the lecture as prepared steps (a JSON file a teacher can edit and share), each one live view of the
 shipped models with a question for the class; the answer and the plot stay hidden until revealed. ?step=3 links to a
-step, ?lesson=<name> picks a shipped lesson."""
+step, ?lesson=<name> picks a shipped lesson. In presentation mode the answer and the plot stand beside the question,
+the charts fit the screen's height, and keys move through the steps (ctxlib.app.present.keyboard)."""
 import time
 
 import streamlit as st
 
 from ctxlib.app import lesson_views as lv
-from ctxlib.app import state, widgets
+from ctxlib.app import present, state, widgets
 from ctxlib.app.i18n import escape_md, lang, msg
 
 _t0 = time.perf_counter()
@@ -32,28 +33,37 @@ def flip(shown: bool) -> None:
 c1, c2, c3 = st.columns([1, 3, 1], vertical_alignment="center")
 c1.button(msg("lesson.prev"), key="lesson_prev", on_click=go, args=(i - 1,), disabled=i <= 1, width="stretch")
 c2.markdown(f"**{escape_md(les.title[lang()])}** · " + msg("lesson.counter", i=i, n=n))
+with c2:
+    screen_h = present.keyboard("lesson_prev", "lesson_next", "lesson_reveal_btn")  # None outside presentation mode
 c3.button(msg("lesson.next"), key="lesson_next", on_click=go, args=(i + 1,), disabled=i >= n, width="stretch",
           type="primary")
 st.query_params["step"] = str(i)
 step = les.steps[i - 1]
 
 st.header(step.text("title", lang()))
-st.markdown(f"**{msg('lesson.question')}** " + step.text("question", lang()))
-lv.inputs(step)
+if present.is_on():  # the question and answer on the left, the plot on the right: one screen, no scrolling
+    left, right = st.columns([2, 3], gap="large")
+    bottom = left
+else:
+    left, right, bottom = st.container(), st.container(), st.container()
+left.markdown(f"**{msg('lesson.question')}** " + step.text("question", lang()))
+with left:
+    lv.inputs(step)
 shown = st.session_state.get("lesson_revealed") == (key, i)  # another step or lesson starts hidden
-st.button(msg("lesson.hide" if shown else "lesson.reveal"), key="lesson_reveal_btn", on_click=flip, args=(shown,))
+left.button(msg("lesson.hide" if shown else "lesson.reveal"), key="lesson_reveal_btn", on_click=flip, args=(shown,))
 if shown:
     data = None
-    if not lv.missing_models(step):
-        with st.spinner(msg("lesson.computing")):
-            try:
-                data = lv.compute(step)
-            except Exception as e:  # a teacher's step the model cannot run: say so, keep the page
-                widgets.show_error(lv.error_text(e) if isinstance(e, lv.lesson.LessonError) else
-                                   msg("lesson.view.failed", error=f"{type(e).__name__}: {e}"))
-        if data is not None:
-            lv.result(step, data)
-    st.success(msg("lesson.answer") + " " + lv.answer(step, data))  # its {placeholders} filled from the model's output
+    with right, present.max_chart_height(lv.chart_room(step, screen_h)):
+        if not lv.missing_models(step):
+            with st.spinner(msg("lesson.computing")):
+                try:
+                    data = lv.compute(step)
+                except Exception as e:  # a teacher's step the model cannot run: say so, keep the page
+                    widgets.show_error(lv.error_text(e) if isinstance(e, lv.lesson.LessonError) else
+                                       msg("lesson.view.failed", error=f"{type(e).__name__}: {e}"))
+            if data is not None:
+                lv.result(step, data)
+    bottom.success(msg("lesson.answer") + " " + lv.answer(step, data))  # its {placeholders} from the model's output
 if step.note:
-    st.caption(step.text("note", lang()))
+    bottom.caption(step.text("note", lang()))
 widgets.record_time("lesson", _t0)

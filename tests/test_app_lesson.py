@@ -11,7 +11,7 @@ from app_pages import PAGES, chart_specs, shipped
 from streamlit.testing.v1 import AppTest
 
 from ctxlib import checkpoint, kinds, lesson, lesson_facts, triple
-from ctxlib.app import i18n, lesson_views, loaders
+from ctxlib.app import i18n, lesson_views, loaders, present
 from ctxlib.app.i18n import escape_md
 from ctxlib.corpus import Paragraph
 
@@ -181,6 +181,9 @@ def lesson_views_error(e, lang) -> str:
 
 
 # -- presentation mode -----------------------------------------------------------------------------------------
+BIG = 12 * present.SCALE  # Plotly's default 12 px font in presentation mode
+
+
 def test_present_holds_across_pages_and_in_the_url(monkeypatch):
     app_fakes.install(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=90)
@@ -190,15 +193,15 @@ def test_present_holds_across_pages_and_in_the_url(monkeypatch):
     assert at.toggle(key="ctxlab_present_toggle").value is True
     assert any("font-size: 22px" in h.proto.body for h in at.get("html"))
     home_font = chart_specs(at)[0]["layout"]["font"]["size"]
-    assert home_font == pytest.approx(18)  # Plotly's 12 x 1.5
+    assert home_font == pytest.approx(BIG)  # Plotly's 12 x present.SCALE
     at.switch_page("pages/1_Type_vs_token.py").run()
     assert not at.exception, at.exception
     assert at.toggle(key="ctxlab_present_toggle").value is True and at.query_params["present"] in ("1", ["1"])
-    assert all(s["layout"]["font"]["size"] >= 18 for s in chart_specs(at))
+    assert all(s["layout"]["font"]["size"] >= BIG for s in chart_specs(at))
     at.toggle(key="ctxlab_present_toggle").set_value(False).run()
     assert "present" not in at.query_params
     assert not any("font-size: 22px" in h.proto.body for h in at.get("html"))
-    assert all(s["layout"].get("font", {}).get("size", 12) < 18 for s in chart_specs(at))
+    assert all(s["layout"].get("font", {}).get("size", 12) < BIG for s in chart_specs(at))
     at.switch_page("pages/0_Lesson.py").run()
     assert at.toggle(key="ctxlab_present_toggle").value is False and "present" not in at.query_params
 
@@ -209,7 +212,7 @@ def test_present_off_by_default_and_in_the_lesson(monkeypatch):
     assert at.toggle(key="ctxlab_present_toggle").value is False and "present" not in at.query_params
     at = _run(present="1", step="1")
     _button(at, "lesson.reveal").click().run()
-    assert chart_specs(at)[0]["layout"]["font"]["size"] == pytest.approx(18)
+    assert chart_specs(at)[0]["layout"]["font"]["size"] == pytest.approx(BIG)
 
 
 @pytest.mark.parametrize("text, hint", [("我今天很高[MASK]", True), ("我今天很高[MASK]。", False)])

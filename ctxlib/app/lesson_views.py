@@ -17,7 +17,7 @@ from ctxlib.viz import transfer
 from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
 from ctxlib.viz.lesson import pair_cosines_figure
 
-from . import loaders, state, widgets
+from . import loaders, present, state, widgets
 from .i18n import escape_md, lang, msg
 
 UPLOAD = "lesson_upload"
@@ -96,6 +96,23 @@ def answer(step: lesson.Step, data: dict | None) -> str:
     """The step's answer in the session's language, its placeholders filled from the model's output (Markdown)."""
     words = {k: msg(f"lesson.fact.{k}") for k in lesson_facts.WORDS}
     return lesson.answer(step, data, lang(), words, escape=escape_md)
+
+
+# -- presentation mode: the charts fit the screen --------------------------------------------------------------
+SCREEN_H = 1080  # px, a projector's height, until the browser has said its own (present.keyboard)
+ABOVE = 300  # px above the result column: the page title, the navigation row, the step's title
+BESIDE = {"fill_mask": 110, "taglm": 110, "mlm_example": 300, "positions": 160, "unseen_word": 260}  # px of text
+CHARTS = {"taglm": 2}  # views that draw more than one chart, one under the other
+
+
+def chart_room(step: lesson.Step, screen_h: int | None) -> int | None:
+    """The tallest a chart of this step may be in presentation mode so that the result column fits the screen
+    without scrolling (None outside presentation mode): the screen less what stands above and the view's text
+    (captions, rank lines, an estimate per view kind), shared among its charts; never under 220 px."""
+    if not present.is_on():
+        return None
+    room = (screen_h or SCREEN_H) - ABOVE - BESIDE.get(step.kind, 70)
+    return max(220, room // CHARTS.get(step.kind, 1))
 
 
 # -- what students see with the question ------------------------------------------------------------------------

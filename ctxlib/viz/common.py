@@ -108,9 +108,10 @@ def with_true_bar(items: list[tuple[str, float]], true: dict | None, rank_fmt: s
 
 
 def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: str | list | None = None,
-                per_row: int = 2, font_size: int = 13) -> go.Figure:
+                per_row: int = 2, font_size: int = 13, label_size: int | None = None) -> go.Figure:
     """Panels of horizontal probability bars, largest on top: [(title, [(label, p)], colour)]. `actual` (one label
-    for all panels, or one per panel) is drawn in red."""
+    for all panels, or one per panel) is drawn in red. `font_size`: the panel titles'; `label_size`: the bars'
+    labels' (None: Plotly's)."""
     n = max(1, len(panels))
     cols = min(n, per_row)
     rows = (n + cols - 1) // cols
@@ -136,6 +137,8 @@ def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: 
         layout[f"xaxis{sfx}"] = {"domain": [x0, x0 + w], "anchor": f"y{sfx}", "range": [0, top * 1.35],
                                  "tickformat": ".1%" if top < 0.2 else ".0%"}
         layout[f"yaxis{sfx}"] = {"domain": [y1 - h, y1], "anchor": f"x{sfx}"}
+        if label_size:
+            layout[f"yaxis{sfx}"]["tickfont"] = {"size": label_size}
         notes.append({"text": escape(title), "x": x0 + w / 2, "y": y1, "xref": "paper", "yref": "paper",
                       "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": font_size}})
     layout.update({"annotations": notes, "height": 60 + rows * (40 + 26 * longest),
@@ -143,26 +146,76 @@ def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: 
     return go.Figure({"data": data, "layout": layout})
 
 
+def _box_labels(layout: dict) -> list[dict]:
+    """The annotations of a drawing (a figure with rectangles) placed in data coordinates: text in boxes that do not
+    grow with the text."""
+    if not any(isinstance(s, dict) and s.get("type") == "rect" for s in layout.get("shapes") or []):
+        return []
+    return [a for a in layout.get("annotations") or [] if isinstance(a, dict) and a.get("text")
+            and str(a.get("xref", "paper"))[:1] == "x" and "domain" not in str(a.get("xref"))]
+
+
+def _pin_default_sizes(d: dict, size: float, cap: float, factor: float) -> None:
+    """Write `size` into every axis's tick and title font, the legend, colour bars and bars' printed values of the
+    figure dict `d` that set none; the figure's title gets a little more (at most `cap`). A legend under the plot moves down `factor`
+    times as far."""
+    lay = d["layout"]
+
+    def pin(o: dict, key: str, px: float) -> None:
+        if isinstance(o.get(key), str):  # the short form "title": "text"
+            o[key] = {"text": o[key]}
+        font = o.setdefault(key, {}) if key == "tickfont" else o.setdefault(key, {}).setdefault("font", {})
+        font.setdefault("size", px)
+
+    lay.setdefault("xaxis", {}), lay.setdefault("yaxis", {})  # the first axes, set or not (no cartesian trace: unused)
+    for k, v in lay.items():
+        if not isinstance(v, dict):
+            continue
+        if k[1:].startswith("axis"):  # xaxis, yaxis2, ...
+            pin(v, "tickfont", size)
+            pin(v, "title", size)
+        elif k == "coloraxis":
+            pin(v.setdefault("colorbar", {}), "tickfont", size)
+    legend = lay.setdefault("legend", {})
+    legend.setdefault("font", {}).setdefault("size", size)
+    if isinstance(legend.get("y"), (int, float)) and legend["y"] < 0:  # a legend under the plot: lower, hung from
+        legend["y"], legend["yanchor"] = legend["y"] * factor, "top"  # its top, clear of the larger tick labels
+    if lay.get("title"):
+        pin(lay, "title", min(size * 1.15, max(cap, size)))
+    for trace in d.get("data") or []:
+        if trace.get("type") == "bar" and trace.get("text") is not None:  # the value printed on a bar
+            trace.setdefault("textfont", {}).setdefault("size", size)
+        if isinstance(trace.get("colorbar"), dict) or trace.get("type") in ("heatmap", "contour"):
+            pin(trace.setdefault("colorbar", {}), "tickfont", size)
+
+
 FONT_KEYS = ("font", "tickfont", "textfont", "insidetextfont", "outsidetextfont", "titlefont")
 PLOTLY_FONT_SIZE = 12  # Plotly's default font size, where a figure sets none
+BOX_GROW = 1.25  # how much the labels in a drawing's boxes grow: as much as the boxes leave room for
 
 
 def scale_fonts(fig, factor: float, cap: float = 20) -> dict:
     """A copy of `fig` (a Figure or its dict) as a dict with every font size multiplied by `factor` (layout, axes,
     titles, annotations, legends, hover labels, bar texts) but grown to at most `cap` px (titles of plots in narrow
-    columns must still fit), and its height and margins grown to fit: the presentation mode's large plots. The input
-    is not changed (cached figures are shared)."""
+    columns must still fit), and its height and margins grown to fit: the presentation mode's large plots. Axes,
+    legends and colour bars that set no size get the grown layout font's size written out (Streamlit's chart theme
+    sets its own small tick and legend sizes where the figure has none). The labels in a drawing's boxes keep their
+    size (see `_box_labels`). The input is not changed (cached figures are shared)."""
     import copy
 
     d = copy.deepcopy(fig.to_dict() if hasattr(fig, "to_dict") else dict(fig))  # a frozen figure's dict is shared
     lay = d.setdefault("layout", {})
-    lay.setdefault("font", {}).setdefault("size", PLOTLY_FONT_SIZE)
+    base = lay.setdefault("font", {}).setdefault("size", PLOTLY_FONT_SIZE)
+    boxed = {id(a) for a in _box_labels(lay)}
+    for a in _box_labels(lay):  # the boxes do not grow: their labels grow a little (BOX_GROW), not `factor` times
+        font = a.setdefault("font", {})
+        font["size"] = font.get("size", base) * min(factor, BOX_GROW)
 
     def grown(size):
         return max(size, min(size * factor, cap))
 
     def walk(o):
-        if isinstance(o, dict):
+        if isinstance(o, dict) and id(o) not in boxed:
             for k, v in o.items():
                 if k in FONT_KEYS and isinstance(v, dict) and "size" in v:
                     s = v["size"]
@@ -176,6 +229,7 @@ def scale_fonts(fig, factor: float, cap: float = 20) -> dict:
                 walk(x)
 
     walk(d)
+    _pin_default_sizes(d, lay["font"]["size"], cap, factor)
     grow = 1 + (factor - 1) * 0.75  # the plot grows a little less than its text
     if isinstance(lay.get("height"), (int, float)):
         lay["height"] = lay["height"] * grow

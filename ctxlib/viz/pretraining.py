@@ -56,7 +56,7 @@ def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt
         items, red = with_true_bar(r["candidates"], true, rank_fmt, unknown_fmt)
         panels.append((title_fmt.format(n=k + 1, orig=orig or "?"), items, "#1f77b4"))
         reds.append(red)
-    return hbar_panels(panels, actual=reds, per_row=4, font_size=14)
+    return hbar_panels(panels, actual=reds, per_row=4, font_size=15, label_size=15)  # characters: a little larger
 
 
 EXAMPLE_LEGEND = ("→ [MASK] 80%", "→ random 10%", "kept 10%")  # the legend of example_html, in English
@@ -64,7 +64,8 @@ EXAMPLE_LEGEND = ("→ [MASK] 80%", "→ random 10%", "kept 10%")  # the legend 
 
 def example_html(ex: dict, legend_labels: tuple[str, str, str] = EXAMPLE_LEGEND) -> str:
     """A pre-training example as escaped HTML: segment A / B backgrounds, chosen positions coloured by
-    what became of them ([MASK] / random / kept), the original above each changed token.
+    what became of them ([MASK] / random / kept), the original above each changed token (sized in em, so that it grows
+    with the example: presentation mode zooms it).
 
     `legend_labels`: the legend's text for the [MASK], random and kept colours (translated by the page)."""
     kinds = {m["index"]: m for m in ex["masked"]}
@@ -80,7 +81,7 @@ def example_html(ex: dict, legend_labels: tuple[str, str, str] = EXAMPLE_LEGEND)
         elif tok in SPECIALS:
             style += "color:#666;"
         cells.append(f'<span style="display:inline-block;text-align:center;margin:1px;min-width:1.2em;">'
-                     f'<span style="display:block;font-size:11px;color:#666;">{top}</span>'
+                     f'<span style="display:block;font-size:0.85em;line-height:1.1;color:#333;">{top}</span>'
                      f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>')
     legend = (f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
               f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '
