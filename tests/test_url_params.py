@@ -130,7 +130,7 @@ def test_atlas_notice_quotes_the_value():
 # -- Home (app.py) -----------------------------------------------------------------------------------------
 HOME = "app.py"
 HOME_WIDGETS = {
-    "word": (lambda at: at.text_input(key="home_word_w").value, "苹果", "is longer than 12 characters; showing 苹果"),
+    "word": (lambda at: at.text_input(key="home_word_w").value, "苹果", "is longer than 20 characters; showing 苹果"),
     "a": (lambda at: at.text_input(key="home_a_w").value, "我每天吃一个苹果", "is longer than 300 characters"),
     "b": (lambda at: at.text_input(key="home_b_w").value, "这个苹果又甜又脆", "is longer than 300 characters"),
     "c": (lambda at: at.text_input(key="home_c_w").value, "苹果公司发布了新手机", "is longer than 300 characters"),

@@ -18,6 +18,8 @@ ALLOWED = {
     # formulae, measures and their symbols
     "softmax", "tanh", "cos", "IsNext", "NotNext", "NSP", "MLM", "F1", "task", "gamma", "exp", "log", "argmax", "top", "k",
     "top-1", "top-5",
+    # the Transformer page's notation (ctxlib/mechanics.py): the block's parts by the names the papers and code use
+    "Softmax", "RoPE", "FFN", "LayerNorm", "LN", "GELU", "QK", "HW",
     # special tokens
     "CLS", "SEP", "MASK", "UNK", "unk", "pad", "PAD", "S",
     # methods, formats, tools
