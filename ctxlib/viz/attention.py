@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import plotly.graph_objects as go
 
+from ..vecmath import EPS, cosine
 from .common import CJK_FONT, escape
 
 SPECIALS = ("[CLS]", "[SEP]")
@@ -48,7 +49,7 @@ def renormalize(att: np.ndarray, keep: list[int]) -> np.ndarray:
     a = np.asarray(att, dtype=np.float64)[..., keep, :][..., keep]  # (..., K, K)
     s = a.sum(axis=-1, keepdims=True)
     k = a.shape[-1]
-    out = np.where(s > 1e-12, a / np.maximum(s, 1e-12), 1.0 / max(k, 1))
+    out = np.where(s > EPS, a / np.maximum(s, EPS), 1.0 / max(k, 1))
     return out.astype(np.float32)
 
 
@@ -173,7 +174,7 @@ def mean_heads(att_layer: np.ndarray, heads: list[int]) -> np.ndarray:
 def keep_columns(rows: np.ndarray, keep: list[int]) -> np.ndarray:
     """Each row restricted to the `keep` columns and renormalised to sum to 1 (an all-zero row stays 0)."""
     r = np.asarray(rows)[:, keep]
-    return r / np.maximum(r.sum(1, keepdims=True), 1e-12)
+    return r / np.maximum(r.sum(1, keepdims=True), EPS)
 
 
 def parse_selection(raw: str, default: tuple[int, int]) -> tuple[int, int]:
@@ -203,10 +204,7 @@ def word_attention(att: np.ndarray, idx: list[int]) -> np.ndarray:
 def drift_from_layer0(layers: np.ndarray, idx: list[int]) -> np.ndarray:
     """(n_layers,): cosine between the word's vector (mean over `idx`) at each layer and at layer 0."""
     v = np.asarray(layers, dtype=np.float64)[:, idx, :].mean(axis=1)  # (L+1, H)
-    n = np.linalg.norm(v, axis=1)
-    v0 = v[0]
-    cos = (v @ v0) / np.maximum(n * n[0], 1e-12)
-    return cos.astype(np.float32)
+    return np.array([cosine(x, v[0]) for x in v], dtype=np.float32)
 
 
 # -- Plotly figures ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What every plot shares: the CJK font stack, the palette, escaping of user text, the cosine matrix.
+"""What every plot shares: the CJK font stack, the palette, escaping of user text.
 
 User text is HTML-escaped before it reaches Plotly (which renders a subset of HTML in labels
 and hover text), so `<script>` in a sentence is shown as text, never run.
@@ -71,13 +71,6 @@ def default_template() -> dict:
 def escape(text) -> str:
     """User text made safe for Plotly labels and inline HTML (it interprets <br>, <b>, <a> ...)."""
     return html.escape(str(text), quote=False)
-
-
-def cosine_matrix(X: np.ndarray) -> np.ndarray:
-    """(n, n) cosines between the rows of X, float32, clipped to [-1, 1]; zero rows give 0."""
-    v = np.asarray(X, dtype=np.float64)
-    u = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return np.clip(u @ u.T, -1.0, 1.0).astype(np.float32)
 
 
 def percent(p: float) -> str:

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import expected_layer
-from .common import CJK_FONT, cosine_matrix, escape, hbar_panels, with_true_bar
+from ..vecmath import cosine_matrix, norms
+from .common import CJK_FONT, escape, hbar_panels, with_true_bar
 
 if TYPE_CHECKING:
     from ..records import EvalResult
@@ -125,7 +126,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     keys = ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]
     for key in keys:
         vec = states["x"] if key in ("cnn", "hw") else states[key]
-        norms = np.linalg.norm(vec, axis=1)
+        lengths = norms(vec)
         if key in ("cnn", "hw"):
             base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
         else:
@@ -137,7 +138,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
             marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
                         color=[base if _feeds(i, key, w) else OFF for i in xs],
                         line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
-            customdata=[[escape(tokens[i]), f"{norms[i]:.2f}", seen(i, key)] for i in xs],
+            customdata=[[escape(tokens[i]), f"{lengths[i]:.2f}", seen(i, key)] for i in xs],
             hovertemplate=f"{escape(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
     traces.append(dict(type="scatter", x=xs, y=[0] * len(xs), mode="text", text=[escape(tokens[i]) for i in xs],
                        textfont=dict(size=[19 if i == w else 15 for i in xs],
@@ -181,7 +182,7 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
     hover's word for a dimension."""
     vecs = np.asarray(vecs, dtype=np.float32)
     shown = vecs[:, :max_dims]
-    cos = cosine_matrix(vecs)
+    cos = cosine_matrix(vecs).astype(np.float32)
     names_s = [escape(n) for n in names]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.16,
                         subplot_titles=[escape(titles[0]).format(word=escape(word), n=len(names), dims=shown.shape[1]),
