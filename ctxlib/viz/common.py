@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
 import plotly.graph_objects as go
 
 CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
@@ -52,6 +51,15 @@ class SpecFigure(go.Figure):
 
     def __reduce__(self):  # pickles (st.cache_data, copy) as a plain go.Figure of the same dict
         return go.Figure, (self.to_dict(),)
+
+
+def base_layout(margin: tuple[int, int, int, int] = (10, 10, 40, 10), *, hover: bool = False, **kw) -> dict:
+    """What every figure's layout shares, as a dict: the CJK font stack (also for hover labels, with `hover`) and the
+    margins `margin` = (left, right, top, bottom) in px; `kw` (title, height, axes ...) added as given."""
+    out = {"margin": dict(zip("lrtb", margin)), "font": {"family": CJK_FONT}}
+    if hover:
+        out["hoverlabel"] = {"font": {"family": CJK_FONT}}
+    return {**out, **kw}
 
 
 _TEMPLATES: dict = {}
@@ -131,8 +139,7 @@ def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: 
         layout[f"yaxis{sfx}"] = {"domain": [y1 - h, y1], "anchor": f"x{sfx}"}
         notes.append({"text": escape(title), "x": x0 + w / 2, "y": y1, "xref": "paper", "yref": "paper",
                       "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": font_size}})
-    layout.update({"annotations": notes, "height": 60 + rows * (40 + 26 * longest),
-                   "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "font": {"family": CJK_FONT}})
+    layout.update(base_layout(annotations=notes, height=60 + rows * (40 + 26 * longest)))
     return go.Figure({"data": data, "layout": layout})
 
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from ..vecmath import norms
 from .attention import axis_labels, masked_traces
-from .common import CJK_FONT, PALETTE, escape
+from .common import PALETTE, base_layout, escape
 
 
 class Labels(NamedTuple):
@@ -35,8 +35,7 @@ def _plain(M: np.ndarray) -> list:
 
 
 def _layout(title: str, height: int, **kw) -> dict:
-    return dict(title=dict(text=escape(title)), height=height, margin=dict(l=60, r=10, t=60, b=40),
-                font=dict(family=CJK_FONT), plot_bgcolor="white", **kw)
+    return base_layout((60, 10, 60, 40), title=dict(text=escape(title)), height=height, plot_bgcolor="white", **kw)
 
 
 def _ticks(names: list[str]) -> dict:
