@@ -3,7 +3,6 @@
 The numbers are `ctxlib.triple`'s; this module caches them and words the messages."""
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from ctxlib import explore, lexicon, triple
