@@ -6,7 +6,8 @@
     enc.word_vectors(texts, "苹果")           # (n_texts, n_layers, dim)
 """
 from .checkpoint import CheckpointError, available
-from .encoder import Encoded, Encoder, OutOfVocabulary, WordNotFound, cosine, load
+from .encoder import Encoded, Encoder, OutOfVocabulary, WordNotFound, load
+from .vecmath import cosine
 
 __all__ = ["load", "available", "Encoder", "Encoded", "CheckpointError", "WordNotFound", "OutOfVocabulary", "cosine"]
 __version__ = "0.1.0"

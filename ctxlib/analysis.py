@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(x, axis=-1, keepdims=True)
-    return x / np.maximum(n, 1e-12)
+from .vecmath import EPS, unit_rows
 
 
 def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
@@ -24,7 +21,7 @@ def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
     classified by the closest class centroid computed without it. A class with a
     single member cannot be left out and is then scored as an error.
     """
-    X = _unit(np.asarray(vectors, dtype=np.float64))
+    X = unit_rows(np.asarray(vectors, dtype=np.float64))
     y = np.asarray(labels)
     classes = sorted(set(y.tolist()))
     if len(classes) < 2:
@@ -40,7 +37,7 @@ def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
                 s, n = s - X[i], n - 1
             if n == 0:
                 continue
-            sim = float(_unit(s / n) @ X[i])
+            sim = float(unit_rows(s / n) @ X[i])
             if sim > best_s + 1e-6:  # not decided by float32 rounding noise
                 best, best_s = c, sim
         correct += int(best == y[i])
@@ -50,7 +47,7 @@ def loo_centroid_accuracy(vectors: np.ndarray, labels) -> float:
 def pair_ranking(vectors: np.ndarray, labels) -> float:
     """Share of triples (a, b, c), b != a with label(b) == label(a) != label(c), where cos(a, b) > cos(a, c)
     (ties count half). vectors: (n, dim)."""
-    X = _unit(np.asarray(vectors, dtype=np.float64))
+    X = unit_rows(np.asarray(vectors, dtype=np.float64))
     y = np.asarray(labels)
     S = X @ X.T
     wins = total = 0.0
@@ -73,7 +70,7 @@ def layer_sense_accuracy(vecs: np.ndarray, labels) -> list[float]:
 
 def self_similarity(vectors: np.ndarray) -> float:
     """Mean pairwise cosine of a word's token vectors (n, dim), n >= 2."""
-    X = _unit(np.asarray(vectors, dtype=np.float64))
+    X = unit_rows(np.asarray(vectors, dtype=np.float64))
     n = len(X)
     if n < 2:
         return float("nan")
@@ -83,7 +80,7 @@ def self_similarity(vectors: np.ndarray) -> float:
 
 def anisotropy(vectors: np.ndarray, pairs: int = 2000, seed: int = 0) -> float:
     """Mean cosine between random pairs of token vectors of different words (the baseline)."""
-    X = _unit(np.asarray(vectors, dtype=np.float64))
+    X = unit_rows(np.asarray(vectors, dtype=np.float64))
     rng = np.random.default_rng(seed)
     i = rng.integers(0, len(X), pairs)
     j = rng.integers(0, len(X), pairs)
@@ -106,4 +103,4 @@ def expected_layer(weights) -> float:
     """sum_j j * s_j of mixing weights s (normalised to sum 1): where a ScalarMix sits, from 0 (the token layer)
     to n_layers - 1 (the top layer)."""
     w = np.asarray(weights, dtype=np.float64)
-    return float((np.arange(len(w)) * w).sum() / max(w.sum(), 1e-12))
+    return float((np.arange(len(w)) * w).sum() / max(w.sum(), EPS))

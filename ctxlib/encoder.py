@@ -15,6 +15,7 @@ import numpy as np
 
 from . import checkpoint, kinds
 from .tokens import Token, find_all, tokens_in_span
+from .vecmath import unit_rows
 
 MAX_CHARS = 2000  # longer texts are truncated by encode(); pages tell the user
 
@@ -173,7 +174,7 @@ class Encoder:
             # pooled over the word's own tokens (BERT's [CLS]/[SEP] left out), as `word_vectors` pools a token
             mats.append(np.stack([e.layers[:, e.word_indices(e.text) or slice(None)].mean(1) for e in encs]))
         m = (np.concatenate(mats) if mats else np.zeros((0, len(self.layer_names), self.dim))).astype(np.float32)
-        return {"words": np.array(list(words), dtype=str), "matrix": m / np.maximum(np.linalg.norm(m, axis=2, keepdims=True), 1e-12)}, None
+        return {"words": np.array(list(words), dtype=str), "matrix": unit_rows(m)}, None
 
     def type_vectors(self, layer: int, max_words: int = 10000) -> tuple[list[str], np.ndarray]:
         """(words, (n, dim) unit vectors): `type_matrix` read at `layer`."""
@@ -189,7 +190,7 @@ class Encoder:
         """Vocabulary words whose context-free vector at `layer` is closest (cosine) to `vector`; with `counts` (word
         -> count in the training text, e.g. lexicon.counts_for(self.summary)) only words seen at least `min_count` times."""
         words, m = self.type_vectors(layer)
-        v = vector / max(float(np.linalg.norm(vector)), 1e-12)
+        v = unit_rows(vector)
         sims = m @ v
         order = np.argsort(-sims)
         out = []
@@ -223,13 +224,6 @@ def load(name_or_path: str | os.PathLike, download: bool = False) -> Encoder:
         raise checkpoint.CheckpointError(f"{d / 'config.json'}: unknown model kind {kind!r} "
                                          f"(expected one of {list(kinds.names(trainable=True))}).")
     return kinds.encoder_class(kind).from_checkpoint(d)
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 or nb == 0:
-        return 0.0
-    return float(np.dot(a, b) / (na * nb))
 
 
 def rank_in(probs, index: int) -> tuple[int, float]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .analysis import anisotropy, layer_sense_accuracy, self_similarity
-from .encoder import WordNotFound, cosine
+from .encoder import WordNotFound
+from .vecmath import cosine, unit_rows
 
 # The atlas opens on a word whose two roles the shipped models separate (measured with atlas_tag_accuracy on 300
 # occurrences, tags seen >= 5 times; leave-one-out nearest centroid): 地 (u: 189, n: 20, majority 0.904) with ELMo:
@@ -105,7 +106,7 @@ def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, t
     seen at least `min_count` times, each followed by its count: "w 0.83 (105)"."""
     keep = np.arange(len(words)) if counts is None else np.array(
         [i for i, w in enumerate(words) if counts.get(w, 0) >= min_count], dtype=int)
-    V = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    V = unit_rows(vecs)
     out = []
     for row in V @ M[keep].T if len(keep) else np.zeros((len(V), 0)):
         best = [(words[keep[i]], row[i]) for i in np.argsort(-row)[:topn + 1] if words[keep[i]] != word][:topn]

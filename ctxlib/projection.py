@@ -17,6 +17,8 @@ from collections import Counter
 
 import numpy as np
 
+from .vecmath import EPS, unit_rows
+
 log = logging.getLogger(__name__)
 
 METHODS = ("pca", "tsne", "umap")
@@ -65,7 +67,7 @@ def tsne(X, seed: int = 0) -> np.ndarray:
     perplexity = float(max(2.0, min(30.0, (n - 1) / 3.0)))
     init = pca(X) if np.ptp(pca(X)) > 0 else "random"
     if isinstance(init, np.ndarray):
-        init = init / max(np.std(init[:, 0]), 1e-12) * 1e-4  # sklearn's recommended scale for PCA init
+        init = init / max(np.std(init[:, 0]), EPS) * 1e-4  # sklearn's recommended scale for PCA init
     from threadpoolctl import threadpool_limits
 
     # one OpenMP thread: for a few hundred points, more threads only fight over a shared CPU (3 s vs 14 s measured)
@@ -132,19 +134,15 @@ def project(X, method: str = "pca", seed: int = 0, normalize: bool = True) -> np
         raise ValueError(f"projection must be one of {METHODS}, got {method!r}")
     X = _as_matrix(X)
     if method == "pca":
-        return pca(_unit(X) if normalize else X)
+        return pca(unit_rows(X) if normalize else X)
     if len(X) >= 2 and np.allclose(X, X[0]):
         return np.zeros((len(X), 2))  # t-SNE/UMAP cannot place identical points meaningfully
     return tsne(X, seed) if method == "tsne" else umap(X, seed)
 
 
-def _unit(X: np.ndarray) -> np.ndarray:
-    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-
-
 def kmeans(X, k: int, seed: int = 0, n_init: int = 4, iters: int = 50) -> np.ndarray:
     """Cluster ids (n,) from spherical (cosine) k-means; k is clipped to the number of distinct points."""
-    X = _unit(_as_matrix(X))
+    X = unit_rows(_as_matrix(X))
     n = len(X)
     if k < 1:
         raise ValueError("k must be >= 1")
@@ -164,7 +162,7 @@ def kmeans(X, k: int, seed: int = 0, n_init: int = 4, iters: int = 50) -> np.nda
         for _it in range(iters):
             assign = np.argmax(X @ C.T, axis=1)
             newC = np.stack([X[assign == j].sum(0) if np.any(assign == j) else C[j] for j in range(k)])
-            newC = _unit(newC)
+            newC = unit_rows(newC)
             if np.allclose(newC, C):
                 break
             C = newC

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import checkpoint, kinds
 from .training import timeline as tl
+from .vecmath import EPS, norms, unit_rows
 
 SHARES = ("prev", "next", "self", "sep", "cls")  # head summary shares shown over steps (viz.attention.head_summaries)
 
@@ -145,7 +146,7 @@ def projection(rp: Replay, word: str, layer: int, same_size: bool = True) -> Pro
     V = vectors(rp, word, layer)
     scale = rp.arrays["vectors_scale"][:, rows, layer].astype(np.float64)  # (S, n)
     # rounding to int8 moves each component by at most scale/2, uniformly: sqrt(D/12) * scale in norm
-    noise = (scale * np.sqrt(V.shape[-1] / 12.0) / np.maximum(np.linalg.norm(V, axis=-1), 1e-12)).mean(axis=1)
+    noise = (scale * np.sqrt(V.shape[-1] / 12.0) / np.maximum(norms(V), EPS)).mean(axis=1)
     return project_steps(V, same_size, noise)
 
 
@@ -153,17 +154,17 @@ def project_steps(V: np.ndarray, same_size: bool = True, noise: np.ndarray | Non
     """`projection` for an (S, n, D) array."""
     V = np.asarray(V, dtype=np.float64)
     S, n, D = V.shape
-    U = V / np.maximum(np.linalg.norm(V, axis=-1, keepdims=True), 1e-12)
+    U = unit_rows(V)
     C = U - U.mean(axis=1, keepdims=True)  # (S, n, D)
     spread = np.sqrt((C ** 2).sum(-1).mean(1))  # (S,)
     spread = np.where(spread < 1e-9, 0.0, spread)  # one vector in every sentence (float noise aside)
     if same_size:
-        C = np.where(spread[:, None, None] > 1e-9, C / np.maximum(spread, 1e-12)[:, None, None], 0.0)
+        C = np.where(spread[:, None, None] > 1e-9, C / np.maximum(spread, EPS)[:, None, None], 0.0)
     X = C.reshape(S * n, D)
     coords = np.zeros((S * n, 2))
     explained = [0.0, 0.0]
     total = float((X ** 2).sum())
-    if total > 1e-12:
+    if total > EPS:
         _, sv, Vt = np.linalg.svd(X, full_matrices=False)
         for j in range(min(2, len(sv))):
             if sv[j] <= 1e-9 * sv[0]:
@@ -174,7 +175,7 @@ def project_steps(V: np.ndarray, same_size: bool = True, noise: np.ndarray | Non
     coords = coords.reshape(S, n, 2)
     if same_size:  # and the same size on the map: a step whose differences lie mostly off the two axes is no dot
         r = np.sqrt((coords ** 2).sum(-1).mean(1))  # (S,)
-        coords = np.where(r[:, None, None] > 1e-9, coords / np.maximum(r, 1e-12)[:, None, None], 0.0)
+        coords = np.where(r[:, None, None] > 1e-9, coords / np.maximum(r, EPS)[:, None, None], 0.0)
     pad = 0.05 * max(float(np.ptp(coords[..., 0])), float(np.ptp(coords[..., 1])), 1e-6)
     bounds = (float(coords[..., 0].min()) - pad, float(coords[..., 0].max()) + pad,
               float(coords[..., 1].min()) - pad, float(coords[..., 1].max()) + pad)

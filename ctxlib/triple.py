@@ -30,6 +30,7 @@ import numpy as np
 
 from .analysis import pair_ranking
 from .tokens import TargetSplit, find_all, target_split
+from .vecmath import cosine, cosine_matrix, unit_rows
 
 log = logging.getLogger(__name__)
 HALVES = ("forward", "backward")
@@ -64,11 +65,6 @@ def view_vectors(vecs: np.ndarray, view: View) -> np.ndarray:
     return X[:, :d] if view.half == "forward" else X[:, d:]
 
 
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    return 0.0 if na == 0 or nb == 0 else float(np.clip(np.dot(a, b) / (na * nb), -1.0, 1.0))
-
-
 @dataclass(frozen=True)
 class MarginRow:
     view: View
@@ -93,7 +89,7 @@ def margins(vecs: np.ndarray, kind: str) -> list[MarginRow]:
     rows = []
     for v in views(kind, vecs.shape[1]):
         a, b, c = view_vectors(vecs, v)
-        rows.append(MarginRow(v, _cos(a, b), _cos(a, c)))
+        rows.append(MarginRow(v, cosine(a, b), cosine(a, c)))
     return rows
 
 
@@ -192,9 +188,7 @@ def null_margins(X: np.ndarray, labels: list) -> np.ndarray:
     """cos(a,b) - cos(a,c) of every ordered triple (a, b, c) of distinct rows of `X` (n, dim) with one label: margins
     where there is no sense to tell apart. Symmetric around 0 (b and c swap)."""
     X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    U = np.where(norms > 0, X / np.where(norms > 0, norms, 1), 0.0)
-    S = np.clip(U @ U.T, -1.0, 1.0)
+    S = cosine_matrix(X)
     out = []
     lab = np.asarray(labels, dtype=object)
     for g in dict.fromkeys(labels):
@@ -339,7 +333,7 @@ def random_pair_cosines(M: np.ndarray, pairs: int = 4000, seed: int = 0) -> tupl
     """(mean, 95th percentile) of the cosine between random pairs of distinct rows of `M` (n, dim): how similar two
     unrelated vocabulary words typically are at one layer, the scale a nearest-word cosine is read on."""
     X = np.asarray(M, dtype=np.float64)
-    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    X = unit_rows(X)
     if len(X) < 2:
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
@@ -353,7 +347,7 @@ def nearest_top1(M: np.ndarray, sample: int = 300, seed: int = 0) -> float:
     """Median cosine of a vocabulary word's nearest other word (rows of `M`, (n, dim), a sample of `sample` words):
     what a real nearest neighbour typically reaches at one layer."""
     X = np.asarray(M, dtype=np.float64)
-    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    X = unit_rows(X)
     if len(X) < 2:
         return float("nan")
     idx = np.random.default_rng(seed).choice(len(X), min(sample, len(X)), replace=False)

@@ -8,8 +8,9 @@ from ctxlib import examples, explore
 from ctxlib.app import elmo_halves, explain, loaders, state, vocab_notes, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
+from ctxlib.vecmath import cosine_matrix
 from ctxlib.viz import explorer
-from ctxlib.viz.common import PLOTLY_CONFIG, cosine_matrix, escape
+from ctxlib.viz.common import PLOTLY_CONFIG, escape
 
 _t0 = time.perf_counter()
 widgets.page_header("Type vs token · ctxlab", "type_token.title")
@@ -64,7 +65,7 @@ layers = widgets.layer_pickers("tt", {m: d.layer_names for m, d in data.items()}
 full = dict(data)  # the CSV holds whole vectors; ELMo's may be shown as one half (forward / backward LSTM)
 half = elmo_halves.picker(data, texts, word)
 
-sims = {m: cosine_matrix(d.vecs[:, layers[m]]) for m, d in data.items()}
+sims = {m: cosine_matrix(d.vecs[:, layers[m]]).astype("float32") for m, d in data.items()}
 zmin = min([0.99, *(float(S.min()) for S in sims.values())])  # one colour scale for every model's heatmap
 for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
     j, h = layers[m], half if m == "elmo" else None

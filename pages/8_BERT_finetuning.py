@@ -98,4 +98,3 @@ st.subheader(msg("finetune.head.cove"))
 st.markdown(prose("cove"))
 st.plotly_chart(transfer.cove_figure(labels("cove_fig", transfer.COVE_LABELS)), config=PLOTLY_CONFIG)
 widgets.record_time("bert_finetuning", _t0)
-loaders.prewarm_corpus()  # after the page is drawn: the live run reads the reviews

@@ -65,7 +65,7 @@ def test_home_margin_matches_the_vectors(monkeypatch):
     """The chart's margins are cos(A,B) - cos(A,C) of the word's vectors, and the verdict names the best row, read
     against its noise band (the example sets' same-sense margins at that layer)."""
     from ctxlib import triple
-    from ctxlib.encoder import cosine
+    from ctxlib.vecmath import cosine
 
     encs = app_fakes.install(monkeypatch)
     at = _run()

@@ -242,8 +242,7 @@ def test_prune_keeps_the_newest(monkeypatch, _cache_dir):
 def test_frozen_figure_dict_made_once_and_never_changed():
     import plotly.graph_objects as go
 
-    from ctxlib.app.loaders import freeze
-    from ctxlib.viz.common import scale_fonts
+    from ctxlib.viz.common import freeze, scale_fonts
 
     fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout={"title": {"text": "t", "font": {"size": 10}}})
     want = fig.to_dict()

@@ -8,7 +8,7 @@ from ctxlib import analysis, records
 from ctxlib.evaluation import tasks
 from ctxlib.app import i18n
 from ctxlib.viz import elmo as ve
-from ctxlib.viz.common import cosine_matrix
+from ctxlib.vecmath import cosine_matrix
 
 # the labels the page passes in (translated there; see ctxlib/app/strings/*/elmo.toml, [arch])
 ARCH_EN = {"token_vector": "x (char-CNN+highway)", "words": "words", "char_cnn": "char-CNN", "forward": "forward",

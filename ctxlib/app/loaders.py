@@ -16,6 +16,7 @@ import streamlit as st
 
 import ctxlib
 from ctxlib import checkpoint, explore, kinds, registered
+from ctxlib.viz.common import freeze
 
 from .i18n import lang, msg
 
@@ -244,15 +245,6 @@ def _figure_cache(key: str, _build):
     return freeze(_build())
 
 
-def freeze(fig):
-    """`fig` whose to_dict() returns one dict made once (shared: read it, never change it), instead of a deep copy
-    per call. st.plotly_chart calls to_dict() on every run: ~2 ms a figure, ~15% of a Type vs token run."""
-    if hasattr(fig, "to_dict"):
-        spec = fig.to_dict()
-        fig.to_dict = lambda: spec  # an instance attribute shadows the method; plotly allows it (the name exists)
-    return fig
-
-
 def cached_figure(key: str, build):
     """`build()` once per `key` (a string naming everything the figure shows; the language is added here), frozen.
 
@@ -269,23 +261,6 @@ def cached_bytes(key: str, build) -> bytes:
     """`build()` (a download's bytes) once per `key`, a string naming everything in it: a CSV of a few hundred
     vectors takes ~0.1 s to format, on every rerun otherwise."""
     return _bytes_cache(key, build)
-
-
-@st.cache_resource(show_spinner=False)
-def prewarm_corpus():
-    """Load the corpus once per server in a background thread, so the atlas's first visit does not wait ~10 s.
-
-    Off when CTXLAB_NO_PREWARM is set (tests)."""
-    import os
-    import threading
-
-    if os.environ.get("CTXLAB_NO_PREWARM"):
-        return None
-    from ctxlib import corpus
-
-    th = threading.Thread(target=corpus.load, args=("all",), daemon=True, name="ctxlab-corpus-prewarm")
-    th.start()
-    return th
 
 
 def _trim(obj, n: int = 12):

@@ -3,10 +3,10 @@
 The numbers are `ctxlib.triple`'s; this module caches them and words the messages."""
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from ctxlib import explore, lexicon, triple
+from ctxlib.vecmath import unit_rows
 
 from . import loaders, state, text_fit, widgets
 from .i18n import escape_md, msg
@@ -37,7 +37,7 @@ def _vocab(model: str, layer: int, stamp: str, half: str | None):
     """(words, unit rows) of the vocabulary `loaders.nearest_table` searches, at `layer` (ELMo: one half of it)."""
     words, M = loaders.vocab_matrix(model, stamp)
     X = triple.view_vectors(M, triple.View(layer, half))
-    return words, X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    return words, unit_rows(X)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -24,6 +24,8 @@ import time
 
 from ctxlib import cache
 
+from . import timing
+
 log = logging.getLogger(__name__)
 
 if not os.environ.get("NUMBA_CACHE_DIR"):  # before anything imports numba (umap, pynndescent)
@@ -115,13 +117,7 @@ def _step(name: str, fn) -> None:
     except Exception as e:  # a warm-up step must never take the server down
         log.warning("warm-up step %s failed: %s: %s", name, type(e).__name__, e)
     TIMES[name] = round(time.perf_counter() - t0, 2)
-    log_path = os.environ.get("CTXLAB_TIMING_LOG")  # beside the pages' server times (widgets.record_time's format)
-    if log_path:
-        try:
-            with open(log_path, "a", encoding="utf-8") as f:
-                f.write(f"{time.time():.3f}\twarmup:{name}\t{TIMES[name] * 1000:.1f}\n")
-        except OSError:
-            pass
+    timing.write(f"warmup:{name}", TIMES[name] * 1000)  # beside the pages' server times
 
 
 def warm(models=None) -> dict[str, float]:

@@ -4,7 +4,6 @@ Widgets keep their values in the URL (see `state`), so a link reopens the same v
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -15,7 +14,7 @@ import streamlit as st
 from ctxlib import checkpoint, kinds
 from ctxlib.records import TrainingRecord
 
-from . import loaders, present, state
+from . import loaders, present, state, timing
 from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
 
 PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "Transformer", "BERT_pretraining",
@@ -242,13 +241,10 @@ def share_hint() -> None:
 
 
 def record_time(page: str, t0: float) -> float:
-    """Server time of this script run in ms; kept in session state and, if CTXLAB_TIMING_LOG is set, appended there."""
+    """Server time of this script run in ms; kept in session state and written to the timing log (app.timing)."""
     ms = (time.perf_counter() - t0) * 1000
     st.session_state[f"{page}_server_ms"] = ms
-    log = os.environ.get("CTXLAB_TIMING_LOG")
-    if log:
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"{time.time():.3f}\t{page}\t{ms:.1f}\n")
+    timing.write(page, ms)
     return ms
 
 

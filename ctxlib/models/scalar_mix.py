@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from ..analysis import expected_layer
+from ..vecmath import EPS
 
 
 class ScalarMix(nn.Module):
@@ -49,7 +50,7 @@ class ScalarMix(nn.Module):
             n = (m.sum() * h.size(-1)).clamp_min(1.0)
             mean = (h * m).sum() / n
             var = (((h - mean) * m) ** 2).sum() / n
-        return (h - mean) / torch.sqrt(var + 1e-12)
+        return (h - mean) / torch.sqrt(var + EPS)
 
     def forward(self, tensors, mask: torch.Tensor | None = None) -> torch.Tensor:
         """tensors: a list of n_layers tensors (..., D) or one tensor (n_layers, ..., D); mask (...) for layer norm."""

@@ -15,6 +15,7 @@ import numpy as np
 from .. import checkpoint
 from ..encoder import MAX_CHARS, Encoded, Encoder, WordNotFound
 from ..tokens import Token, find_all
+from ..vecmath import cosine, unit_rows
 from ..vocab import Vocab
 
 LAYER_NAME = "type vector (word2vec)"
@@ -79,13 +80,11 @@ class KeyedVectors:
 
     def get_normed_vectors(self) -> np.ndarray:
         if self._normed is None:
-            n = np.linalg.norm(self.vectors, axis=1, keepdims=True)
-            self._normed = self.vectors / np.maximum(n, 1e-12)
+            self._normed = unit_rows(self.vectors)
         return self._normed
 
     def similarity(self, w1: str, w2: str) -> float:
-        a, b = self[w1], self[w2]
-        return float(a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12))
+        return cosine(self[w1], self[w2])
 
     def most_similar(self, positive=None, negative=None, topn: int = 10) -> list[tuple[str, float]]:
         """Words closest (cosine) to the mean of the unit vectors of `positive` minus those of `negative`.
@@ -106,9 +105,9 @@ class KeyedVectors:
                     parts.append(sign * m[self.key_to_index[x]])
                 else:
                     v = np.asarray(x, dtype=np.float32)
-                    parts.append(sign * v / max(float(np.linalg.norm(v)), 1e-12))
+                    parts.append(sign * unit_rows(v))
         q = np.mean(parts, axis=0)
-        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        q = unit_rows(q)
         sims = m @ q  # (V,)
         k = min(len(sims), topn + len(skip))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))

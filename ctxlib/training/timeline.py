@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import checkpoint
 from ..analysis import loo_centroid_accuracy, pair_ranking
+from ..vecmath import EPS
 
 log = logging.getLogger(__name__)
 SCHEMA = 1
@@ -63,7 +64,7 @@ def snapshot_steps(planned: int, n: int = N_SNAPSHOTS) -> list[int]:
 def _quantize(v: np.ndarray):
     """(..., D) float -> int8 codes and a float32 scale per vector."""
     scale = np.abs(v).max(-1) / 127.0
-    q = np.round(v / np.maximum(scale[..., None], 1e-12)).astype(np.int8)
+    q = np.round(v / np.maximum(scale[..., None], EPS)).astype(np.int8)
     return q, scale.astype(np.float32)
 
 

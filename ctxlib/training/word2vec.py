@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import checkpoint
 from ..models.word2vec import KeyedVectors, Word2VecConfig
+from ..vecmath import unit_rows
 from ..vocab import Vocab
 from . import sgns_numba
 from .presets import Preset, named
@@ -315,7 +316,7 @@ def pos_agreement(words: list[str], vectors: np.ndarray, n_words: int = 2000, to
     major, by_freq = tags or pd_major_tags()
     index = {w: i for i, w in enumerate(words)}
     probe = [w for w in by_freq if w in index][:n_words]
-    m = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    m = unit_rows(vectors)
     q = np.array([index[w] for w in probe])
     hits = 0
     for a in range(0, len(q), 500):

@@ -19,7 +19,8 @@ from typing import NamedTuple
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import CJK_FONT, escape
+from ..vecmath import EPS, cosine
+from .common import base_layout, escape
 
 SPECIALS = ("[CLS]", "[SEP]")
 HEAD_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -48,7 +49,7 @@ def renormalize(att: np.ndarray, keep: list[int]) -> np.ndarray:
     a = np.asarray(att, dtype=np.float64)[..., keep, :][..., keep]  # (..., K, K)
     s = a.sum(axis=-1, keepdims=True)
     k = a.shape[-1]
-    out = np.where(s > 1e-12, a / np.maximum(s, 1e-12), 1.0 / max(k, 1))
+    out = np.where(s > EPS, a / np.maximum(s, EPS), 1.0 / max(k, 1))
     return out.astype(np.float32)
 
 
@@ -173,7 +174,7 @@ def mean_heads(att_layer: np.ndarray, heads: list[int]) -> np.ndarray:
 def keep_columns(rows: np.ndarray, keep: list[int]) -> np.ndarray:
     """Each row restricted to the `keep` columns and renormalised to sum to 1 (an all-zero row stays 0)."""
     r = np.asarray(rows)[:, keep]
-    return r / np.maximum(r.sum(1, keepdims=True), 1e-12)
+    return r / np.maximum(r.sum(1, keepdims=True), EPS)
 
 
 def parse_selection(raw: str, default: tuple[int, int]) -> tuple[int, int]:
@@ -203,10 +204,7 @@ def word_attention(att: np.ndarray, idx: list[int]) -> np.ndarray:
 def drift_from_layer0(layers: np.ndarray, idx: list[int]) -> np.ndarray:
     """(n_layers,): cosine between the word's vector (mean over `idx`) at each layer and at layer 0."""
     v = np.asarray(layers, dtype=np.float64)[:, idx, :].mean(axis=1)  # (L+1, H)
-    n = np.linalg.norm(v, axis=1)
-    v0 = v[0]
-    cos = (v @ v0) / np.maximum(n * n[0], 1e-12)
-    return cos.astype(np.float32)
+    return np.array([cosine(x, v[0]) for x in v], dtype=np.float32)
 
 
 # -- Plotly figures ----------------------------------------------------------------------
@@ -269,9 +267,9 @@ def attention_heatmap(a: np.ndarray, tokens: list[str], title: str = "", height:
         data += masked_traces(mask, [(0.0, 0.0)], n, masked_label)
     return go.Figure(dict(
         data=data,
-        layout=dict(xaxis=dict(side="top", **ticks), yaxis=dict(title=dict(text=escape(labels.from_to)), autorange="reversed", **ticks),
-                    title=dict(text=escape(title), y=0.995, yanchor="top"), height=height + 30, plot_bgcolor="white",
-                    margin=dict(l=50, r=10, t=110, b=10), font=dict(family=CJK_FONT))))
+        layout=base_layout((50, 10, 110, 10), xaxis=dict(side="top", **ticks),
+                           yaxis=dict(title=dict(text=escape(labels.from_to)), autorange="reversed", **ticks),
+                           title=dict(text=escape(title), y=0.995, yanchor="top"), height=height + 30, plot_bgcolor="white")))
 
 
 def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | None = None,
@@ -322,8 +320,8 @@ def model_view(att: np.ndarray, tokens: list[str], selected: tuple[int, int] | N
     fig.update_yaxes(tickmode="array", tickvals=[layer * size + (T - 1) / 2 for layer in range(n_layers)],
                      ticktext=[escape(labels.layer_n.format(n=layer + 1)) for layer in range(n_layers)], autorange="reversed",
                      showgrid=False, zeroline=False, scaleanchor="x")
-    fig.update_layout(height=min(1400, 60 + cell_px * n_layers), margin=dict(l=60, r=10, t=40, b=10),
-                      plot_bgcolor="white", dragmode=False, font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout((60, 10, 40, 10), height=min(1400, 60 + cell_px * n_layers), plot_bgcolor="white",
+                                    dragmode=False))
     return fig
 
 
@@ -342,8 +340,7 @@ def head_summary_figure(rows: list[dict], n_layers: int, n_heads: int, metric: s
         colorscale="Viridis", zmin=0, zmax=zmax, customdata=kinds, texttemplate="%{z:.2f}",
         hovertemplate="%{y} %{x}: %{z:.3f}<br>%{customdata}<extra></extra>", colorbar=dict(thickness=10)))
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=title, height=80 + 34 * n_layers, margin=dict(l=60, r=10, t=40, b=10),
-                      font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout((60, 10, 40, 10), title=title, height=80 + 34 * n_layers))
     return fig
 
 
@@ -363,8 +360,7 @@ def word_attention_figure(wa: np.ndarray, tokens: list[str], word: str, title: s
     fig.update_xaxes(tickmode="array", tickvals=list(range(T)), ticktext=[escape(t) for t in tokens], side="bottom",
                      automargin=True)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=escape(title), height=70 + room + 36 * n_layers, margin=dict(l=60, r=10, t=50, b=room),
-                      font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout((60, 10, 50, room), title=escape(title), height=70 + room + 36 * n_layers))
     return fig
 
 
@@ -377,11 +373,11 @@ def drift_figure(cos: np.ndarray, layer_names: list[str], word: str, title: str 
         data=[dict(type="scatter", x=x, y=[float(c) for c in cos], mode="lines+markers+text", text=[f"{c:.2f}" for c in cos],
                    textposition="top center", customdata=[escape(n) for n in layer_names],
                    hovertemplate="%{customdata}: cos = %{y:.3f}<extra></extra>", line=dict(color="#d62728"))],
-        layout=dict(xaxis=dict(tickmode="array", tickvals=x, ticktext=[escape(n) for n in layer_names],
-                                   title=dict(text=escape(labels.layer))),
-                    yaxis=dict(title=dict(text=escape(labels.drift_y).format(w=w)), range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
-                    title=dict(text=escape(title)), height=330, margin=dict(l=60, r=10, t=40, b=10),
-                    font=dict(family=CJK_FONT))))
+        layout=base_layout((60, 10, 40, 10), xaxis=dict(tickmode="array", tickvals=x, ticktext=[escape(n) for n in layer_names],
+                                                       title=dict(text=escape(labels.layer))),
+                           yaxis=dict(title=dict(text=escape(labels.drift_y).format(w=w)),
+                                      range=[min(0.0, float(np.min(cos)) - 0.05), 1.08]),
+                           title=dict(text=escape(title)), height=330)))
 
 
 def word_token_indices(spans: list[tuple[int, int]], tokens: list[str], text: str, word: str) -> list[int]:

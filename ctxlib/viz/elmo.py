@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import expected_layer
-from .common import CJK_FONT, cosine_matrix, escape, hbar_panels, with_true_bar
+from ..vecmath import cosine_matrix, norms
+from .common import CJK_FONT, base_layout, escape, hbar_panels, with_true_bar
 
 if TYPE_CHECKING:
     from ..records import EvalResult
@@ -125,7 +126,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     keys = ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]
     for key in keys:
         vec = states["x"] if key in ("cnn", "hw") else states[key]
-        norms = np.linalg.norm(vec, axis=1)
+        lengths = norms(vec)
         if key in ("cnn", "hw"):
             base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
         else:
@@ -137,7 +138,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
             marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
                         color=[base if _feeds(i, key, w) else OFF for i in xs],
                         line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
-            customdata=[[escape(tokens[i]), f"{norms[i]:.2f}", seen(i, key)] for i in xs],
+            customdata=[[escape(tokens[i]), f"{lengths[i]:.2f}", seen(i, key)] for i in xs],
             hovertemplate=f"{escape(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
     traces.append(dict(type="scatter", x=xs, y=[0] * len(xs), mode="text", text=[escape(tokens[i]) for i in xs],
                        textfont=dict(size=[19 if i == w else 15 for i in xs],
@@ -154,12 +155,11 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
         note = labels["window"].format(first=a + 1, last=b, n=T)
         notes.append(dict(x=b - 0.4, y=-0.45, xref="x", yref="y", xanchor="right", text=note, showarrow=False,
                           font=dict(color="#888")))
-    layout = dict(annotations=notes, xaxis=dict(visible=False, range=[a - 0.7, b - 0.3]),
+    layout = base_layout((90, 10, 10, 10), annotations=notes, xaxis=dict(visible=False, range=[a - 0.7, b - 0.3]),
                   yaxis=dict(tickmode="array", tickvals=list(range(len(row_labels))),
                              ticktext=[escape(s) for s in row_labels], range=[-0.7, top_y + 0.7], showgrid=False,
                              zeroline=False),
-                  height=140 + 80 * len(row_labels), margin=dict(l=90, r=10, t=10, b=10), plot_bgcolor="white",
-                  font=dict(family=CJK_FONT), dragmode=False)
+                  height=140 + 80 * len(row_labels), plot_bgcolor="white", dragmode=False)
     return go.Figure(dict(data=traces, layout=layout))
 
 
@@ -181,7 +181,7 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
     hover's word for a dimension."""
     vecs = np.asarray(vecs, dtype=np.float32)
     shown = vecs[:, :max_dims]
-    cos = cosine_matrix(vecs)
+    cos = cosine_matrix(vecs).astype(np.float32)
     names_s = [escape(n) for n in names]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.16,
                         subplot_titles=[escape(titles[0]).format(word=escape(word), n=len(names), dims=shown.shape[1]),
@@ -194,7 +194,7 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
                              hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=10)), 1, 2)
     fig.update_yaxes(autorange="reversed")
     fig.update_yaxes(showticklabels=False, row=1, col=2)  # same names as the left panel
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout(height=360))
     return fig
 
 
@@ -268,9 +268,8 @@ def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], ta
                              marker_color=TASK_COLORS.get(task), text=[f"{x:.2f}" for x in wts], textposition="outside"))
     fig.add_hline(y=1 / max(len(layer_labels), 1), line_dash="dot", line_color="#888",
                   annotation_text=escape(uniform), annotation_position="top left")
-    fig.update_layout(barmode="group", height=360, yaxis_title="softmax(s)_j", yaxis_range=[0, 1.05],
-                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.15),
-                      font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout((10, 10, 30, 10), barmode="group", height=360, yaxis_title="softmax(s)_j",
+                                    yaxis_range=[0, 1.05], legend=dict(orientation="h", y=-0.15)))
     return fig
 
 
@@ -296,9 +295,8 @@ def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[st
     vals = ys
     lo = max(0.0, min(vals) - 0.1) if vals else 0.0
     hi = min(1.05, max(vals) + 0.08) if vals else 1.0
-    fig.update_layout(height=300, yaxis_title=escape(labels.get(ev.metric, ev.metric)), yaxis_range=[lo, hi],
-                      margin=dict(l=10, r=10, t=40, b=10), font=dict(family=CJK_FONT),
-                      title=escape(labels.get("title", "")))
+    fig.update_layout(**base_layout(height=300, yaxis_title=escape(labels.get(ev.metric, ev.metric)), yaxis_range=[lo, hi],
+                                    title=escape(labels.get("title", ""))))
     return fig
 
 
@@ -322,8 +320,8 @@ def usage_figure(evals: dict[str, EvalResult], task_names: dict[str, str], label
         fig.add_trace(go.Bar(x=[escape(task_names.get(t, t)) for t in tasks], y=[float(y) if y is not None else None for y in ys],
                              name=escape(labels.get(key, key)), marker_color=color,
                              text=[f"{float(y):.3f}" if y is not None else "" for y in ys], textposition="outside"))
-    fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=30, b=10), yaxis_range=[0, 1.1],
-                      legend=dict(orientation="h", y=-0.15), font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout((10, 10, 30, 10), barmode="group", height=340, yaxis_range=[0, 1.1],
+                                    legend=dict(orientation="h", y=-0.15)))
     return fig
 
 
@@ -356,9 +354,8 @@ def mix_history_figure(history, layer_labels: list[str], title: str = "", x_titl
         fig.add_trace(go.Scatter(x=steps, y=ws[:, j], mode="lines", name=escape(lab), line=dict(color=colors[j % 5], width=3)))
     if ws.size:
         fig.add_hline(y=1 / ws.shape[1], line_dash="dot", line_color="#888")
-    fig.update_layout(height=300, xaxis_title=escape(x_title), yaxis_title="softmax(s)_j", yaxis_range=[0, 1],
-                      margin=dict(l=10, r=10, t=30, b=10), title=escape(title), legend=dict(orientation="h", y=-0.25),
-                      font=dict(family=CJK_FONT))
+    fig.update_layout(**base_layout((10, 10, 30, 10), height=300, xaxis_title=escape(x_title), yaxis_title="softmax(s)_j",
+                                    yaxis_range=[0, 1], title=escape(title), legend=dict(orientation="h", y=-0.25)))
     return fig
 
 

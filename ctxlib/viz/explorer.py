@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import CJK_FONT, PALETTE, SpecFigure, escape
+from .common import CJK_FONT, PALETTE, SpecFigure, base_layout, escape
 
 TYPE_COLOUR = "#111111"
 # one colour and marker per model, the same in every chart whichever models are shown (others: the palette)
@@ -56,9 +56,8 @@ def _layout(title: str, height: int, legend_y: float = -0.08, wrap: int | None =
     text = escape(title)
     if wrap and len(title) > wrap and " · " in title:
         text = "<br>".join(escape(part) for part in title.split(" · "))
-    return dict(title=dict(text=text, x=0.0, xanchor="left", font=dict(size=15)), height=height,
-                margin=dict(l=10, r=10, t=63 if wrap else 45, b=10), font=dict(family=CJK_FONT),
-                hoverlabel=dict(font=dict(family=CJK_FONT)), legend=dict(orientation="h", y=legend_y))
+    return base_layout((10, 10, 63 if wrap else 45, 10), hover=True, height=height, legend=dict(orientation="h", y=legend_y),
+                       title=dict(text=text, x=0.0, xanchor="left", font=dict(size=15)))
 
 
 def _base_layout(fig: go.Figure, title: str, height: int, legend_y: float = -0.08, wrap: int | None = None) -> go.Figure:

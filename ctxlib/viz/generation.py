@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..tokens import char_tokens
-from .common import CJK_FONT, escape
+from .common import CJK_FONT, base_layout, escape
 
 CHOSEN, OTHER, PROMPT_GREY = "#d62728", "#2ca02c", "#666666"
 WRAP = 36  # characters per line of the growing text in the animated figure
@@ -107,14 +107,13 @@ def writing_figure(prompt: str, steps: list[dict], labels: dict[str, str]) -> go
                          dict(label=labels["pause"], method="animate", args=[[None], now])])
     return go.Figure(dict(
         data=frames[0]["data"], frames=frames,
-        layout=dict(title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98,
+        layout=base_layout((60, 20, 50 + 28 * lines, 130), title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98,
                                yanchor="top", font=dict(size=20)),
                     xaxis=dict(range=[0, min(1.2, 0.05 + 1.35 * top)], tickformat=".0%", tickvals=[0, .2, .4, .6, .8, 1],
                                title=dict(text=labels["probability"])),
                     yaxis=dict(range=[5.5, -0.5], tickmode="array", tickvals=list(range(6)),
                                ticktext=[f"#{r}" for r in range(1, 6)] + [labels["outside"]]),
-                    updatemenus=[play], sliders=[slider], height=420 + 28 * lines, showlegend=False,
-                    margin=dict(l=60, r=20, t=50 + 28 * lines, b=130), font=dict(family=CJK_FONT))))
+                    updatemenus=[play], sliders=[slider], height=420 + 28 * lines, showlegend=False)))
 
 
 def steps_figure(steps: list[dict], title: str = "") -> go.Figure:
@@ -135,11 +134,10 @@ def steps_figure(steps: list[dict], title: str = "") -> go.Figure:
         data=[dict(type="heatmap", z=z, x=list(range(5)), y=list(range(n)), text=text,
                    texttemplate="%{text}", textfont=dict(size=15), colorscale="Greens", zmin=0, zmax=1,
                    hovertemplate="%{text}: %{z:.1%}<extra></extra>", colorbar=dict(thickness=10, tickformat=".0%"))],
-        layout=dict(title=dict(text=escape(title)), shapes=shapes, height=90 + 26 * n,
+        layout=base_layout((70, 10, 70, 10), title=dict(text=escape(title)), shapes=shapes, height=90 + 26 * n,
                     xaxis=dict(side="top", tickmode="array", tickvals=list(range(5)), ticktext=[f"#{r}" for r in range(1, 6)]),
                     yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(n)),
-                                                       ticktext=rows),
-                    margin=dict(l=70, r=10, t=70, b=10), font=dict(family=CJK_FONT))))
+                                                       ticktext=rows))))
 
 
 def text_html(result: dict) -> str:

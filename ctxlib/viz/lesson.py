@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .common import CJK_FONT, PALETTE, escape
+from .common import PALETTE, base_layout, escape
 
 
 def pair_cosines_figure(rows: list[tuple[tuple[str, str], list[float]]], pair_names: list[str], title: str = "",
@@ -18,9 +18,7 @@ def pair_cosines_figure(rows: list[tuple[tuple[str, str], list[float]]], pair_na
                      "text": [f"{c:.4f}" if c > 0.995 else f"{c:.3f}" for c in ys],
                      "hovertemplate": "%{x}<br>" + escape(name) + ": %{y:.4f}<extra></extra>"})
     lo = min([c for _, cs in rows for c in cs] + [0.0])
-    return go.Figure({"data": data, "layout": {
-        "barmode": "group", "height": height, "title": {"text": escape(title), "x": 0.0, "xanchor": "left"},
-        "yaxis": {"title": {"text": escape(y_title)}, "range": [min(lo - 0.05, 0.0), 1.15]},
-        "legend": {"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
-        "font": {"family": CJK_FONT}, "hoverlabel": {"font": {"family": CJK_FONT}}}})
+    return go.Figure({"data": data, "layout": base_layout(
+        (10, 10, 60, 10), hover=True, barmode="group", height=height, title={"text": escape(title), "x": 0.0, "xanchor": "left"},
+        yaxis={"title": {"text": escape(y_title)}, "range": [min(lo - 0.05, 0.0), 1.15]},
+        legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0, "yanchor": "bottom"})})

@@ -10,8 +10,9 @@ from typing import NamedTuple
 import numpy as np
 import plotly.graph_objects as go
 
+from ..vecmath import norms
 from .attention import axis_labels, masked_traces
-from .common import CJK_FONT, PALETTE, escape
+from .common import PALETTE, base_layout, escape
 
 
 class Labels(NamedTuple):
@@ -34,8 +35,7 @@ def _plain(M: np.ndarray) -> list:
 
 
 def _layout(title: str, height: int, **kw) -> dict:
-    return dict(title=dict(text=escape(title)), height=height, margin=dict(l=60, r=10, t=60, b=40),
-                font=dict(family=CJK_FONT), plot_bgcolor="white", **kw)
+    return base_layout((60, 10, 60, 40), title=dict(text=escape(title)), height=height, plot_bgcolor="white", **kw)
 
 
 def _ticks(names: list[str]) -> dict:
@@ -87,7 +87,7 @@ def norms_figure(parts: dict[str, np.ndarray], tokens: list[str], title: str, la
     FFN adds, the output): how much each sub-layer writes into the residual stream."""
     names = axis_labels(tokens)
     data = [dict(type="bar", name=escape(name), x=names, marker=dict(color=PALETTE[k % len(PALETTE)]),
-                 y=[round(float(v), 4) for v in np.linalg.norm(np.asarray(M, dtype=np.float64), axis=1)],
+                 y=[round(float(v), 4) for v in norms(np.asarray(M, dtype=np.float64))],
                  hovertemplate=f"%{{x}} · {escape(name)}: %{{y:.3f}}<extra></extra>")
             for k, (name, M) in enumerate(parts.items())]
     return go.Figure(dict(data=data, layout=_layout(title, 360, barmode="group",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import CJK_FONT, PALETTE, escape
+from .common import PALETTE, base_layout, escape
 
 STEP0_X = 0.5  # where step 0 sits on the log step axes
 CURRENT = "#d62728"
@@ -37,10 +37,9 @@ def _mark(step: int, text: str) -> tuple[list[dict], list[dict]]:
 
 def _figure(data: list[dict], title: str, height: int, xaxis: dict, yaxis: dict, shapes=(), annotations=()) -> go.Figure:
     """One go.Figure from plain dicts (validated once: update_* calls would re-validate the figure each time)."""
-    return go.Figure(dict(data=data, layout=dict(
-        title=dict(text=escape(title), y=0.98, yanchor="top"), height=height, plot_bgcolor="white",
-        margin=dict(l=10, r=10, t=60, b=30), font=dict(family=CJK_FONT), legend=dict(orientation="h", y=-0.4, yanchor="top"),
-        hoverlabel=dict(font=dict(family=CJK_FONT)), xaxis=xaxis, yaxis=dict(showgrid=True, gridcolor="#eee", **yaxis),
+    return go.Figure(dict(data=data, layout=base_layout(
+        (10, 10, 60, 30), hover=True, title=dict(text=escape(title), y=0.98, yanchor="top"), height=height,
+        plot_bgcolor="white", legend=dict(orientation="h", y=-0.4, yanchor="top"), xaxis=xaxis, yaxis=dict(showgrid=True, gridcolor="#eee", **yaxis),
         shapes=list(shapes), annotations=list(annotations))))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .common import CJK_FONT, escape
+from .common import base_layout, escape
 
 BERT_C, HEAD_C, LM_C, TASK_C, GREY, NEG_C, POS_C = "#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#7f7f7f", "#9467bd", "#2ca02c"
 
@@ -46,11 +46,9 @@ def _arrow(p, q, color=GREY, width=1.6, text="") -> dict:
 
 
 def _canvas(shapes, notes, x_range, y_range, height, title=None, traces=()) -> go.Figure:
-    layout = {"shapes": shapes, "annotations": notes, "height": height, "showlegend": False,
-              "xaxis": {"visible": False, "range": list(x_range), "fixedrange": True},
-              "yaxis": {"visible": False, "range": list(y_range), "fixedrange": True},
-              "margin": {"l": 10, "r": 10, "t": 40 if title else 10, "b": 10}, "font": {"family": CJK_FONT},
-              "plot_bgcolor": "white"}
+    layout = base_layout((10, 10, 40 if title else 10, 10), shapes=shapes, annotations=notes, height=height, showlegend=False,
+                         xaxis={"visible": False, "range": list(x_range), "fixedrange": True},
+                         yaxis={"visible": False, "range": list(y_range), "fixedrange": True}, plot_bgcolor="white")
     if title:
         layout["title"] = {"text": title, "x": 0.01}
     return go.Figure({"data": list(traces) or [{"type": "scatter", "x": [], "y": []}], "layout": layout})
@@ -189,8 +187,7 @@ def history_figure(points: list[dict], total: int, labels: dict[str, str]) -> go
               "xaxis2": {"domain": [0.55, 1], "range": xr, "title": {"text": labels["step"]}, "anchor": "y2"},
               "yaxis2": {"range": [0, 1.02], "anchor": "x2"},
               "annotations": [title(labels["loss"], 0.225), title(labels["acc"], 0.775)], "height": 300,
-              "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "font": {"family": CJK_FONT},
-              "legend": {"orientation": "h", "y": -0.3}}
+              "legend": {"orientation": "h", "y": -0.3}, **base_layout()}
     return go.Figure({"data": data, "layout": layout})
 
 
@@ -208,6 +205,6 @@ def comparison_figure(rows: list[tuple[str, float | None]], majority: float | No
         fig.add_vline(x=majority, line={"dash": "dot", "color": GREY})
         fig.add_annotation(x=majority, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
                            text=labels["majority"].format(v=majority), font={"size": 11, "color": GREY})
-    fig.update_layout(title=labels["title"], height=110 + 44 * len(rows), xaxis={"range": [0, 1.08], "title": labels["accuracy"]},
-                      margin={"l": 10, "r": 10, "t": 70, "b": 10}, font={"family": CJK_FONT})
+    fig.update_layout(**base_layout((10, 10, 70, 10), title=labels["title"], height=110 + 44 * len(rows),
+                                    xaxis={"range": [0, 1.08], "title": labels["accuracy"]}))
     return fig

@@ -1,0 +1,49 @@
+"""ctxlib.app.timing: the one writer of the timing log, used by the pages (widgets.record_time) and the warm-up
+(warmup._step); and viz.common.freeze, the one way a figure's dict is made once."""
+import plotly.graph_objects as go
+
+from ctxlib.app import timing, warmup
+
+
+def test_write_appends_one_line_per_call_only_when_the_log_is_set(tmp_path, monkeypatch):
+    log = tmp_path / "t.log"
+    monkeypatch.delenv("CTXLAB_TIMING_LOG", raising=False)
+    timing.write("home", 12.34)
+    assert not log.exists()
+    monkeypatch.setenv("CTXLAB_TIMING_LOG", str(log))
+    timing.write("home", 12.34)
+    timing.write("atlas", 5)
+    lines = [line.split("\t") for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(p, ms) for _, p, ms in lines] == [("home", "12.3"), ("atlas", "5.0")]
+    assert all(float(t) > 1e9 for t, _, _ in lines)  # unix time
+
+
+def test_an_unwritable_log_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXLAB_TIMING_LOG", str(tmp_path / "no" / "such" / "dir.log"))
+    timing.write("home", 1.0)  # no exception
+
+
+def test_pages_and_warmup_write_through_the_one_writer(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(timing, "write", lambda page, ms: calls.append((page, ms)))
+    warmup._step("demo", lambda: None)
+    from ctxlib.app import widgets
+
+    widgets.record_time("home", 0.0)
+    assert [c[0] for c in calls] == ["warmup:demo", "home"]
+    assert calls[0][1] == warmup.TIMES["demo"] * 1000
+
+
+def test_freeze_keeps_frames_and_the_figure_s_own_template():
+    from ctxlib.viz.common import SpecFigure, freeze
+
+    fig = go.Figure(go.Bar(x=[1], y=[2]), layout={"template": "plotly_white", "title": {"text": "t"}},
+                    frames=[go.Frame(data=[go.Bar(x=[1], y=[3])], name="f1")])
+    want = fig.to_dict()
+    frozen = freeze(fig)
+    assert isinstance(frozen, SpecFigure)
+    assert frozen.to_dict() is frozen.to_dict() and frozen.to_dict() == want
+    assert go.Figure(frozen.to_dict()).to_dict() == want
+    assert freeze(frozen) is frozen
+    frozen.update_layout(height=200)  # a later change builds the figure; its dict follows
+    assert frozen.to_dict()["layout"]["height"] == 200 and frozen.layout.title.text == "t"
