@@ -29,6 +29,8 @@ def home() -> None:
 
     st.header(msg("home.models.header"))
     st.caption(msg("home.models.caption"))
+    if registered.extra_models():
+        st.caption(msg("registry.registered_caption"))
     st.dataframe(widgets.model_rows(status), hide_index=True)
     for m, err in status.items():  # a broken checkpoint or registered model (one not built yet: the table says so)
         if err is not None and (loaders.is_registered(m) or checkpoint.resolve(m).exists()):
