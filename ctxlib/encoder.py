@@ -214,9 +214,7 @@ def load(name_or_path: str | os.PathLike, download: bool = False) -> Encoder:
     """Load a checkpoint by name (a folder under checkpoints/) or path, or a Transformers model as "hf:PATH" or
     "hf:NAME" (offline unless `download`). Raises CheckpointError with what to do."""
     if isinstance(name_or_path, str) and name_or_path.startswith(HF_PREFIX):
-        from .models import hf
-
-        return hf.load(name_or_path[len(HF_PREFIX):], download=download)
+        return kinds.encoder_class("hf").from_spec(name_or_path[len(HF_PREFIX):], download=download)
     d = checkpoint.resolve(name_or_path)
     cfg = checkpoint.read_config(d)
     kind = cfg["kind"]

@@ -264,13 +264,6 @@ def _placeholders(kind: str, params: dict, answer: dict[str, str], n: int) -> No
 
 
 # -- the live views (ctxlib.lesson_compute) and the facts an answer names (ctxlib.lesson_facts) -------------------
-def compute(step: Step, load_model, paragraphs=None) -> dict:
-    """Run `step`'s view (lesson_compute.compute): plain data for the page and for `answer`."""
-    from .lesson_compute import compute as run
-
-    return run(step, load_model, paragraphs)
-
-
 def answer(step: Step, data: dict | None, code: str, words: dict[str, str] | None = None, escape=str) -> str:
     """The step's answer in language `code`, its placeholders filled from the model's output `data` (None: not
     computed, every placeholder shows lesson_facts.MISSING); `escape` is applied to each filled value (Markdown)."""

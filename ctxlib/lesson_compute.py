@@ -1,6 +1,6 @@
 """The lesson's live views: each step kind run on real encoders (or on the checkpoints' eval files), returning plain
 data for the page and for `lesson_facts` (the values a step's answer text names). `compute` is reached through
-`ctxlib.lesson.compute`."""
+`ctxlib.lesson_compute.compute`."""
 from __future__ import annotations
 
 import re

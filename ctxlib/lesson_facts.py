@@ -2,7 +2,7 @@
 model's own output on reveal, so an answer cannot claim what the model does not say.
 
 `names(kind, params)` lists the placeholders a step may use (the lesson parser refuses others), `facts(step, data,
-words)` computes them from `lesson.compute`'s data, `fill(text, facts)` puts them in. Numbers are language-neutral;
+words)` computes them from `lesson_compute.compute`'s data, `fill(text, facts)` puts them in. Numbers are language-neutral;
 the few words a fact may be (a verdict such as "right" / "wrong", the token layer's name) come from `words`, which
 the app takes from its catalogue (lesson.fact.*); WORDS holds the English ones.
 """

@@ -21,15 +21,12 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from . import checkpoint, kinds
 from .training.presets import Preset
-
-if TYPE_CHECKING:
-    from .live_files import LiveSession
 
 log = logging.getLogger(__name__)
 
@@ -369,7 +366,7 @@ def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str,
     return {w: [(x, round(float(s), 3)) for x, s in kv.most_similar(w, topn=topn)] for w in words if w in kv}
 
 
-def make_work(session: LiveSession, spec: LiveSpec) -> Callable:
+def make_work(session, spec: LiveSpec) -> Callable:  # session: a live_files.LiveSession (which imports this module)
     """The job's work: a new run in the session's folder, trained with the job's `report`."""
 
     def work(job) -> LiveRun:

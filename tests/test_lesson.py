@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from app_fakes import fakes
 
-from ctxlib import kinds, lesson, lesson_facts
+from ctxlib import kinds, lesson, lesson_compute, lesson_facts
 from ctxlib.app import i18n
 from ctxlib.lesson import LessonError, Step
 from ctxlib.viz.common import scale_fonts
@@ -157,7 +157,7 @@ def _step(kind, **params) -> Step:
 
 def test_cosine_view_word2vec_gives_one_vector_the_others_do_not():
     encs = fakes()
-    d = lesson.compute(_step("cosine", word="苹果", sentences=["苹果很好吃", "苹果手机", "我吃苹果"]), encs.__getitem__)
+    d = lesson_compute.compute(_step("cosine", word="苹果", sentences=["苹果很好吃", "苹果手机", "我吃苹果"]), encs.__getitem__)
     rows = {m: cs for m, _, cs in d["rows"]}
     assert set(rows) == set(kinds.names(shipped=True)) and all(len(cs) == 2 for cs in rows.values())
     assert rows["word2vec"] == pytest.approx([1.0, 1.0], abs=1e-6)
@@ -172,7 +172,7 @@ def test_cosine_view_unknown_word_and_missing_model():
             raise FileNotFoundError("no bert here")
         return encs[name]
 
-    d = lesson.compute(_step("cosine", word="杜鹃", sentences=["杜鹃花", "山上的杜鹃"], models=["word2vec", "elmo", "bert"]), load)
+    d = lesson_compute.compute(_step("cosine", word="杜鹃", sentences=["杜鹃花", "山上的杜鹃"], models=["word2vec", "elmo", "bert"]), load)
     assert d["oov"] == ["word2vec"] and [m for m, _, _ in d["rows"]] == ["elmo"] and d["failed"][0][0] == "bert"
 
 
@@ -183,25 +183,25 @@ class _MaskStub:
 
 
 def test_fill_mask_view_gives_the_answer_rank_beyond_the_top5():
-    d = lesson.compute(_step("fill_mask", text="北[MASK]", answer="京"), lambda m: _MaskStub())
+    d = lesson_compute.compute(_step("fill_mask", text="北[MASK]", answer="京"), lambda m: _MaskStub())
     assert [c for c, _ in d["masks"][0]["candidates"]] == ["的", "京", "方", "天", "下"]
     assert d["answer"] == [{"char": "京", "rank": 2, "prob": 0.3}]
-    d = lesson.compute(_step("fill_mask", text="北[MASK]", answer="上"), lambda m: _MaskStub())
+    d = lesson_compute.compute(_step("fill_mask", text="北[MASK]", answer="上"), lambda m: _MaskStub())
     assert d["answer"][0]["rank"] == 6  # outside the top 5, still ranked
-    assert lesson.compute(_step("fill_mask", text="北[MASK]", answer="龙"), lambda m: _MaskStub())["answer"][0]["rank"] is None
+    assert lesson_compute.compute(_step("fill_mask", text="北[MASK]", answer="龙"), lambda m: _MaskStub())["answer"][0]["rank"] is None
 
 
 def test_attention_view_checks_the_layer_and_head_against_the_model():
     encs = fakes()
-    d = lesson.compute(_step("attention", text="苹果手机", model="gpt", layer=2, head=1), encs.__getitem__)
+    d = lesson_compute.compute(_step("attention", text="苹果手机", model="gpt", layer=2, head=1), encs.__getitem__)
     assert d["att"].shape == (len(d["tokens"]),) * 2 and np.allclose(np.triu(d["att"], 1), 0)
     with pytest.raises(LessonError) as e:
-        lesson.compute(_step("attention", text="苹果手机", model="gpt", layer=9), encs.__getitem__)
+        lesson_compute.compute(_step("attention", text="苹果手机", model="gpt", layer=9), encs.__getitem__)
     assert e.value.code == "bad_number" and e.value.values["hi"] == d["n_layers"]
 
 
 def test_next_char_view():
-    d = lesson.compute(_step("next_char", prompt="今天"), fakes().__getitem__)
+    d = lesson_compute.compute(_step("next_char", prompt="今天"), fakes().__getitem__)
     assert len(d["candidates"]) == lesson.TOPK
 
 
@@ -235,9 +235,9 @@ def test_positions_step_measures_layer0():
         pytest.skip("shipped BERT/GPT checkpoints missing")
     import ctxlib
 
-    d = lesson.compute(step, ctxlib.load)
+    d = lesson_compute.compute(step, ctxlib.load)
     assert d["scheme"] == "rope" and d["layer0_max_diff"] == 0 and d["char"] == "苹"
-    g = lesson.compute(lesson.Step("positions", {}, {}, {}, None, {**step.params, "model": "gpt"}), ctxlib.load)
+    g = lesson_compute.compute(lesson.Step("positions", {}, {}, {}, None, {**step.params, "model": "gpt"}), ctxlib.load)
     assert g["scheme"] == "absolute" and g["layer0_max_diff"] > 0.1
     bad = {"title": {"zh": "题", "en": "t"}, "steps": [{"kind": "positions", "title": {"zh": "题", "en": "t"},
            "question": {"zh": "问", "en": "q"}, "answer": {"zh": "答", "en": "a"}, "params": {"text": "好" * 41}}]}

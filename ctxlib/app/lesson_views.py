@@ -1,5 +1,5 @@
 """The lesson page's parts: where the lesson comes from, its error messages, and each view kind's inputs (shown with
-the question) and result (shown on reveal). The numbers come from `ctxlib.lesson.compute`; the plots reuse the
+the question) and result (shown on reveal). The numbers come from `ctxlib.lesson_compute.compute`; the plots reuse the
 pages' builders."""
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def _paragraphs():
 @st.cache_data(show_spinner=False, max_entries=64)
 def _compute(kind: str, params: str, stamps: str) -> dict:
     step = lesson.Step(kind, {}, {}, {}, None, json.loads(params))
-    return lesson.compute(step, loaders.load_encoder, _paragraphs)
+    return lesson_compute.compute(step, loaders.load_encoder, _paragraphs)
 
 
 def compute(step: lesson.Step) -> dict:

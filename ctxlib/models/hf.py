@@ -51,6 +51,11 @@ class HfEncoder(HfWriting, Encoder):
     """A Transformers model and its fast tokenizer. Sub-word tokens are pooled into words by their character spans;
     special tokens ([CLS], [SEP], <s>) get an empty span, so they are never pooled."""
 
+    @classmethod
+    def from_spec(cls, spec: str, download: bool = False) -> "HfEncoder":
+        """`load(spec)`: how ctxlib.load reaches this class through the kinds registry (for "hf:SPEC")."""
+        return load(spec, download)
+
     kind = "hf"
     word_level = False
     HAS_ATTENTIONS = True
