@@ -34,10 +34,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ctxlib.encoder import load  # noqa: E402
 from ctxlib.evaluation import finetune, tasks  # noqa: E402
 from ctxlib.evaluation.finetune import fine_tune, predict  # noqa: E402
 from ctxlib.models.bert import BertModel  # noqa: E402
-from ctxlib.encoder import load  # noqa: E402
 
 KEYS = {"lr": float, "epochs": int, "batch": int, "head": str, "dropout": float, "llrd": float, "weight_decay": float,
         "clip": float, "warmup": float, "truncate": str, "select": int,

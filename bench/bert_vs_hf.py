@@ -36,7 +36,8 @@ from ctxlib.training.bert_data import Documents, collate, make_example  # noqa: 
 
 
 def hf_model(cfg: BertConfig):
-    from transformers import BertConfig as HFConfig, BertForMaskedLM
+    from transformers import BertConfig as HFConfig
+    from transformers import BertForMaskedLM
 
     hc = HFConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers,
                   num_attention_heads=cfg.heads, intermediate_size=cfg.ffn, max_position_embeddings=cfg.max_len,

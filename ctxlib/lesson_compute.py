@@ -28,8 +28,8 @@ def compute(step: Step, load_model, paragraphs=None) -> dict:
 def _cosine(p: dict, load_model, _=None) -> dict:
     """The word's vector in sentence 1 against sentences 2..n, per model at its top layer (and whether word2vec
     knows the word: an unknown word gets a zero vector, which says nothing)."""
-    from .vecmath import cosine
     from .explore import word_profile
+    from .vecmath import cosine
 
     rows, oov, failed = [], [], []
     for m in p.get("models") or kinds.names(shipped=True):

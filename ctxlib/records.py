@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
 def sense_tune_of(summary: dict | None) -> dict | None:
     """The `sense_tune` record (ctxlib.training.sense_tune) of a checkpoint summary, or None for a model that was only
     pre-trained (or a summary that is not a dict)."""

@@ -37,8 +37,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from .serve_config import (INSTALL_HINT, ServeError, backend_command, find_haproxy, make_plan, parse_remote,
-                           proxy_command, public_url)
+from .serve_config import (
+    INSTALL_HINT,
+    ServeError,
+    backend_command,
+    find_haproxy,
+    make_plan,
+    parse_remote,
+    proxy_command,
+    public_url,
+)
 from .serve_proc import Stop, Supervisor, port_in_use, raise_stop
 
 

@@ -253,9 +253,8 @@ def ranking_by_view(kind: str, vectors: dict[str, np.ndarray], labels: dict[str,
 
 def heldout_ranking(enc, set_name: str = "frozen") -> dict[View, float]:
     """Pair ranking per view of `enc` on a held-out sense set of `evaluation.heldout` (encodes its sentences)."""
-    from .evaluation.heldout import sense_sets
-
     from .encoder import WordNotFound
+    from .evaluation.heldout import sense_sets
 
     sets, vectors = sense_sets(set_name), {}
     for w, items in sets.items():

@@ -8,9 +8,9 @@ import numpy as np
 
 from ctxlib import checkpoint, kinds, lesson_compute, lesson_facts, records
 from ctxlib.app import i18n
-from ctxlib.vecmath import cosine
 from ctxlib.evaluation import finetune_live as fl
 from ctxlib.training.bert_data import make_example
+from ctxlib.vecmath import cosine
 from ctxlib.viz.elmo import LM_SPECIALS
 
 

@@ -2,10 +2,10 @@
 import json
 from pathlib import Path
 
+import app_fakes
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app_fakes
 from ctxlib import corpus
 from ctxlib.examples import EXAMPLE_SETS
 from ctxlib.tokens import find_all

@@ -4,11 +4,11 @@ import json
 import re
 from pathlib import Path
 
+import app_fakes
 import pytest
 from app_pages import PAGES, chart_specs, shipped
 from streamlit.testing.v1 import AppTest
 
-import app_fakes
 from ctxlib import corpus
 from ctxlib.app import i18n
 

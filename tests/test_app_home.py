@@ -2,10 +2,9 @@
 import json
 from pathlib import Path
 
+import app_fakes
 import pytest
 from streamlit.testing.v1 import AppTest
-
-import app_fakes
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

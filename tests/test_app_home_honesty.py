@@ -5,10 +5,10 @@ import json
 import re
 from pathlib import Path
 
+import app_fakes
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app_fakes
 from ctxlib import triple
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

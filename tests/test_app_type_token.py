@@ -2,12 +2,11 @@
 import json
 from pathlib import Path
 
+import app_fakes
 import numpy as np
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app_fakes
 from ctxlib import checkpoint
 from ctxlib.examples import EXAMPLE_SETS
 
@@ -112,8 +111,8 @@ def test_missing_models_are_greyed_with_command(monkeypatch):
     side = " ".join(c.value for c in at.sidebar.caption)
     assert all(f"python -m ctxlib train {m}" in side for m in ("elmo", "bert", "gpt"))
     assert len(at.get("plotly_chart")) == 3  # word2vec's map, heatmap and (flat) accuracy chart
-    
-    
+
+
 def test_real_checkpoints_if_present():
     names = [m for m in ("word2vec", "elmo", "bert") if m in checkpoint.available()]
     if not names:

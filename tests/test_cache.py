@@ -4,10 +4,10 @@ import json
 import os
 import sys
 
+import app_fakes
 import numpy as np
 import pytest
 
-import app_fakes
 from ctxlib import cache, explore
 
 

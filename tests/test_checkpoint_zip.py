@@ -7,7 +7,6 @@ import os
 import stat
 import warnings
 import zipfile
-from pathlib import Path
 
 import pytest
 import torch

@@ -3,8 +3,17 @@ from collections import Counter
 
 import pytest
 
-from ctxlib.examples import (DEFAULT_SET, EXAMPLE_SETS, MAX_SENTENCES, Note, Numbers, check_inputs, example_text,
-                             format_labelled_lines, parse_labelled_lines)
+from ctxlib.examples import (
+    DEFAULT_SET,
+    EXAMPLE_SETS,
+    MAX_SENTENCES,
+    Note,
+    Numbers,
+    check_inputs,
+    example_text,
+    format_labelled_lines,
+    parse_labelled_lines,
+)
 from ctxlib.tokens import find_all
 
 

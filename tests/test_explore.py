@@ -214,6 +214,7 @@ def test_crop_centres_the_word():
 
 def test_atlas_sample_vectors_and_baseline(monkeypatch):
     import app_fakes
+
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 
@@ -350,6 +351,7 @@ def test_word_profile_of_a_word_model_keeps_the_word_whole_and_reports_its_vocab
 
 def test_atlas_sample_reads_its_inputs_and_crops_to_the_models_length(monkeypatch):
     import app_fakes
+
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 
@@ -372,6 +374,7 @@ def test_atlas_sample_reads_its_inputs_and_crops_to_the_models_length(monkeypatc
 
 def test_atlas_baseline_is_seeded_one_other_real_token_or_the_word_alone(monkeypatch):
     import app_fakes
+
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 
@@ -405,6 +408,7 @@ def test_atlas_contexts_are_the_other_words_with_the_word_kept_whole(monkeypatch
     """The cluster labels' context words: the sentence cut with the word kept as one piece, the word left out (cut
     without it, jieba would give 苹果 / 手机 and both would count as context)."""
     import app_fakes
+
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 

@@ -4,10 +4,10 @@ its own entry; an entry with the wrong contents is computed afresh; no checkpoin
 issue #17, item 4: the mutation run showed this path untested by test_explore.py."""
 import json
 
+import app_fakes
 import numpy as np
 import pytest
 
-import app_fakes
 from ctxlib import cache, corpus, explore
 from ctxlib.corpus import Occurrence
 

@@ -131,7 +131,8 @@ def test_results_claim_names_the_fine_tuned_figure_apart(tmp_path):
 
 def test_finetune_recipe_names_the_head_the_eval_used():
     from ctxlib.app.i18n import catalogue
-    from ctxlib.evaluation import finetune as ft, finetune_live as fl
+    from ctxlib.evaluation import finetune as ft
+    from ctxlib.evaluation import finetune_live as fl
     from ctxlib.records import EvalResult
 
     rec = {"head": "mean", "epochs": 4, "lr": 2e-4, "batch": 32}

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from ctxlib.checkpoint import CheckpointError
 from ctxlib import lexicon, writing
+from ctxlib.checkpoint import CheckpointError
 from ctxlib.models import gpt as gpt_model
 from ctxlib.models import hf
 from ctxlib.models.hf import HfModelError

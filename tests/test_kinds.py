@@ -1,10 +1,10 @@
 """The one registry of model kinds (ctxlib.kinds): every list reads it, so one new entry shows everywhere."""
 from pathlib import Path
 
+import app_fakes
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app_fakes
 from ctxlib import checkpoint, kinds, lesson, live, replay
 from ctxlib.cli import main
 

@@ -1,17 +1,16 @@
 """Runs that survive interruption and scale out: DDP equivalence, exact resume, --resume end to end."""
+import ddp_worker
 import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
 
 from ctxlib import corpus
-from ctxlib.training import resume as rs
 from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
+from ctxlib.training import resume as rs
 from ctxlib.training.bert import train as bert_train
 from ctxlib.training.bert_data import Documents, PretrainBatches
 from ctxlib.training.trainer import TrainConfig, Trainer
-
-import ddp_worker
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,4 @@
 """Sense-tuning (ctxlib.training.sense_tune): the contrastive loss, the tune on a tiny BERT, and the command's errors."""
-import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -132,6 +131,7 @@ def test_dev_split_words_are_fixed_supplement_words_outside_the_frozen_set(w2v_t
 
     sys.path.insert(0, str(checkpoint.CHECKPOINT_DIR.parent / "bench"))
     import sense_tune_dev
+
     from ctxlib.evaluation.heldout import sense_sets
     from ctxlib.supplement import train_senses
 

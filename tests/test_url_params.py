@@ -3,12 +3,12 @@ back to its default with a short notice (a caption), never an exception. Each ca
 parameter: an unknown value, a number out of range or not a number, HTML, or 10,000 characters."""
 from pathlib import Path
 
+import app_fakes
 import pytest
 from streamlit.testing.v1 import AppTest
-
-import app_fakes
-from ctxlib import corpus
 from test_app_atlas import fake_occurrences
+
+from ctxlib import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML, LONG = "<script>alert(1)</script>", "苹" * 10_000

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from ctxlib import corpus, user_text
+from ctxlib.cli import main
 from ctxlib.models.bert import CharTokenizer
 from ctxlib.training.bert_data import StreamPretrainBatches
-from ctxlib.cli import main
 
 LINES = ["今天天气很好，我们去公园散步。", "苹果手机的电池不太耐用。", "妈妈在市场买了一斤苹果。", "他每天早上喝一杯牛奶。",
          "这家酒店的服务很周到，房间也干净。", "我们明天上午九点在学校门口见面。"]

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from ctxlib import analysis, records
-from ctxlib.evaluation import tasks
 from ctxlib.app import i18n
-from ctxlib.viz import elmo as ve
+from ctxlib.evaluation import tasks
 from ctxlib.vecmath import cosine_matrix
+from ctxlib.viz import elmo as ve
 
 # the labels the page passes in (translated there; see ctxlib/app/strings/*/elmo.toml, [arch])
 ARCH_EN = {"token_vector": "x (char-CNN+highway)", "words": "words", "char_cnn": "char-CNN", "forward": "forward",

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from ctxlib.viz import explorer as plots
 from ctxlib.projection import cluster_top_words, kmeans, pca, project
+from ctxlib.viz import explorer as plots
 
 
 def test_mark_word_brackets_escapes_and_shortens():

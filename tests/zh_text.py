@@ -50,7 +50,7 @@ COLLECT_JS = """() => {
   const svg = [...document.querySelectorAll('.js-plotly-plot svg text')].map(t => t.textContent);
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {  // hover templates: shown on hover only
     for (const tr of (gd.data || [])) {
-      for (const h of [].concat(tr.hovertemplate || [])) svg.push(String(h).replace(/%\{[^}]*\}/g, ' ').replace(/<[^>]*>/g, ' '));
+      for (const h of [].concat(tr.hovertemplate || [])) svg.push(String(h).replace(/%\\{[^}]*\\}/g, ' ').replace(/<[^>]*>/g, ' '));
     }
   }
   const skip = [...root.querySelectorAll('code, pre, textarea, input, [data-testid="stCode"]')].map(e => e.innerText || e.value || '');

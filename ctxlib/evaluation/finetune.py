@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from ..models.bert import BertModel, CharTokenizer
 from ..tokens import char_tokens
 
-
 # The default fine-tuning recipe, chosen on the valid split with bench/bert_finetune_dev.py (never the test reviews):
 # all weights, a linear head on the mean of the final character vectors, 4 epochs at lr 2e-4. Over seeds 0-2 it scores
 # 0.824 on valid (0.829 / 0.824 / 0.820), where Devlin et al.'s [CLS] head (3 epochs, lr 1e-4, the top of Turc et al.

@@ -13,7 +13,6 @@ import torch.nn.functional as F
 
 from ..models.scalar_mix import ScalarMix
 
-
 # -- heads ------------------------------------------------------------------------------------------------------
 
 class MixProbe(nn.Module):
@@ -101,7 +100,7 @@ def _batches(ids, feats, labels, order, bs, sentence, std, device):
     for i in range(0, len(order), bs):
         sel = order[i:i + bs]
         T = max(len(ids[j]) for j in sel)
-        I = np.zeros((len(sel), T), np.int64)
+        Ix = np.zeros((len(sel), T), np.int64)
         M = np.zeros((len(sel), T), bool)
         Y = np.full((len(sel),) if sentence else (len(sel), T), -100, np.int64)
         Fe = None
@@ -110,14 +109,14 @@ def _batches(ids, feats, labels, order, bs, sentence, std, device):
             Fe = np.zeros((len(sel), T, L, D), np.float32)
         for k, j in enumerate(sel):
             n = len(ids[j])
-            I[k, :n], M[k, :n] = ids[j], True
+            Ix[k, :n], M[k, :n] = ids[j], True
             if sentence:
                 Y[k] = labels[j]
             else:
                 Y[k, :n] = labels[j]
             if Fe is not None:
                 Fe[k, :n] = std(feats[j].astype(np.float32))
-        yield (torch.from_numpy(I).to(device), None if Fe is None else torch.from_numpy(Fe).to(device),
+        yield (torch.from_numpy(Ix).to(device), None if Fe is None else torch.from_numpy(Fe).to(device),
                torch.from_numpy(M).to(device), torch.from_numpy(Y).to(device))
 
 
@@ -142,8 +141,8 @@ def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=Non
     for _ in range(epochs):
         m.train()
         for grp in _length_batches(ids, bs, rng):
-            for I, Fe, M, Y in _batches(ids, feats, labels, grp, len(grp), sentence, std, device):
-                logits = m(I, Fe, M)
+            for Ix, Fe, M, Y in _batches(ids, feats, labels, grp, len(grp), sentence, std, device):
+                logits = m(Ix, Fe, M)
                 loss = F.cross_entropy(logits if sentence else logits.flatten(0, -2), Y if sentence else Y.flatten(),
                                        ignore_index=-100)
                 if m.mix is not None:
@@ -156,8 +155,8 @@ def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=Non
     per: list = [None] * len(tids)
     with torch.no_grad():
         for grp in _length_batches(tids, 64):
-            for I, Fe, M, Y in _batches(tids, tfeats, tlabels, grp, len(grp), sentence, std, device):
-                p = m(I, Fe, M).argmax(-1).cpu().numpy()
+            for Ix, Fe, M, Y in _batches(tids, tfeats, tlabels, grp, len(grp), sentence, std, device):
+                p = m(Ix, Fe, M).argmax(-1).cpu().numpy()
                 for k, j in enumerate(grp):
                     per[j] = p[k:k + 1] if sentence else p[k, :len(tids[j])]
     return m, np.concatenate(per)

@@ -252,8 +252,8 @@ def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 20
 def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = N_TRAIN,
              n_test: int = N_TEST, epochs: int = TASK_EPOCHS, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
     """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
-    from ..encoder import load
     from ..device import resolve_device
+    from ..encoder import load
 
     _check_task(task)
     t0 = time.time()

@@ -16,12 +16,12 @@ import torch
 
 from .. import checkpoint
 from ..corpus import nfkc
+from ..device import resolve_device, to_device
 from ..models.elmo import CHAR_SPECIALS, WORD_SPECIALS, ElmoConfig, ElmoEncoder, ElmoLM, Featurizer
 from ..vocab import Vocab
 from .presets import Preset, named
 from .resume import ResumableBatches
-from ..device import resolve_device, to_device
-from .trainer import Trainer, TrainConfig
+from .trainer import TrainConfig, Trainer
 
 log = logging.getLogger(__name__)
 

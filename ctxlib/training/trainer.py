@@ -282,7 +282,7 @@ class Trainer:
                 "tokens_seen": self.tokens, "wall_s": round(self.trained_s, 1), "this_stretch_s": round(wall, 1),
                 "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1), "world_size": self.world,
                 "device": str(self.device), "bf16": self.amp_used(), "final_loss": round(self.ema, 4) if self.ema is not None else None,
-                "loss_history": [(s, round(l, 4)) for s, l in self.history], "train_config": asdict(c)}
+                "loss_history": [(s, round(v, 4)) for s, v in self.history], "train_config": asdict(c)}
 
     def _loop(self, step_fn, batches, clock: "_Clock", bar, base_s: float, tokens0: int) -> bool:
         """Steps until the plan, a time limit or a signal ends the stretch; True when it stopped early."""

@@ -25,7 +25,7 @@ class SpecFigure(go.Figure):
     builds it unvalidated (the builders' dicts are fixed; tests validate each builder's output). A layout that names
     its own template keeps it. `freeze` turns any built figure into one (the app's cached figures)."""
 
-    def __init__(self, data: list[dict], layout: dict, frames: list[dict] | None = None):  # noqa: base runs in _build
+    def __init__(self, data: list[dict], layout: dict, frames: list[dict] | None = None):  # base runs in _build (no super().__init__)
         traces = [{"type": "scatter", **t} for t in data]
         object.__setattr__(self, "_ctxlab_args", (traces, dict(layout), list(frames or [])))
         object.__setattr__(self, "_ctxlab_built", False)
