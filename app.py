@@ -32,7 +32,8 @@ def home() -> None:
     st.dataframe(widgets.model_rows(status), hide_index=True)
     for m, err in status.items():  # a broken checkpoint or registered model (one not built yet: the table says so)
         if err is not None and (loaders.is_registered(m) or checkpoint.resolve(m).exists()):
-            st.caption(widgets.escape_md(f"{m}: {err}"))
+            st.caption(widgets.escape_md(msg("common.model_unavailable", model=m)) + msg("teachers.see"))
+            widgets.for_teachers([widgets.escape_md(f"{m}: {err}")])  # the loader's message names the file and command
     for line in registered.problems():  # models.toml that cannot be read
         st.caption(widgets.escape_md(line))
     missing = [m for m, err in status.items() if err is not None and not loaders.is_registered(m)]

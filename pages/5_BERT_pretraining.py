@@ -4,7 +4,6 @@ import time
 
 import streamlit as st
 
-from ctxlib import checkpoint
 from ctxlib.app import explain, loaders, results_view, state, text_fit, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from app_pages import run_page, shipped, use_checkpoint_dir
+from app_pages import run_page, shipped, teachers_text, use_checkpoint_dir
 
 PAGE = "4_BERT_attention.py"
 TITLE = "BERT attention: where each layer and head looks"
@@ -88,7 +88,7 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert "not available" in at.warning[0].value and not at.error
-    assert any("python -m ctxlib train bert" in i.value for i in at.info)
+    assert "python -m ctxlib train bert" in teachers_text(at)
 
 
 # -- GPT (a left-to-right model) on the same page ------------------------------------------------------
@@ -139,7 +139,7 @@ def test_gpt_missing_is_named_with_its_command(monkeypatch, tmp_path, bert):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run(model="gpt")  # asked for, but missing: BERT, and GPT named with its build command
     assert _model_radio(at).options == ["BERT"]
-    assert any("python -m ctxlib train gpt" in c.value for c in at.sidebar.caption)
+    assert "python -m ctxlib train gpt" in teachers_text(at)
     assert not at.error
 
 
@@ -165,7 +165,7 @@ def test_real_tiny_gpt_masked_cells_are_marked_masked(monkeypatch, tiny_gpt):
         assert spec["data"][1]["hovertemplate"].startswith("masked")
     mv = _z(specs[0]["data"][0])
     assert np.isnan(mv[0, 1]) and not np.isnan(mv[1, 0])  # the model view's tiles too
-    assert any("python -m ctxlib train bert" in c.value for c in at.sidebar.caption)
+    assert "python -m ctxlib train bert" in teachers_text(at)
 
 
 @pytest.fixture

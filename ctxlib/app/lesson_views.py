@@ -61,6 +61,7 @@ def source() -> tuple[lesson.Lesson | None, str, str | None]:
         except OSError as e:
             return None, name, msg("lesson.error.unreadable", error=e)
         key = f"shipped:{name}"
+        widgets.for_teachers([msg("teachers.lesson_file") + f"`{lesson.LESSON_DIR.name}/{name}.json`"])
     try:
         return _parse(raw), key, None
     except lesson.LessonError as e:

@@ -14,7 +14,7 @@ from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
 
 from . import loaders, widgets
-from .i18n import escape_md, lang, msg
+from .i18n import escape_md, msg
 
 SLOT = "train"  # the jobs kind: live trainings wait in the server's line (ctxlib.jobs)
 PREFIX = "lv"

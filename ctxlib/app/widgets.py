@@ -157,6 +157,7 @@ def require_model(name: str, label: str):
         st.info(msg("teachers.see"))
         for_teachers([command_line("teachers.build", checkpoint.rebuild_command(name), model=label)])
         st.stop()
+    _builds_for_teachers([name])
     return enc, loaders.model_stamp(name)
 
 
@@ -329,8 +330,9 @@ def measure_text(measures: dict[str, float]) -> str:
 def model_rows(status: dict[str, str | None]) -> list[dict]:
     """One row per model in `status`, narrow enough for the home page: name, status, family, parameters, layers (the
     training record and the source are in `training_rows`, for the teachers)."""
-    col = {k: msg(f"home.models.col.{k}") for k in ("model", "status", "layers")}
+    col = {k: msg(f"home.models.col.{k}") for k in ("model", "status")}
     col.update({k: msg(f"registry.col.{k}") for k in ("family", "params")})
+    col["layers"] = msg("home.models.col.layers")
     rows = []
     for m, err in status.items():
         row = {c: "" for c in col.values()}  # blank, not "None"
