@@ -34,10 +34,16 @@ def home() -> None:
     st.dataframe(widgets.model_rows(status), hide_index=True)
     for m, err in status.items():  # a broken checkpoint or registered model (one not built yet: the table says so)
         if err is not None and (loaders.is_registered(m) or checkpoint.resolve(m).exists()):
-            st.caption(widgets.escape_md(f"{m}: {err}"))
+            st.caption(widgets.escape_md(msg("common.model_unavailable", model=m)) + msg("teachers.see"))
+            widgets.for_teachers([widgets.escape_md(f"{m}: {err}")])  # the loader's message names the file and command
     for line in registered.problems():  # models.toml that cannot be read
         st.caption(widgets.escape_md(line))
-    with st.expander(msg("home.models.full_record")):  # one element for all models (each element is a message)
+    missing = [m for m, err in status.items() if err is not None and not loaders.is_registered(m)]
+    with widgets.for_teachers([msg("teachers.record")] + [widgets.command_line(
+            "teachers.build", checkpoint.rebuild_command(m), model=m) for m in missing]):
+        st.markdown(f"**{msg('teachers.training')}**")
+        st.dataframe(widgets.training_rows(loaded), hide_index=True)
+        st.markdown(f"**{msg('teachers.full_record')}**")  # one element for all models (each element is a message)
         st.json({m: loaders.model_record(m) for m in loaded}, expanded=1)
 
     st.header(msg("home.pages"))

@@ -43,7 +43,8 @@ class TrainingRecord:
         for k, v in self.extra.items():
             flat.update({f"{k}.{k2}": v2 for k2, v2 in v.items()} if isinstance(v, dict) else {k: v})
         found = {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                 and any(x in k.lower() for x in _MEASURE_HINTS)}
+                 and any(x in k.lower() for x in _MEASURE_HINTS)
+                 and not k.rsplit(".", 1)[-1].startswith("n_")}  # a count (valid.n_chars) is not a measure
         return dict(list(found.items())[:most])
 
 

@@ -78,6 +78,7 @@ evals, missing = records.read_evals(enc.path, TASKS)
 short = [msg("elmo.weights.token"), *(msg("labels.layer.bilstm", n=j) for j in (1, 2))]
 for task in missing:
     st.info(msg("elmo.weights.no_eval", task=TASKS[task], task_id=task))
+    widgets.for_teachers([widgets.eval_line("elmo", task)])
 if evals:
     st.plotly_chart(ve.mix_weights_figure(evals, short, TASKS, msg("labels.axis.uniform")), width="stretch")
     for col, (task, ev) in zip(st.columns(len(evals)), evals.items()):
@@ -103,7 +104,7 @@ res = job_panel("elmo_mix", "elmo_live", lambda j, **kw: tasks.train_mix_job(j, 
 if res:
     st.plotly_chart(ve.mix_history_figure(res.get("history"), short, f"{TASKS.get(res['task'], res['task'])}, λ = {res['l2']}",
                                           msg("labels.axis.step")), width="stretch")
-    st.write(msg("elmo.live.final", **ve.live_summary(res)))
+    st.write(msg("elmo.live.final", metric=msg(f"labels.metric.{res.get('metric', 'accuracy')}"), **ve.live_summary(res)))
 
 st.subheader(msg("elmo.head.usage"))
 if ve.usage_tasks(evals):
@@ -111,4 +112,5 @@ if ve.usage_tasks(evals):
     st.caption(msg("elmo.usage.caption"))
 else:
     st.info(msg("elmo.usage.missing"))
+    widgets.for_teachers([widgets.eval_line("elmo", "pos")])
 widgets.record_time("elmo_layers", _t0)

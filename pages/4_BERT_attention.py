@@ -18,7 +18,8 @@ widgets.page_header("BERT attention", f"attention.{'gpt.' if gpt else ''}title")
 st.markdown(tx("intro"))
 model = st.sidebar.radio(msg("attention.model_choice"), choices, key="att_model", format_func=widgets.model_label)
 for m in (m for m in ("bert", "gpt") if loaders.try_load(m)[0] is None):
-    st.sidebar.caption(msg("common.model_missing", model=m.upper()) + f" `{checkpoint.rebuild_command(m)}`")
+    st.sidebar.caption(msg("common.model_missing", model=m.upper()))
+    widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command(m), model=m)])
 st.query_params["model"] = model
 enc, stamp = widgets.require_model(model, widgets.model_label(model))
 

@@ -4,7 +4,6 @@ import time
 
 import streamlit as st
 
-from ctxlib import checkpoint
 from ctxlib.app import explain, loaders, results_view, state, text_fit, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
@@ -97,7 +96,7 @@ st.query_params["lm"] = lm_text
 have = {m: loaders.try_load(m)[0] is not None for m in vp.POSITION_MODELS}  # BERT is loaded (see above)
 stamps = {m: loaders.model_stamp(m) for m in have}
 for m in (m for m in have if not have[m]):  # the others still show
-    st.info(msg("pretraining.lm.missing", model=vp.MODEL_NAMES[m], command=f"`{checkpoint.rebuild_command(m)}`"))
+    widgets.missing_model_note("pretraining.lm.missing", m, model=vp.MODEL_NAMES[m])
 elmo_words = ask("elmo", "encode", stamps["elmo"], [lm_text])[0] if have["elmo"] and lm_text.strip() else None
 w_tokens, spans = (elmo_words.tokens, elmo_words.spans) if elmo_words else vp.word_spans(lm_text)
 if not lm_text.strip():

@@ -41,11 +41,12 @@ for i, c in enumerate(claims, 1):
             st.info(msg(key, **values))
         for file, command in c.missing:
             st.warning(msg("results.missing", file=file, command=command))
+            widgets.for_teachers([f"{i}. `{file}`: `{command}`"])
         st.markdown(f"**{msg('results.comparisons')}**")
         st.dataframe(rv.comparison_rows(c), hide_index=True)
         if c.outside:
             st.markdown(f"**{msg('results.outside_header')}**")
             st.dataframe(rv.outside_rows(c), hide_index=True)
-        if c.files:
-            st.caption(msg("results.files", files=", ".join(f"`{f}`" for f in c.files)))
+        if c.files:  # where the figures come from: the teachers' expander
+            widgets.for_teachers([f"{i}. {msg(f'results.short.{c.key}')}: " + msg("results.files", files=", ".join(f"`{f}`" for f in c.files))])
 widgets.record_time("results", _t0)

@@ -66,6 +66,7 @@ st.markdown(f"**{msg('finetune.head.full')}**")
 evals = {m: records.read_evals(checkpoint.resolve(m), ["sentiment"])[0].get("sentiment") for m in ("bert", "elmo")}
 for m in [m for m, ev in evals.items() if ev is None]:
     st.info(msg("finetune.full.missing", model=m))
+    widgets.for_teachers([widgets.eval_line(m, "sentiment")])
 full = fl.full_size_rows(evals["bert"], evals["elmo"])
 if full:
     recipe = fl.finetune_recipe(evals["bert"])
@@ -77,10 +78,10 @@ if full:
         return msg(f"finetune.full.{k}")
 
     st.dataframe({msg("finetune.full.method"): [method(k) for k, _, _ in full],
-                  msg("finetune.full.accuracy"): [round(v, 3) for _, v, _ in full],
-                  msg("finetune.full.source"): [f for _, _, f in full]}, hide_index=True,
+                  msg("finetune.full.accuracy"): [round(v, 3) for _, v, _ in full]}, hide_index=True,
                  column_config={msg("finetune.full.accuracy"): st.column_config.NumberColumn(format="%.3f")})
     st.caption(msg("finetune.full.caption"))
+    widgets.for_teachers([widgets.eval_line(m, "sentiment") for m in evals] + [f"{method(k)}: `{f}`" for k, _, f in full])
 
 st.subheader(msg("finetune.head.taglm"))
 st.markdown(prose("taglm"))
@@ -92,6 +93,7 @@ if ve.usage_tasks(elmo_evals):
     st.plotly_chart(ve.usage_figure(elmo_evals, tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}), config=PLOTLY_CONFIG)
 else:
     st.info(msg("finetune.taglm.missing"))
+    widgets.for_teachers([widgets.eval_line("elmo", "pos")])
 st.markdown(f"[{msg('finetune.taglm.link')}](ELMo_layers?lang={lang()})")
 
 st.subheader(msg("finetune.head.cove"))

@@ -42,12 +42,14 @@ else:
 found = replay.find() if mode == "replay" else {}
 for m, path in found.items():
     if path is None:
-        st.caption(msg("training.none_w2v") if m not in kinds.names(timeline=True) else
-                   msg("training.none", model=m, command=f"`{checkpoint.rebuild_command(m)}`"))
+        st.caption(msg("training.none_w2v") if m not in kinds.names(timeline=True) else msg("training.none", model=m))
+        if m in kinds.names(timeline=True):
+            widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command(m), model=m)])
 if mode == "replay":
     have = [m for m, path in found.items() if path is not None]
     if not have:
         st.warning(msg("training.no_timeline"))
+        widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command("bert"), model="bert")])
         st.stop()
     state.choice("tr_model", "model", have, what=msg("training.url.model"))
 c1, c2, c3 = st.columns([2, 2, 2])

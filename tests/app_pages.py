@@ -24,6 +24,11 @@ def run_page(page: str, title: str, at=None, timeout: int = 120, **qp):
     return at
 
 
+def teachers_text(at) -> str:
+    """The markdown in the page's "for teachers" expander (build and eval commands, checkpoint paths)."""
+    return " ".join(m.value for e in at.expander if e.label in ("For teachers", "给教师") for m in e.markdown)
+
+
 def chart_specs(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import app_fakes
 import pytest
+from app_pages import teachers_text
 from streamlit.testing.v1 import AppTest
 
 from ctxlib import corpus
@@ -168,7 +169,7 @@ def test_atlas_without_gpt(monkeypatch):
     for lang in ("en", "zh"):
         at = _run(lang=lang, word="活动", model="gpt")
         assert at.radio(key="at_model").value == "elmo" and "gpt" not in at.radio(key="at_model").options  # the default
-        assert "python -m ctxlib train gpt" in " ".join(c.value for c in at.sidebar.caption)
+        assert "python -m ctxlib train gpt" in teachers_text(at)
         assert not at.error and len(at.get("plotly_chart")) == 2
     at.checkbox(key="at_compare").check().run()
     spec = json.loads(at.get("plotly_chart")[1].proto.spec)

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from app_pages import run_page, shipped, use_checkpoint_dir
+from app_pages import run_page, shipped, teachers_text, use_checkpoint_dir
 
 PAGE = "4_BERT_attention.py"
 TITLE = "BERT attention: where each layer and head looks"
@@ -88,7 +88,7 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert "not available" in at.warning[0].value and not at.error
-    assert any("python -m ctxlib train bert" in i.value for i in at.info)
+    assert "python -m ctxlib train bert" in teachers_text(at)
 
 
 # -- GPT (a left-to-right model) on the same page ------------------------------------------------------
@@ -114,7 +114,8 @@ def test_gpt_reads_left_to_right_with_fakes(monkeypatch):
     install(monkeypatch)
     at = run_page(PAGE, GPT_TITLE, timeout=90, model="gpt")
     assert _model_radio(at).options == ["BERT", "GPT"] and _model_radio(at).value == "gpt"
-    assert "left to right" in at.markdown[0].value and "both sides" not in at.markdown[0].value.split("BERT")[0]
+    intro = next(m.value for m in at.markdown if m.value not in teachers_text(at))  # under the teachers' expander
+    assert "left to right" in intro and "both sides" not in intro.split("BERT")[0]
     assert [t.label for t in at.text_input] == ["Sentence", "Word to follow"]  # no sentence B for GPT
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     model_view, big, mean = specs[:3]
@@ -139,7 +140,7 @@ def test_gpt_missing_is_named_with_its_command(monkeypatch, tmp_path, bert):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run(model="gpt")  # asked for, but missing: BERT, and GPT named with its build command
     assert _model_radio(at).options == ["BERT"]
-    assert any("python -m ctxlib train gpt" in c.value for c in at.sidebar.caption)
+    assert "python -m ctxlib train gpt" in teachers_text(at)
     assert not at.error
 
 
@@ -165,7 +166,7 @@ def test_real_tiny_gpt_masked_cells_are_marked_masked(monkeypatch, tiny_gpt):
         assert spec["data"][1]["hovertemplate"].startswith("masked")
     mv = _z(specs[0]["data"][0])
     assert np.isnan(mv[0, 1]) and not np.isnan(mv[1, 0])  # the model view's tiles too
-    assert any("python -m ctxlib train bert" in c.value for c in at.sidebar.caption)
+    assert "python -m ctxlib train bert" in teachers_text(at)
 
 
 @pytest.fixture

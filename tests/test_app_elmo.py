@@ -4,7 +4,7 @@ import threading
 import time
 
 import pytest
-from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
+from app_pages import chart_specs, run_page, shipped, teachers_text, use_checkpoint_dir
 
 from ctxlib import jobs
 from ctxlib.evaluation import tasks
@@ -78,7 +78,7 @@ def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
     (d / "eval_ner.json").write_text("{not json", encoding="utf-8")
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
-    infos = " ".join(i.value for i in at.info)
+    infos = teachers_text(at)  # the commands: the teachers' expander
     assert "python -m ctxlib eval elmo --task ner" in infos and "python -m ctxlib eval elmo --task sentiment" in infos
     assert "--task pos" not in infos
     assert _mix_bars(chart_specs(at)) == {"pos": _file_weights(elmo.path, "pos")}
@@ -86,7 +86,7 @@ def test_missing_eval_files_say_which_command(elmo, monkeypatch, tmp_path):
     for f in ("eval_pos.json", "eval_ner.json"):
         (d / f).unlink()
     at = _run()  # no eval file at all: three commands, no mixing chart
-    infos = " ".join(i.value for i in at.info)
+    infos = teachers_text(at)
     assert all(f"python -m ctxlib eval elmo --task {t}" in infos for t in ("pos", "ner", "sentiment"))
     assert _mix_bars(chart_specs(at)) == {}
 
@@ -185,7 +185,7 @@ def test_bad_inputs_give_messages(elmo):
 def test_missing_model_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
-    assert at.warning and not at.error and any("python -m ctxlib train elmo" in i.value for i in at.info)
+    assert at.warning and not at.error and "python -m ctxlib train elmo" in teachers_text(at)
 
 
 def test_lm_bars_words_only_and_punctuation_share(elmo):

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 from app_fakes import FakeGpt, install
-from app_pages import chart_specs, run_page, use_checkpoint_dir
+from app_pages import chart_specs, run_page, teachers_text, use_checkpoint_dir
 
 from ctxlib import corpus
 from ctxlib.viz import generation as vg
@@ -87,7 +87,7 @@ def test_missing_gpt_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert "not available" in at.warning[0].value and not at.error
-    assert any("python -m ctxlib train gpt" in i.value for i in at.info)
+    assert "python -m ctxlib train gpt" in teachers_text(at)
 
 
 # -- the plot builders ----------------------------------------------------------------------------------

@@ -62,10 +62,11 @@ def test_every_page_opens_with_registered_models(registered_env, page):
 
 def test_home_lists_them_with_family_and_source(registered_env):
     at = _run("app.py")
-    rows = at.dataframe[0].value
+    rows = next(d.value for d in at.dataframe if "status" in d.value.columns)  # the models table
+    record = next(d.value for d in at.dataframe if "source" in d.value.columns)  # in the teachers' expander
     assert {"tiny-zh-bert", "tiny-gpt2", "tiny-en-bert"} <= set(rows.iloc[:, 0])
-    zh = rows[rows.iloc[:, 0] == "tiny-zh-bert"].iloc[0]
-    assert zh["family"] == "masked LM (reads both sides)" and zh["source"] == str(registered_env["tiny-zh-bert"])
+    assert rows[rows.iloc[:, 0] == "tiny-zh-bert"].iloc[0]["family"] == "masked LM (reads both sides)"
+    assert record[record.iloc[:, 0] == "tiny-zh-bert"].iloc[0]["source"] == str(registered_env["tiny-zh-bert"])
 
 
 def test_a_broken_model_folder_shows_one_line_and_the_others_work(registered_env, tmp_path, monkeypatch):
@@ -74,10 +75,12 @@ def test_a_broken_model_folder_shows_one_line_and_the_others_work(registered_env
     (bad / "config.json").write_text("{not json", encoding="utf-8")
     monkeypatch.setenv(registered.ENV, f"hf:{bad},hf:{registered_env['tiny-zh-bert']}")
     at = _run("app.py")
-    lines = [c.value.replace("\\", "") for c in at.caption if "is corrupt" in c.value]  # markdown-escaped
+    lines = [m.value.replace("\\", "") for e in at.expander if e.label == "For teachers" for m in e.markdown
+             if "is corrupt" in m.value]  # markdown-escaped, in the teachers' expander
     assert len(lines) == 1 and "\n" not in lines[0] and lines[0].startswith("broken-model:")
     assert "config.json is corrupt" in lines[0] and "save_pretrained" in lines[0]
-    assert "tiny-zh-bert" in set(at.dataframe[0].value.iloc[:, 0])
+    assert any("broken-model model is not available" in c.value.replace("\\", "") for c in at.caption)
+    assert "tiny-zh-bert" in set(next(d.value for d in at.dataframe if "status" in d.value.columns).iloc[:, 0])
 
 
 def test_attention_and_writing_offer_the_families_that_fit(registered_env):

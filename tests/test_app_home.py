@@ -31,6 +31,11 @@ def _demo(at):
     return marks, ranks, labels
 
 
+def _models_table(at):
+    """The home page's models table (the training record table sits in the teachers' expander, above it)."""
+    return next(d.value for d in at.dataframe if d.value.shape[1] == 5)
+
+
 def _all_text(at):
     return " ".join(e.value for kind in ("warning", "info", "caption", "markdown") for e in getattr(at, kind)).replace("\\", "")
 
@@ -50,7 +55,7 @@ def test_home_renders_demo_and_models(monkeypatch):
     text = _all_text(at)
     assert "held-out sense set (10 words, 140 sentences" in text and "forward half and its backward half" in text
     assert "The word opens sentence C" in text  # the default C starts with 苹果
-    table = at.dataframe[0].value
+    table = _models_table(at)
     assert list(table.iloc[:, 0]) == ["word2vec", "elmo", "bert", "gpt"]
     assert list(table.iloc[:, 1]) == ["loaded"] * 4
     md = " ".join(m.value for m in at.markdown)
@@ -117,8 +122,14 @@ def test_home_in_chinese_and_missing_models(monkeypatch):
     app_fakes.install(monkeypatch, names=("word2vec",))
     at = _run("zh")
     assert at.title[0].value.startswith("ctxlab：")
-    table = at.dataframe[0].value
-    assert any("python -m ctxlib train elmo" in str(v) for v in table.iloc[:, 1])
+    table = _models_table(at)
+    assert list(table.iloc[1:, 1]) == ["未找到"] * 3  # the student's table names no command ...
+    teachers = [e for e in at.expander if e.label == "给教师"]
+    assert len(teachers) == 1  # ... the page's one teachers' expander holds it
+    assert "python -m ctxlib train elmo" in " ".join(m.value for m in teachers[0].markdown)
+    inside = {id(m.proto) for m in teachers[0].markdown}
+    student = " ".join(e.value for k in ("warning", "info", "caption", "markdown") for e in getattr(at, k) if id(e.proto) not in inside)
+    assert "python -m ctxlib" not in student and "checkpoints/" not in student
 
 
 def test_home_without_gpt(monkeypatch):
@@ -128,9 +139,11 @@ def test_home_without_gpt(monkeypatch):
         at = _run(lang)
         marks, _, _ = _demo(at)
         assert list(marks) == ["word2vec", "elmo", "bert"]
-        table = at.dataframe[0].value
+        table = _models_table(at)
         assert list(table.iloc[:, 0]) == ["word2vec", "elmo", "bert", "gpt"]
-        assert "python -m ctxlib train gpt" in str(table.iloc[3, 1]) and table.iloc[3, 1] != table.iloc[0, 1]
+        assert table.iloc[3, 1] != table.iloc[0, 1] and "python" not in str(table.iloc[3, 1])
+        teachers = [e for e in at.expander if e.label == {"en": "For teachers", "zh": "给教师"}[lang]]
+        assert len(teachers) == 1 and "python -m ctxlib train gpt" in " ".join(m.value for m in teachers[0].markdown)
         assert not at.error and not at.warning  # a model not built yet is no error of the teacher's
         assert "left to right" not in " ".join(c.value for c in at.caption)  # no caption about rows that are not there
         assert "GPT" in " ".join(m.value for m in at.markdown)  # the lecture still explains it
@@ -215,10 +228,12 @@ def test_broken_and_missing_checkpoints_give_rebuild_commands(monkeypatch, tmp_p
     loaders.load_encoder.clear()
     try:
         at = _run()
-        text = " ".join(c.value for c in at.caption).replace("\\", "")
-        assert "bert/config.json is corrupt" in text and "python -m ctxlib train bert" in text
-        table = at.dataframe[0].value
-        assert all("python -m ctxlib train" in str(v) for v in table.iloc[:, 1])
+        teachers = " ".join(m.value for e in at.expander if e.label == "For teachers" for m in e.markdown)
+        assert "bert/config.json is corrupt" in teachers.replace("\\", "") and "python -m ctxlib train bert" in teachers
+        assert "The bert model is not available" in " ".join(c.value for c in at.caption)
+        table = _models_table(at)
+        assert not any("python -m ctxlib train" in str(v) for v in table.iloc[:, 1])  # commands: the teachers' expander
+        assert all(f"python -m ctxlib train {m}" in teachers for m in ("word2vec", "elmo", "gpt"))
         assert "No model is available yet" in " ".join(w.value for w in at.warning) and not at.get("plotly_chart")
     finally:
         loaders.load_encoder.clear()

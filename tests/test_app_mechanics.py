@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from app_pages import PAGES, shipped, use_checkpoint_dir
+from app_pages import PAGES, shipped, teachers_text, use_checkpoint_dir
 from streamlit.testing.v1 import AppTest
 from test_app_chinese import _english
 
@@ -127,4 +127,4 @@ def test_missing_model_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _open()
     assert "not available" in at.warning[0].value and not at.error
-    assert any("python -m ctxlib train bert" in i.value for i in at.info)
+    assert "python -m ctxlib train bert" in teachers_text(at)

@@ -1,6 +1,6 @@
 """AppTest for the BERT pre-training page: fill-mask, a live example, NSP, ELMo vs BERT, bad input."""
 import pytest
-from app_pages import chart_specs, run_page, shipped, use_checkpoint_dir
+from app_pages import chart_specs, run_page, shipped, teachers_text, use_checkpoint_dir
 
 from ctxlib import checkpoint
 
@@ -64,7 +64,7 @@ def test_bad_inputs_give_messages(bert):
 def test_missing_model_names_the_command(monkeypatch, tmp_path):
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
-    assert any("python -m ctxlib train bert" in i.value for i in at.info)
+    assert "python -m ctxlib train bert" in teachers_text(at)
     assert at.warning and not at.error
 
 
@@ -121,12 +121,12 @@ def test_one_position_without_gpt_or_elmo(monkeypatch, bert):
     at = _run(lm="他在银行存了一笔钱。")
     titles, _ = _four_way(at)
     assert [t.split(" ")[0] for t in titles] == ["ELMo", "ELMo", "BERT"]
-    assert any("GPT is not available" in i.value and "python -m ctxlib train gpt" in i.value for i in at.info)
+    assert any("GPT is not available" in i.value for i in at.info) and "python -m ctxlib train gpt" in teachers_text(at)
     _serve(monkeypatch, ("bert", "gpt"))
     at = _run(lm="他在银行存了一笔钱。")
     titles, bars = _four_way(at)  # positions are jieba's words then
     assert [t.split(" ")[0] for t in titles] == ["GPT", "BERT"]
-    assert any("ELMo is not available" in i.value and "python -m ctxlib train elmo" in i.value for i in at.info)
+    assert any("ELMo is not available" in i.value for i in at.info) and "python -m ctxlib train elmo" in teachers_text(at)
     at = _run(lm="<script>x</script>")
     assert not at.exception and all("<script" not in t for t in _four_way(at)[0])
     assert not at.error
@@ -168,7 +168,7 @@ def test_nsp_table_missing_names_its_command(monkeypatch, tmp_path, bert):
                     ignore=shutil.ignore_patterns("eval_nsp.json", "timeline.*"))
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
-    assert any("python -m ctxlib eval bert --task nsp" in i.value for i in at.info)
+    assert "python -m ctxlib eval bert --task nsp" in teachers_text(at)
     assert not at.error
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import app_fakes
 import numpy as np
 import pytest
+from app_pages import teachers_text
 from streamlit.testing.v1 import AppTest
 
 from ctxlib import checkpoint
@@ -108,7 +109,7 @@ def test_script_tag_is_shown_as_text(fakes):
 def test_missing_models_are_greyed_with_command(monkeypatch):
     app_fakes.install(monkeypatch, names=("word2vec",))
     at = _run(lang="en")
-    side = " ".join(c.value for c in at.sidebar.caption)
+    side = teachers_text(at)
     assert all(f"python -m ctxlib train {m}" in side for m in ("elmo", "bert", "gpt"))
     assert len(at.get("plotly_chart")) == 3  # word2vec's map, heatmap and (flat) accuracy chart
 
@@ -209,7 +210,7 @@ def test_gpt_missing_the_other_three_work(monkeypatch):
         at = _run(lang=lang, models="gpt,elmo")  # a shared link naming GPT, opened where it is not built
         assert at.multiselect(key="tt_models").value == ["elmo"] and at.multiselect(key="tt_models").options == [
             "word2vec", "elmo", "bert"]
-        assert "python -m ctxlib train gpt" in " ".join(c.value for c in at.sidebar.caption)
+        assert "python -m ctxlib train gpt" in teachers_text(at)
         assert not at.error and len(at.get("plotly_chart")) == 3
     at = _run(lang="en")
     assert at.multiselect(key="tt_models").value == ["word2vec", "elmo", "bert"] and len(at.get("plotly_chart")) == 7

@@ -23,7 +23,7 @@ ALLOWED = {
     # special tokens
     "CLS", "SEP", "MASK", "UNK", "unk", "pad", "PAD", "S",
     # methods, formats, tools
-    "PCA", "t-SNE", "tSNE", "SNE", "UMAP", "means", "k-means", "CSV", "PNG", "URL", "jieba", "snownlp", "PKU", "python",
+    "PCA", "t-SNE", "tSNE", "SNE", "UMAP", "means", "k-means", "CSV", "PNG", "JSON", "URL", "jieba", "snownlp", "PKU", "python",
     "GPU", "CPU", "Plotly", "README",
     # units and number formats
     "KiB", "MiB", "KB", "MB", "GB", "nats", "bits", "int8", "fp32", "bf16",
@@ -53,7 +53,8 @@ COLLECT_JS = """() => {
       for (const h of [].concat(tr.hovertemplate || [])) svg.push(String(h).replace(/%\\{[^}]*\\}/g, ' ').replace(/<[^>]*>/g, ' '));
     }
   }
-  const skip = [...root.querySelectorAll('code, pre, textarea, input, [data-testid="stCode"]')].map(e => e.innerText || e.value || '');
+  // icons are ligatures (upload, expand_more), not words
+  const skip = [...document.querySelectorAll('code, pre, textarea, input, [data-testid="stCode"], [data-testid="stIconMaterial"]')].map(e => e.innerText || e.value || '');
   return {text: root.innerText + '\\n' + (side ? side.innerText : ''), svg: svg, skip: skip};
 }"""
 

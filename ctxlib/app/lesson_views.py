@@ -41,6 +41,8 @@ def source() -> tuple[lesson.Lesson | None, str, str | None]:
     """(the lesson or None, a key naming it, the error to show). An uploaded file wins over ?lesson=<shipped name>."""
     names = lesson.shipped()
     with st.sidebar.expander(msg("lesson.source.header")):  # the browser refuses files over 1 MB; parse, over MAX_BYTES
+        widgets.uploader_style()
+        st.caption(msg("teachers.upload.lesson", kb=lesson.MAX_BYTES // 1024))  # the browser refuses over 1 MB
         up = st.file_uploader(msg("lesson.source.upload"), type=["json"], key=UPLOAD, max_upload_size=1, help=msg(
             "lesson.source.upload_help", max_kb=lesson.MAX_BYTES // 1024))
         st.download_button(msg("lesson.source.download"), (lesson.LESSON_DIR / "default.json").read_bytes(),
@@ -59,6 +61,7 @@ def source() -> tuple[lesson.Lesson | None, str, str | None]:
         except OSError as e:
             return None, name, msg("lesson.error.unreadable", error=e)
         key = f"shipped:{name}"
+        widgets.for_teachers([msg("teachers.lesson_file") + f"`{lesson.LESSON_DIR.name}/{name}.json`"])
     try:
         return _parse(raw), key, None
     except lesson.LessonError as e:
@@ -190,6 +193,7 @@ class _Views:
         tasks = {t: msg(f"elmo.tasks.{t}") for t in ("pos", "ner", "sentiment")}
         for t in d["missing"]:
             st.info(msg("elmo.weights.no_eval", task=tasks[t], task_id=t))
+            widgets.for_teachers([widgets.eval_line("elmo", t)])
         if d["evals"]:
             short = [msg("elmo.weights.token")] + [f"biLSTM {j}" for j in range(1, d["n_layers"])]
             st.plotly_chart(ve.mix_weights_figure(d["evals"], short, tasks, msg("labels.axis.uniform")),
@@ -249,6 +253,7 @@ class _Views:
         tasks = {t: msg(f"elmo.tasks.{t}") for t in lesson_facts.TASKS}
         for t in d["missing"]:
             st.info(msg("elmo.weights.no_eval", task=tasks[t], task_id=t))
+            widgets.for_teachers([widgets.eval_line("elmo", t)])
         if ve.usage_tasks(d["elmo_evals"]):
             st.plotly_chart(ve.usage_figure(d["elmo_evals"], tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}),
                             config=PLOTLY_CONFIG, key="lesson_chart_usage")
@@ -273,6 +278,7 @@ class _Views:
                             config=PLOTLY_CONFIG, key="lesson_chart_ft")
         else:
             st.info(msg("finetune.full.missing", model="bert"))
+            widgets.for_teachers([widgets.eval_line("bert", "sentiment")])
         if r:
             st.caption(msg("lesson.view.finetune_recipe", head=head, epochs=r["epochs"], lr=r.get("lr", "?"),
                            batch=r.get("batch", "?")))

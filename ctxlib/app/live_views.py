@@ -13,7 +13,7 @@ from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
 
-from . import loaders
+from . import loaders, widgets
 from .i18n import escape_md, msg
 
 SLOT = "train"  # the jobs kind: live trainings wait in the server's line (ctxlib.jobs)
@@ -32,6 +32,7 @@ def session() -> live_files.LiveSession:
 
 def _upload(kind: str):
     """(path of the checked upload, None) or (None, the message to show); (None, None) while nothing is uploaded."""
+    widgets.uploader_style()  # the label says what to upload and the limit
     up = st.file_uploader(msg("live.upload", mb=MAX_UPLOAD_MB), type=["txt"], key=UPLOAD_KEY,
                           max_upload_size=MAX_UPLOAD_MB, help=msg("live.upload_help"))
     if up is None:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ctxlib import replay
+from ctxlib import checkpoint, replay
 from ctxlib.explore import find_first
 from ctxlib.viz import attention as va
 from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.explorer import mark_word
 
-from . import loaders
+from . import loaders, widgets
 from .i18n import escape_md, msg
 
 
@@ -90,16 +90,24 @@ def map_view(rp: replay.Replay, key: str, k: int, word: str, layer: int, layer_n
     notice("map_gpt" if rp.kind == "gpt" else "map")
 
 
+def guesses(top: list[tuple[str, float]]) -> str:
+    """A table cell of the recorded top guesses without <unk> (the token all unknown words share), and the share <unk>
+    took: '， 29% · 的 8% · 。 4% · 就 2%（<unk> 8%）'."""
+    unk = vt.hidden_share(top)
+    return vt.answer_text(top, hide=vt.UNKNOWN) + (msg("guesses.unk_share", p=vt.pct(unk)) if unk > 0 else "")
+
+
 def answers_view(rp: replay.Replay, key: str, k: int) -> None:
     fm, lm = replay.fill_mask_rows(rp, k), replay.lm_rows(rp, k)
     if fm is None and lm is None:
         st.info(msg(f"training.answers.none_{rp.kind}"))
+        widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command(rp.kind), model=rp.kind)])
         return
     hits = replay.answer_hits(rp)
     if fm is not None:
         st.caption(msg("training.answers.fill_mask_intro"))
         rows = [{msg("training.col.sentence"): r["sentence"], msg("training.col.answer"): r["answer"],
-                 msg("training.col.top"): vt.answer_text(r["top"]), "✓": "✓" if r["top"] and r["top"][0][0] == r["answer"] else ""}
+                 msg("training.col.top"): guesses(r["top"]), "✓": "✓" if r["top"] and r["top"][0][0] == r["answer"] else ""}
                 for r in fm]
     else:
         gpt = rp.kind == "gpt"
@@ -108,11 +116,12 @@ def answers_view(rp: replay.Replay, key: str, k: int) -> None:
         for r in lm:
             row = {msg("training.col.prompt" if gpt else "training.col.sentence"): (r["prompt"] + "…") if gpt else r["text"],
                    msg("training.col.answer" if gpt else "training.col.word"): r["word"],
-                   msg("training.col.next" if gpt else "training.col.forward"): vt.answer_text(r["forward"])}
+                   msg("training.col.next" if gpt else "training.col.forward"): guesses(r["forward"])}
             if r["backward"] is not None:
-                row[msg("training.col.backward")] = vt.answer_text(r["backward"])
+                row[msg("training.col.backward")] = guesses(r["backward"])
             rows.append(row)
     st.dataframe(rows, hide_index=True, height=420)
+    st.caption(msg("guesses.unk_note"))
     right, _ = st.columns(2)
     if hits is not None:
         counts, total = hits
@@ -128,6 +137,7 @@ def attention_view(rp: replay.Replay, name: str, stamp: str, k: int) -> None:
     sents = replay.attention_sentences(rp)
     if not sents:
         st.info(msg(f"training.attention.none_{rp.kind}"))
+        widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command(rp.kind), model=rp.kind)])
         return
     a0 = replay.attention(rp, 0, k)
     n_layers, n_heads = a0.shape[:2]
@@ -162,7 +172,8 @@ def attention_view(rp: replay.Replay, name: str, stamp: str, k: int) -> None:
 
 def file_sizes(rp: replay.Replay) -> str:
     sizes = [(rp.path / f).stat().st_size for f in ("timeline.json", "timeline.npz")]
-    return msg("training.files", json=f"{sizes[0] / 1024:,.0f}", npz=f"{sizes[1] / 1024:,.0f}", n=len(rp.steps),
+    widgets.for_teachers([msg("teachers.timeline_files", json=f"{sizes[0] / 1024:,.0f}", npz=f"{sizes[1] / 1024:,.0f}")])
+    return msg("training.files", n=len(rp.steps),
                last=f"{rp.steps[-1]:,}", planned=f"{int(rp.data.get('planned_steps') or rp.steps[-1]):,}")
 
 

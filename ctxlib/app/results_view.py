@@ -6,6 +6,7 @@ sentences (strings/<lang>/results.toml). A figure that could not be read shows a
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ctxlib.evaluation.nsp import ORDERS, read_table
 from ctxlib.results import (
@@ -177,10 +178,13 @@ def nsp_table_section(folder, command: str) -> None:
     """The measured NSP table of the pre-training page, read from `folder`/eval_nsp.json (or how to make it)."""
     import streamlit as st
 
+    from .teachers import command_line, for_teachers
+
     table = read_table(folder)
     st.markdown(f"**{msg('nsp.table_header')}**")
     if table is None:
-        st.info(msg("nsp.missing", command=command))
+        st.info(msg("nsp.missing"))
+        for_teachers([command_line("teachers.eval", command, model="BERT", task="nsp")])
         return
     st.dataframe(nsp_rows(table), hide_index=True)
     st.markdown(nsp_readings(table))
@@ -188,8 +192,9 @@ def nsp_table_section(folder, command: str) -> None:
     if share is not None:
         st.markdown(msg("nsp.topic" if share >= ORDER_SHARE else "nsp.order", share=f"{share:.0%}"))
     src = table.get("sources") or {}
-    st.caption(msg("nsp.caption", n=table.get("n", 0), pd=src.get("pd", 0), reviews=src.get("reviews", 0),
-                   command=command))
+    st.caption(msg("nsp.caption", n=table.get("n", 0), pd=src.get("pd", 0), reviews=src.get("reviews", 0)))
+    for_teachers([f"{msg('teachers.source')}`{Path(folder) / 'eval_nsp.json'}`",
+                  command_line("teachers.eval", command, model="BERT", task="nsp")])
     if table.get("examples"):
         with st.expander(msg("nsp.examples")):
             st.dataframe([{"P(A, B)": f"{e['p_true']:.2f}", "P(B, A)": f"{e['p_swapped']:.2f}",

@@ -14,8 +14,9 @@ import streamlit as st
 from ctxlib import checkpoint, kinds
 from ctxlib.records import TrainingRecord
 
-from . import loaders, present, state, timing
-from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
+from . import loaders, present, state, teachers, timing
+from .i18n import LANGS, bad_lang_param, catalogue, escape_md, lang, language_switch, msg
+from .teachers import command_line, eval_line, for_teachers  # noqa: F401 (pages call widgets.for_teachers)
 
 PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "Transformer", "BERT_pretraining",
          "GPT_writing", "Results", "BERT_finetuning", "Training")
@@ -73,6 +74,7 @@ def page_header(page_title: str, title_id: str, icon: str | None = None) -> None
     if (bad := bad_lang_param()) is not None:
         state.notice("common.url.bad_choice", "lang", bad, what=msg("common.url.what_lang"), default=LANGS[lang()])
     st.title(msg(title_id))
+    teachers.start_page()  # the slot of the page's one "for teachers" expander
 
 
 # Pickers (session-state keys, any page) whose option labels are in the interface language and that take no index=
@@ -152,16 +154,32 @@ def require_model(name: str, label: str):
     enc, err = loaders.try_load(name)
     if enc is None:
         st.warning(escape_md(msg("common.model_unavailable", model=label) + err))
-        st.info(msg("common.build_with") + f"`{checkpoint.rebuild_command(name)}`")
+        st.info(msg("teachers.see"))
+        for_teachers([command_line("teachers.build", checkpoint.rebuild_command(name), model=label)])
         st.stop()
+    _builds_for_teachers([name])
     return enc, loaders.model_stamp(name)
+
+
+def missing_model_note(msg_id: str, name: str, **values) -> None:
+    """An info line that model `name` is not there (msg_id's text), its build command in the teachers' expander."""
+    st.info(msg(msg_id, **values))
+    for_teachers([command_line("teachers.build", checkpoint.rebuild_command(name), model=name)])
+
+
+def _builds_for_teachers(models) -> None:
+    """The build command of each shipped model a page shows, in the teachers' expander."""
+    if lines := [command_line("teachers.build", checkpoint.rebuild_command(m), model=m)
+                 for m in models if m in kinds.names(trainable=True)]:
+        for_teachers(lines)
 
 
 def _available(status: dict) -> list[str]:
     """The loadable models; the missing ones listed in the sidebar with their build command."""
     ok = [m for m in status if status[m] is None]  # model_order(), then this session's live models
     if not ok:
-        st.warning(msg("common.no_model", command=checkpoint.rebuild_command("word2vec")))
+        st.warning(msg("common.no_model"))
+        for_teachers([command_line("teachers.build", checkpoint.rebuild_command(m), model=m) for m in kinds.names(shipped=True)])
     return ok
 
 
@@ -172,7 +190,8 @@ def _missing_in_sidebar(status: dict) -> None:
         if loaders.is_registered(m):  # a teacher's model that failed to load: its one line, no build command
             st.sidebar.caption(escape_md(status[m]))
         else:
-            st.sidebar.caption(msg("common.model_missing", model=m) + f" `{checkpoint.rebuild_command(m)}`")
+            st.sidebar.caption(msg("common.model_missing", model=m))
+            for_teachers([command_line("teachers.build", checkpoint.rebuild_command(m), model=m)])
 
 
 def models_sidebar(key: str, default: tuple[str, ...] | None = None) -> list[str]:
@@ -184,6 +203,7 @@ def models_sidebar(key: str, default: tuple[str, ...] | None = None) -> list[str
         st.session_state[wkey] = [m for m in state.model_list() if m in ok] or [m for m in (default or ok) if m in ok]
     chosen = st.sidebar.multiselect(msg("common.models"), ok, key=wkey, help=msg("common.models_help"))
     _missing_in_sidebar(status)
+    _builds_for_teachers(chosen)
     st.query_params["models"] = ",".join(chosen)
     return chosen
 
@@ -206,6 +226,7 @@ def model_radio(key: str, default: str | None = None, view: str | None = None) -
                          default=st.session_state[wkey])
     chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey, format_func=model_label if view else str)
     _missing_in_sidebar(status)
+    _builds_for_teachers([chosen])
     return chosen
 
 
@@ -233,6 +254,20 @@ def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]
     keep = {**{m: j for m, j in qp.items() if m not in multi}, **{m: out[m] for m in multi}}
     st.query_params["layers"] = ",".join(f"{m}:{keep[m]}" for m in loaders.model_order() if m in keep)
     return out
+
+
+_UPLOADER_CSS = """<style>
+[data-testid="stFileUploaderDropzoneInstructions"] {{ display: none; }}
+[data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"] {{ display: none; }}
+[data-testid="stFileUploaderDropzone"] button span[data-has-shortcut]::after {{ content: "{button}"; }}
+</style>"""
+
+
+def uploader_style() -> None:
+    """Streamlit (1.67) writes its file uploader's button ("Upload") and size line ("1MB per file • JSON") in English
+    whatever the page's language, with no parameter to change them: this hides the size line (the caller says what to
+    upload and the limit in a caption or the label) and writes the button's word in the page's language."""
+    st.html(_UPLOADER_CSS.format(button=msg("teachers.upload.button").replace('"', "")))
 
 
 def share_hint() -> None:
@@ -285,30 +320,49 @@ def n_params(enc) -> int | None:
     return int(vecs.size) if vecs is not None else None
 
 
+def measure_text(measures: dict[str, float]) -> str:
+    """Named measures in the session's language ("验证集每字困惑度 51.59 · 最终训练损失 3.29"); a measure without a
+    name keeps its key."""
+    known = catalogue(lang())
+    return " · ".join(f"{known.get('measures.' + k.replace('.', '_'), k)} {_fmt(v)}" for k, v in measures.items())
+
+
 def model_rows(status: dict[str, str | None]) -> list[dict]:
-    """One row per model in `status`: loaded or not, family, size, source, license, and its training record."""
+    """One row per model in `status`, narrow enough for the home page: name, status, family, parameters, layers (the
+    training record and the source are in `training_rows`, for the teachers)."""
+    col = {k: msg(f"home.models.col.{k}") for k in ("model", "status")}
+    col.update({k: msg(f"registry.col.{k}") for k in ("family", "params")})
+    col["layers"] = msg("home.models.col.layers")
     rows = []
-    col = {k: msg(f"home.models.col.{k}") for k in ("model", "status", "layers", "dim", "steps", "tokens", "device",
-                                                  "wall", "validation")}
-    col.update({k: msg(f"registry.col.{k}") for k in ("family", "params", "source", "license")})
     for m, err in status.items():
+        row = {c: "" for c in col.values()}  # blank, not "None"
+        row[col["model"]] = m
         if err is not None:
-            why = err if loaders.is_registered(m) else msg("home.models.missing") + checkpoint.rebuild_command(m)
-            rows.append({col["model"]: m, col["status"]: why,
-                         **{c: "" for k, c in col.items() if k not in ("model", "status")}})  # blank, not "None"
+            row[col["status"]] = err if loaders.is_registered(m) else msg("home.models.missing")
+            rows.append(row)
             continue
+        enc = loaders.load_encoder(m)
+        row.update({col["status"]: msg("home.models.loaded"), col["family"]: msg(f"registry.family.{kinds.family_of(enc)}"),
+                    col["params"]: _fmt(n_params(enc)), col["layers"]: _fmt(len(enc.layer_names))})
+        rows.append(row)
+    return rows
+
+
+def training_rows(models: list[str]) -> list[dict]:
+    """One row per loaded model: its training record (steps, tokens, device, time, named measures), source, license."""
+    col = {k: msg(f"home.models.col.{k}") for k in ("model", "dim", "steps", "tokens", "device", "wall", "validation")}
+    col.update({k: msg(f"registry.col.{k}") for k in ("source", "license")})
+    rows = []
+    for m in models:
         enc = loaders.load_encoder(m)
         rec = TrainingRecord.from_summary(enc.summary)
         outside = loaders.is_registered(m)
         rows.append({
-            col["model"]: m, col["status"]: msg("home.models.loaded"),
-            col["family"]: msg(f"registry.family.{kinds.family_of(enc)}"),
-            col["params"]: _fmt(n_params(enc)) if n_params(enc) is not None else "",
-            col["source"]: str(getattr(enc, "source", "")) if outside else msg("registry.trained_here"),
-            col["license"]: str(getattr(enc, "license", None) or "") if outside else msg("registry.own_license"),
-            col["layers"]: _fmt(len(enc.layer_names)), col["dim"]: _fmt(enc.dim),
+            col["model"]: m, col["dim"]: _fmt(enc.dim),
             col["steps"]: _fmt(rec.steps), col["tokens"]: _fmt(rec.tokens_seen), col["device"]: _fmt(rec.device),
             col["wall"]: _duration(rec.wall_s) if isinstance(rec.wall_s, (int, float)) else _fmt(rec.wall_s),
-            col["validation"]: "; ".join(f"{k}={_fmt(v)}" for k, v in rec.measures().items()),
+            col["validation"]: measure_text(rec.measures()),
+            col["source"]: str(getattr(enc, "source", "")) if outside else msg("registry.trained_here"),
+            col["license"]: str(getattr(enc, "license", None) or "") if outside else msg("registry.own_license"),
         })
     return rows

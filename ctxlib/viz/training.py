@@ -145,9 +145,19 @@ def shares_figure(steps, shares: dict[str, np.ndarray], step: int, names: dict[s
     return _over_steps(data, steps, step, labels, labels["share"], (0, 1.02), height)
 
 
-def answer_text(top: list[tuple[str, float]], k: int = 5) -> str:
-    """'奶 41% · 水 9% · 茶 0.4% · ...' (plain text for a table cell)."""
-    def pct(p: float) -> str:
-        return f"{p:.0%}" if p >= 0.01 else (f"{p:.1%}" if p >= 0.001 else "<0.1%")
+UNKNOWN = ("<unk>", "[UNK]")  # the token every out-of-vocabulary word shares: not a guess a table should show
 
-    return " · ".join(f"{w} {pct(p)}" for w, p in top[:k])
+
+def pct(p: float) -> str:
+    """A probability as a short percentage: 41%, 0.4%, <0.1%."""
+    return f"{p:.0%}" if p >= 0.01 else (f"{p:.1%}" if p >= 0.001 else "<0.1%")
+
+
+def answer_text(top: list[tuple[str, float]], k: int = 5, hide=()) -> str:
+    """'奶 41% · 水 9% · 茶 0.4% · ...' (plain text for a table cell): the first k guesses not in `hide`."""
+    return " · ".join(f"{w} {pct(p)}" for w, p in [(w, p) for w, p in top if w not in hide][:k])
+
+
+def hidden_share(top: list[tuple[str, float]], hide=UNKNOWN) -> float:
+    """The probability the recorded guesses in `hide` (<unk>) took."""
+    return float(sum(p for w, p in top if w in hide))
