@@ -115,7 +115,9 @@ def scan(fwd, tally: dict) -> str | None:
     return None
 
 
-def rerun_msg(query: str, page: str, page_hash: str = "") -> bytes:
+def rerun_msg(query: str, page: str, page_hash: str = "", widgets=(), fragment_id: str = "") -> bytes:
+    """A BackMsg rerun_script; `widgets`: WidgetState protos (a user's changed inputs, as the browser sends them),
+    `fragment_id`: rerun only that fragment (as the browser does for a widget inside one)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     back = BackMsg()
@@ -123,6 +125,8 @@ def rerun_msg(query: str, page: str, page_hash: str = "") -> bytes:
     back.rerun_script.page_name = page
     back.rerun_script.page_script_hash = page_hash
     back.rerun_script.widget_states.SetInParent()
+    back.rerun_script.widget_states.widgets.extend(widgets)
+    back.rerun_script.fragment_id = fragment_id
     return back.SerializeToString()
 
 
