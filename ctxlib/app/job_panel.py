@@ -22,6 +22,48 @@ from ctxlib import jobs
 from .i18n import escape_md, msg
 
 
+def _show_queued(job: jobs.Job, place: int, prefix: str):
+    """A job waiting in line at `place`: the place, the wait, and a button to leave the line."""
+    job.touch()
+    st.info(msg("jobs.queued", place=place, n=len(jobs.line()[1]), wait=round(job.wait_s())))
+    if st.button(msg("jobs.leave"), key=f"{prefix}_leave"):
+        job.cancel()
+        st.rerun()
+
+
+def _show_running(job: jobs.Job, prefix: str, ids: str, phase_ids: str, live_view: Callable[[jobs.Job], None] | None):
+    """A running job: progress with its phase and ETA, the live view, and Cancel."""
+    job.touch()
+    st.progress(job.progress, text=msg(f"{ids}.running", phase=msg(f"{phase_ids}.{job.phase or 'data'}"),
+                                       pct=round(100 * job.progress), eta=round(job.eta_s())))
+    if live_view is not None:
+        live_view(job)
+    if st.button(msg(f"{ids}.cancel"), key=f"{prefix}_cancel") or job.cancel_requested:
+        job.cancel()
+        st.caption(msg(f"{ids}.cancelling"))
+
+
+def _keep_outcome(job: jobs.Job | None, prefix: str, ids: str):
+    """Put a finished (or lost) job's outcome in the session: its result, or a note and what a cancel kept."""
+    k_res, k_note, k_part = f"{prefix}_result", f"{prefix}_note", f"{prefix}_partial"
+    st.session_state.pop(f"{prefix}_job", None)
+    if job is None:  # the server restarted, or the job was forgotten
+        st.session_state[k_note] = ("warning", msg(f"{ids}.lost"))
+    elif job.state == jobs.DONE:
+        st.session_state[k_res] = job.result
+    elif job.state == jobs.CANCELLED:
+        if job.cancel_reason == "owner left":
+            st.session_state[k_note] = ("warning", msg("jobs.reaped"))
+        elif job.started is None:
+            st.session_state[k_note] = ("info", msg("jobs.left_line"))
+        else:
+            st.session_state[k_note] = ("info", msg(f"{ids}.cancelled", steps=len(job.points)))
+        if job.points or job.partial is not None:
+            st.session_state[k_part] = job
+    else:
+        st.session_state[k_note] = ("error", msg(f"{ids}.failed", error=escape_md(job.error)))
+
+
 def job_panel(kind: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: str, phase_ids: str,
               live_view: Callable[[jobs.Job], None] | None = None,
               partial_view: Callable[[jobs.Job], None] | None = None, poll_s: float = 2.0,
@@ -56,39 +98,12 @@ def job_panel(kind: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: s
         job = jobs.get(kind, st.session_state.get(k_job, -1))
         place = None if job is None else job.place()
         if place:  # waiting in line
-            job.touch()
-            st.info(msg("jobs.queued", place=place, n=len(jobs.line()[1]), wait=round(job.wait_s())))
-            if st.button(msg("jobs.leave"), key=f"{prefix}_leave"):
-                job.cancel()
-                st.rerun()
-            return
-        if place == 0:  # running
-            job.touch()
-            st.progress(job.progress, text=msg(f"{ids}.running", phase=msg(f"{phase_ids}.{job.phase or 'data'}"),
-                                               pct=round(100 * job.progress), eta=round(job.eta_s())))
-            if live_view is not None:
-                live_view(job)
-            if st.button(msg(f"{ids}.cancel"), key=f"{prefix}_cancel") or job.cancel_requested:
-                job.cancel()
-                st.caption(msg(f"{ids}.cancelling"))
-            return
-        st.session_state.pop(k_job, None)
-        if job is None:  # the server restarted, or the job was forgotten
-            st.session_state[k_note] = ("warning", msg(f"{ids}.lost"))
-        elif job.state == jobs.DONE:
-            st.session_state[k_res] = job.result
-        elif job.state == jobs.CANCELLED:
-            if job.cancel_reason == "owner left":
-                st.session_state[k_note] = ("warning", msg("jobs.reaped"))
-            elif job.started is None:
-                st.session_state[k_note] = ("info", msg("jobs.left_line"))
-            else:
-                st.session_state[k_note] = ("info", msg(f"{ids}.cancelled", steps=len(job.points)))
-            if job.points or job.partial is not None:
-                st.session_state[k_part] = job
+            _show_queued(job, place, prefix)
+        elif place == 0:  # running
+            _show_running(job, prefix, ids, phase_ids, live_view)
         else:
-            st.session_state[k_note] = ("error", msg(f"{ids}.failed", error=escape_md(job.error)))
-        st.rerun()
+            _keep_outcome(job, prefix, ids)
+            st.rerun()
 
     if k_job in st.session_state:
         poll()

@@ -94,6 +94,61 @@ def _context_notes(word: str, texts: tuple[str, str, str], kinds: set[str]) -> l
     return [escape_md(msg("triple.opens", sentences=Numbers(tuple(opens))))] if opens else []
 
 
+class _Found:
+    """What the models gave for the demo's word: chart rows, verdict lines and what the notes under the chart need."""
+
+    def __init__(self):
+        self.rows, self.lines, self.stored, self.word_models = [], [], [], []
+        self.found, self.tuned, self.kinds = {}, {}, set()
+
+
+def _measure(res: _Found, m: str, enc, word: str, texts) -> None:
+    """One loaded model's margins for the three sentences, with its held-out ranking and noise band, into `res`;
+    a model without the word, or one that fails, gets a note instead."""
+    stamp = loaders.model_stamp(m)
+    res.found[m] = vocab_notes.status(m, word, stamp)
+    if res.found[m].status == "missing":
+        return
+    try:
+        d = loaders.word_tokens(m, word, texts, stamp)
+    except WordNotFound:
+        st.warning(escape_md(msg("triple.input.too_long", model=m)))
+        return
+    except Exception as e:  # one broken model must not hide the others
+        st.warning(escape_md(msg("common.model_failed", model=m, error=e)))
+        return
+    with loaders.busy(msg("triple.computing", model=m), ("heldout", m, stamp)):
+        ranks, from_file = heldout(m, stamp)
+    with loaders.busy(msg("home_demo.computing_noise", model=m), ("noise", m, stamp)):
+        bands = demo_notes.noise(m, stamp)
+    res.stored += [m] if from_file else []
+    res.word_models += [m] if enc.word_level else []
+    res.kinds.add(enc.kind)
+    if (t := sense_tune_of(enc.summary)) is not None:
+        res.tuned[m] = t
+    new = triple.margins(d.vecs, enc.kind)
+    res.rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
+                  "cos_ac": r.cos_ac, "rank": ranks.get(r.view), "band": bands.get(r.view)} for r in new]
+    res.lines += demo_notes.verdict_lines(m, new, bands, lambda v, names=d.layer_names: view_label(names, v))
+
+
+def _chart_notes(res: _Found, word: str, opens: list[str]) -> list[str]:
+    """The notes under the chart: the sense set, what each kind of model shows, sense-tuned models, stored rankings."""
+    n_words, n_sents = triple.sense_set_size()
+    notes = [msg("triple.caption", words=n_words, sentences=n_sents), *opens]
+    notes += [msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
+              for k in ("word2vec", "elmo", "gpt") if k in res.kinds]
+    for m, t in res.tuned.items():  # a model trained with sense labels says so, and whether this word was among them
+        notes.append(msg("triple.sense_tuned", model=m, steps=t.get("config", {}).get("steps", "?"),
+                         words=t.get("words", "?")))
+    if res.tuned and word in triple.supplement_words():
+        notes.append(msg("triple.sense_tuned_word", model=" / ".join(res.tuned), word=escape_md(word),
+                         others="、".join(triple.frozen_words()[:5])))
+    if res.stored:
+        notes.append(msg("triple.ranking_file", models=", ".join(res.stored)))
+    return notes
+
+
 def section() -> dict[str, str | None]:
     """Draw the demo; returns {model: None if loaded else the load error} for the page's model table."""
     heading = st.empty()  # names the word typed below (drawn first, filled once the inputs are read)
@@ -107,40 +162,17 @@ def section() -> dict[str, str | None]:
     for note in notes:
         getattr(st, note.level if note.level != "error" else "warning")(escape_md(msg(note.id, **note.values)))
     blocked = any(n.level == "error" for n in notes)
-    status, rows, found, stored, kinds, lines, tuned, word_models = {}, [], {}, [], set(), [], {}, []
+    status, res = {}, _Found()
     chart, notice, verdicts = st.empty(), st.container(), st.container()
     for m in loaders.model_order():  # model by model, each with its spinner while it loads
         with loaders.busy(msg("home.demo.loading", model=m), needed=m not in loaders.LOADED):
             enc, status[m] = loaders.try_load(m)
         if enc is None or blocked or getattr(enc, "language", "zh") != tl:  # each model reads its own language
             continue
-        stamp = loaders.model_stamp(m)
-        found[m] = vocab_notes.status(m, word, stamp)
-        if found[m].status == "missing":
-            continue
-        try:
-            d = loaders.word_tokens(m, word, texts, stamp)
-        except WordNotFound:
-            st.warning(escape_md(msg("triple.input.too_long", model=m)))
-            continue
-        except Exception as e:  # one broken model must not hide the others
-            st.warning(escape_md(msg("common.model_failed", model=m, error=e)))
-            continue
-        with loaders.busy(msg("triple.computing", model=m), ("heldout", m, stamp)):
-            ranks, from_file = heldout(m, stamp)
-        with loaders.busy(msg("home_demo.computing_noise", model=m), ("noise", m, stamp)):
-            bands = demo_notes.noise(m, stamp)
-        stored += [m] if from_file else []
-        word_models += [m] if enc.word_level else []
-        kinds.add(enc.kind)
-        if (t := sense_tune_of(enc.summary)) is not None:
-            tuned[m] = t
-        new = triple.margins(d.vecs, enc.kind)
-        rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
-                  "cos_ac": r.cos_ac, "rank": ranks.get(r.view), "band": bands.get(r.view)} for r in new]
-        lines += demo_notes.verdict_lines(m, new, bands, lambda v, names=d.layer_names: view_label(names, v))
-    if lines:  # one element, not one per model: each element is a message the server queues and sends
-        verdicts.markdown("\n".join(lines))
+        _measure(res, m, enc, word, texts)
+    rows = res.rows
+    if res.lines:  # one element, not one per model: each element is a message the server queues and sends
+        verdicts.markdown("\n".join(res.lines))
     if rows:  # drawn once, when every model is in (a figure per model meant building and sending it four times)
         chart.plotly_chart(loaders.cached_figure(f"margin|{word}|{rows}", lambda: explorer.margin_chart(
             rows, title=msg("triple.chart_title", word=word), margin_title=msg("triple.margin_axis"),
@@ -152,23 +184,11 @@ def section() -> dict[str, str | None]:
         st.warning(msg("home.demo.no_model", command=checkpoint.rebuild_command("word2vec")))
     if blocked:
         return status
-    demo_notes.split_notes(cols, word, texts, word_models)
-    vocab_notes.show(found, word)
-    opens = _context_notes(word, texts, kinds)
+    demo_notes.split_notes(cols, word, texts, res.word_models)
+    vocab_notes.show(res.found, word)
+    opens = _context_notes(word, texts, res.kinds)
     if rows:  # the notes under the chart, in one expander
-        n_words, n_sents = triple.sense_set_size()
-        notes = [msg("triple.caption", words=n_words, sentences=n_sents), *opens]
-        notes += [msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
-                  for k in ("word2vec", "elmo", "gpt") if k in kinds]
-        for m, t in tuned.items():  # a model trained with sense labels says so, and whether this word was among them
-            notes.append(msg("triple.sense_tuned", model=m, steps=t.get("config", {}).get("steps", "?"),
-                             words=t.get("words", "?")))
-        if tuned and word in triple.supplement_words():
-            notes.append(msg("triple.sense_tuned_word", model=" / ".join(tuned), word=escape_md(word),
-                             others="、".join(triple.frozen_words()[:5])))
-        if stored:
-            notes.append(msg("triple.ranking_file", models=", ".join(stored)))
-        demo_notes.how_to_read(notes, banded=any(r["band"] is not None for r in rows))
+        demo_notes.how_to_read(_chart_notes(res, word, opens), banded=any(r["band"] is not None for r in rows))
     return status
 
 

@@ -98,6 +98,39 @@ def _param_groups(clf: "_Classifier", lr: float, weight_decay: float, llrd: floa
             for (d, dec), ps in groups.items()]
 
 
+def _length_batches(texts: list[str], order: np.ndarray, batch: int) -> list[np.ndarray]:
+    """Batches of similar lengths: `order` cut into pools of 16 batches, each pool sorted by text length and cut."""
+    pool = 16 * batch
+    batches = []
+    for k in range(0, len(order), pool):
+        chunk = sorted(order[k:k + pool], key=lambda i: len(texts[i]))
+        batches += [np.array(chunk[j:j + batch]) for j in range(0, len(chunk), batch)]
+    return batches
+
+
+def _optimiser(clf: "_Classifier", lr: float, weight_decay: float, llrd: float, decay_all: bool, steps: int,
+               warmup: float):
+    """AdamW on _param_groups and its schedule: linear warmup over a `warmup` share of the steps, then linear decay."""
+    opt = torch.optim.AdamW(_param_groups(clf, lr, weight_decay, llrd, decay_all), lr=lr)
+    w = max(1, int(steps * warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / w) * max(0.0, 1 - s / steps))
+    return opt, sched
+
+
+def _train_step(clf: "_Classifier", opt, sched, ids, gold, bf16: bool, clip: float | None):
+    """One optimiser step on a batch; returns (the loss, how many of the batch the classifier got right)."""
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=bf16):
+        logits = clf(ids, torch.zeros_like(ids))
+    loss = F.cross_entropy(logits.float(), gold)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip:
+        nn.utils.clip_grad_norm_(clf.parameters(), clip)
+    opt.step()
+    sched.step()
+    return loss, int((logits.argmax(-1) == gold).sum())
+
+
 def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *, epochs: int = EPOCHS, lr: float = LR,
               batch: int = BATCH, seed: int = 0, head: str = HEAD, device: str = "cpu", bf16: bool = False,
               warmup: float = 0.1, dropout: float | None = DROPOUT, llrd: float = LLRD, weight_decay: float = 0.01,
@@ -122,36 +155,19 @@ def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *,
         set_dropout(bert, dropout)
     clf = _Classifier(bert, n_classes=int(y.max()) + 1, head=head).to(dev)
     clf.truncate = truncate
-    opt = torch.optim.AdamW(_param_groups(clf, lr, weight_decay, llrd, decay_all), lr=lr)
     steps = epochs * math.ceil(len(texts) / batch)
-    w = max(1, int(steps * warmup))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / w) * max(0.0, 1 - s / steps))
+    opt, sched = _optimiser(clf, lr, weight_decay, llrd, decay_all, steps, warmup)
     L = model.cfg.max_len
     done = 0
     clf.history, best = [], (-1.0, None)
     for ep in range(epochs):
         clf.train()
-        order = rng.permutation(len(texts))
-        pool = 16 * batch
-        batches = []
-        for k in range(0, len(order), pool):
-            chunk = sorted(order[k:k + pool], key=lambda i: len(texts[i]))
-            batches += [np.array(chunk[j:j + batch]) for j in range(0, len(chunk), batch)]
+        batches = _length_batches(texts, rng.permutation(len(texts)), batch)
         right = 0
         for bi in rng.permutation(len(batches)):
             idx = batches[bi]
             ids = batch_ids(tok, [texts[i] for i in idx], L, truncate).to(dev)
-            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
-                logits = clf(ids, torch.zeros_like(ids))
-            gold = torch.tensor(y[idx], device=dev)
-            loss = F.cross_entropy(logits.float(), gold)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip:
-                nn.utils.clip_grad_norm_(clf.parameters(), clip)
-            opt.step()
-            sched.step()
-            hits = int((logits.argmax(-1) == gold).sum())
+            loss, hits = _train_step(clf, opt, sched, ids, torch.tensor(y[idx], device=dev), bf16, clip)
             right += hits
             if callback is not None:
                 done += 1

@@ -90,6 +90,69 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
             "nsp_acc": round(nsp_ok / n, 4), "n_examples": n, "n_masked": tot}
 
 
+def train_paragraphs(max_paragraphs: int | None, seed: int) -> list:
+    """The train split of all sources, or a random sample of `max_paragraphs` of its paragraphs (in corpus order)."""
+    from .. import corpus
+
+    paragraphs = corpus.load("all", "train")
+    if max_paragraphs:
+        rng = np.random.default_rng(seed)
+        paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:max_paragraphs])]
+    return paragraphs
+
+
+def resumed_model(spec) -> tuple[CharTokenizer, BertModel]:
+    """The tokenizer and network of the run being resumed (`spec.resumed`), its weights loaded (BERT and GPT)."""
+    cfg_json, vocab_json, sd = spec.resumed
+    tok = CharTokenizer(Vocab.from_json(vocab_json))
+    model = BertModel(BertConfig(**cfg_json["config"]))
+    checkpoint.load_state_into(model, sd, spec.out)
+    return tok, model
+
+
+def train_config(plan: Preset, o, time_limit: float):
+    """The Trainer's settings of a BERT or GPT run: the preset's schedule and budget (or `time_limit`), the run
+    options' AMP and stretch, and saving every `o.save_every` s when the preset records a timeline."""
+    from .trainer import TrainConfig
+
+    return TrainConfig(steps=plan.steps, lr=plan.lr, warmup=plan.warmup, amp=o.amp or plan.amp,
+                       budget_s=time_limit or plan.budget_s, time_limit=o.stretch,
+                       save_every=o.save_every if plan.timeline else 0.0, log_every=max(1, min(200, plan.steps // 50)))
+
+
+def _batches(paragraphs, files, tok: CharTokenizer, model: BertModel, data: dict, seed: int, rank: int, world: int):
+    """(documents, batches): this rank's masked pre-training batches from `paragraphs`, or streamed from a user's
+    `files` (documents None)."""
+    from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
+
+    if data["batch"] % world:
+        raise ValueError(f"batch {data['batch']} is not divisible by the {world} processes")
+    ww, bs = data["whole_word"], data["batch"] // world
+    if files is None:
+        docs = Documents(paragraphs, tok)
+        return docs, PretrainBatches(docs, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
+    return None, StreamPretrainBatches(files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
+
+
+def _run_folder(spec, o, rank: int, world: int, model: BertModel, tok: CharTokenizer, docs):
+    """The run's folder: checkpoints, resume state and (rank 0, when the preset records one) the timeline."""
+    from .run import RunFolder
+    from .timeline import Timeline
+
+    tl = None
+    if spec.plan.timeline and o.timeline and rank == 0:
+        n_valid = spec.plan.data.get("timeline_valid", VALID_EXAMPLES)
+        valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
+        tl = Timeline("bert", spec.plan.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok),
+                      valid_loss)
+    batch = spec.plan.data["batch"]
+    return RunFolder(
+        spec, rank, world, timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(spec.out, "bert", model.cfg.to_json(), tok.vocab.to_json(),
+                                                        model.state_dict(), summary, half=True),
+        summary_extra=lambda tr: {"epochs": round(tr.step * batch / max(1, len(docs.a_docs)), 3) if docs else None})
+
+
 def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
@@ -102,10 +165,8 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     at every save (every `save_every` s), with resume.pt and the timeline beside it. `corpus_path` (a UTF-8 or
     GB18030 file or folder) trains on a user's text instead, streamed from disk."""
     from .. import corpus, user_text
-    from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
-    from .run import RunFolder, RunOptions, RunSpec
-    from .timeline import Timeline
-    from .trainer import TrainConfig, Trainer, init_distributed
+    from .run import RunOptions, RunSpec
+    from .trainer import Trainer, init_distributed
 
     o = RunOptions(**run_options)
     rank, world = init_distributed(device)
@@ -115,47 +176,21 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     t0 = time.time()
     files = user_text.user_files(spec.corpus_path) if spec.corpus_path is not None else None
     if paragraphs is None and files is None:
-        paragraphs = corpus.load("all", "train")
-        if data["max_paragraphs"]:
-            rng = np.random.default_rng(seed)
-            paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:data["max_paragraphs"]])]
+        paragraphs = train_paragraphs(data["max_paragraphs"], seed)
     if spec.resumed is not None:
-        cfg_json, vocab_json, sd = spec.resumed
-        tok = CharTokenizer(Vocab.from_json(vocab_json))
-        model = BertModel(BertConfig(**cfg_json["config"]))
-        checkpoint.load_state_into(model, sd, out)
+        tok, model = resumed_model(spec)
     else:
         source = paragraphs if files is None else (user_text.user_paragraph(ln, i, words=False)
                                                    for i, ln in enumerate(user_text.iter_user_lines(files)))
         tok = CharTokenizer.build(source, min_count=data["min_count"])
         model = build_model(tok, P.model, seed)
-    if data["batch"] % world:
-        raise ValueError(f"batch {data['batch']} is not divisible by the {world} processes")
-    ww, bs = data["whole_word"], data["batch"] // world
-    if files is None:
-        docs = Documents(paragraphs, tok)
-        batches = PretrainBatches(docs, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
-    else:
-        docs = None
-        batches = StreamPretrainBatches(files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
-    record = P.timeline
-    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=o.amp or P.amp,
-                     budget_s=time_limit or P.budget_s, time_limit=o.stretch,
-                     save_every=o.save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
+    docs, batches = _batches(paragraphs, files, tok, model, data, seed, rank, world)
+    tc = train_config(P, o, time_limit)
     if rank == 0:
         log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
                  sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, spec.preset, world,
                  f", resuming {out} at step {spec.state['step']}" if spec.state else "")
-    tl = None
-    if record and o.timeline and rank == 0:
-        n_valid = data.get("timeline_valid", VALID_EXAMPLES)
-        valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
-        tl = Timeline("bert", P.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok), valid_loss)
-    folder = RunFolder(
-        spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(out, "bert", model.cfg.to_json(), tok.vocab.to_json(),
-                                                        model.state_dict(), summary, half=True),
-        summary_extra=lambda tr: {"epochs": round(tr.step * data["batch"] / max(1, len(docs.a_docs)), 3) if docs else None})
+    folder = _run_folder(spec, o, rank, world, model, tok, docs)
     trainer = Trainer(model, batches, tc, device, callback, state=spec.state, **folder.hooks())
     folder.start()
     summary = trainer.run()

@@ -195,6 +195,88 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
     return round(n / max(t, 1e-9), 1)
 
 
+def _paragraphs(paragraphs, files, data: dict, seed: int) -> tuple[list, list]:
+    """The training and held-out paragraphs: a user's corpus (its first 200,000 lines; the corpora's valid split
+    held out), the given `paragraphs` (a tenth of them held out) or the train split of all sources."""
+    from .. import corpus, user_text
+
+    if files is not None:
+        import itertools
+
+        lines = itertools.islice(user_text.iter_user_lines(files), 200000)
+        return [user_text.user_paragraph(ln, i) for i, ln in enumerate(lines)], corpus.load("corpora", "valid")
+    if paragraphs is None:
+        pars = corpus.load("all", "train")
+        if data["paragraphs"]:
+            pars = random.Random(seed).sample(pars, min(data["paragraphs"], len(pars)))
+        return pars, corpus.load("corpora", "valid")
+    return list(paragraphs), list(paragraphs)[: max(1, len(paragraphs) // 10)]
+
+
+def _model(spec, sents) -> tuple[ElmoConfig, Vocab, Vocab, ElmoLM]:
+    """The biLM with its config and word and character vocabularies: the resumed run's, or new ones on `sents`."""
+    if spec.resumed is not None:
+        cfg_json, vocab_json, sd = spec.resumed
+        cfg = ElmoConfig(**cfg_json["config"])
+        wv, cv = Vocab.from_json(vocab_json["words"]), Vocab.from_json(vocab_json["chars"])
+        model = ElmoLM(cfg)
+        checkpoint.load_state_into(model, sd, spec.out)
+        return cfg, wv, cv, model
+    cfg = ElmoConfig(**spec.plan.model)
+    wv, cv = build_vocabs(sents, cfg)
+    cfg.n_chars = len(cv)
+    cfg.vocab_size = min(cfg.vocab_size, len(wv))
+    cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
+    return cfg, wv, cv, ElmoLM(cfg)
+
+
+def _benchmark(model: ElmoLM, cfg: ElmoConfig, sents, feat: Featurizer, data: dict, dev, seed: int) -> dict:
+    """Training tokens/s of the model, of the same model with a plain full softmax, and with bf16 autocast, for a
+    few steps on the same batches."""
+    full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
+    bench = lambda: iter(BucketBatches(sents, feat, data["batch_tokens"], seed=seed + 1))
+    speed = {"adaptive_fp32": _speed(model, bench(), data["bench_steps"], dev, False),
+             "full_fp32": _speed(full, bench(), data["bench_steps"], dev, False),
+             "adaptive_bf16": _speed(model, bench(), data["bench_steps"], dev, True),
+             "bench_steps": data["bench_steps"], "threads": torch.get_num_threads()}
+    log.info("tokens/s %s", speed)
+    return speed
+
+
+def _train_config(p: Preset, o, budget: float, t_start: float, n_valid: int, world: int) -> TrainConfig:
+    """The Trainer's settings; the time budget left for training keeps a reserve for the perplexity and saving."""
+    reserve = 60.0 + 0.02 * n_valid  # for the perplexity pass and saving
+    train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
+    if p.data["batch_tokens"] % world:
+        raise ValueError(f"batch_tokens {p.data['batch_tokens']} is not divisible by the {world} processes")
+    return TrainConfig(steps=p.steps, lr=p.lr, warmup=p.warmup, budget_s=train_time, time_limit=o.stretch,
+                       amp=o.amp or p.amp, weight_decay=0.0, clip=1.0, log_every=50, progress=True,
+                       save_every=o.save_every if p.timeline else 0.0)
+
+
+def _run_folder(spec, o, rank: int, world: int, model: ElmoLM, cfg: ElmoConfig, wv: Vocab, cv: Vocab,
+                feat: Featurizer, vsample, summary_extra: Callable):
+    """The run's folder: checkpoints, resume state and (rank 0, when the preset records one) the timeline, whose
+    held-out loss is the mean per-token nll of the two directions on `vsample`."""
+    from .run import RunFolder
+    from .timeline import Timeline
+
+    def valid_loss() -> float:
+        r = perplexity(model, feat, vsample, next(model.parameters()).device)
+        return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
+
+    tl = None
+    if spec.plan.timeline and o.timeline and rank == 0:
+        tl = Timeline("elmo", spec.plan.steps, model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
+                      valid_loss)
+    return RunFolder(
+        spec, rank, world, timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(spec.out, "elmo", asdict(cfg),
+                                                        {"words": wv.to_json(), "chars": cv.to_json()},
+                                                        model.state_dict(), summary),
+        summary_extra=summary_extra)
+
+
 def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback: Callable | None = None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
@@ -207,9 +289,8 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     or folder) trains on a user's text instead, streamed from disk (the vocabularies come from its first
     200,000 lines).
     """
-    from .. import corpus, user_text
-    from .run import RunFolder, RunOptions, RunSpec
-    from .timeline import Timeline
+    from .. import user_text
+    from .run import RunOptions, RunSpec
     from .trainer import init_distributed
 
     o = RunOptions(**run_options)
@@ -222,82 +303,28 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     dev = resolve_device(device)
     torch.manual_seed(seed)
     files = user_text.user_files(spec.corpus_path) if spec.corpus_path is not None else None
-    if files is not None:
-        import itertools
-
-        lines = itertools.islice(user_text.iter_user_lines(files), 200000)
-        pars = [user_text.user_paragraph(ln, i) for i, ln in enumerate(lines)]
-        valid_pars = corpus.load("corpora", "valid")
-    elif paragraphs is None:
-        pars = corpus.load("all", "train")
-        if data["paragraphs"]:
-            pars = random.Random(seed).sample(pars, min(data["paragraphs"], len(pars)))
-        valid_pars = corpus.load("corpora", "valid")
-    else:
-        pars, valid_pars = list(paragraphs), list(paragraphs)[: max(1, len(paragraphs) // 10)]
+    pars, valid_pars = _paragraphs(paragraphs, files, data, seed)
     sents = paragraph_sentences(pars, data["max_len"])
     valid = held_out_sentences(valid_pars, data["max_len"], data["valid_sentences"], seed)
-    if spec.resumed is not None:
-        cfg_json, vocab_json, sd = spec.resumed
-        cfg = ElmoConfig(**cfg_json["config"])
-        wv, cv = Vocab.from_json(vocab_json["words"]), Vocab.from_json(vocab_json["chars"])
-        model = ElmoLM(cfg)
-        checkpoint.load_state_into(model, sd, d)
-    else:
-        cfg = ElmoConfig(**p.model)
-        wv, cv = build_vocabs(sents, cfg)
-        cfg.n_chars = len(cv)
-        cfg.vocab_size = min(cfg.vocab_size, len(wv))
-        cfg.cutoffs = [c for c in cfg.cutoffs if c < cfg.vocab_size]
-        model = ElmoLM(cfg)
+    cfg, wv, cv, model = _model(spec, sents)
     feat = Featurizer(wv, cv, cfg.max_chars, min_width=max(w for w, _ in cfg.filters))
     n_params = sum(q.numel() for q in model.parameters())
     n_words = sum(map(len, sents))
     if rank == 0:
         log.info("ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters, %d process(es)", preset,
                  len(sents), sum(map(len, sents)), len(wv), len(cv), n_params / 1e6, world)
-
-    # the same model with a plain full softmax, and with bf16 autocast, for a few steps on the same batches
     speed = spec.prev.get("speed_tokens_per_s", {})
     if data["bench_steps"] and spec.resumed is None:
-        full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
-        bench = lambda: iter(BucketBatches(sents, feat, data["batch_tokens"], seed=seed + 1))
-        speed = {"adaptive_fp32": _speed(model, bench(), data["bench_steps"], dev, False),
-                 "full_fp32": _speed(full, bench(), data["bench_steps"], dev, False),
-                 "adaptive_bf16": _speed(model, bench(), data["bench_steps"], dev, True),
-                 "bench_steps": data["bench_steps"], "threads": torch.get_num_threads()}
-        log.info("tokens/s %s", speed)
-        del full
-
-    reserve = 60.0 + 0.02 * len(valid)  # for the perplexity pass and saving
-    train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
-    if data["batch_tokens"] % world:
-        raise ValueError(f"batch_tokens {data['batch_tokens']} is not divisible by the {world} processes")
-    tc = TrainConfig(steps=p.steps, lr=p.lr, warmup=p.warmup, budget_s=train_time, time_limit=o.stretch,
-                     amp=o.amp or p.amp, weight_decay=0.0, clip=1.0, log_every=50, progress=True,
-                     save_every=o.save_every if p.timeline else 0.0)
+        speed = _benchmark(model, cfg, sents, feat, data, dev, seed)
+    tc = _train_config(p, o, budget, t_start, len(valid), world)
     if files is None:
         batches = BucketBatches(sents, feat, data["batch_tokens"] // world, seed=seed, rank=rank, world=world)
     else:
         batches = StreamBatches(files, feat, data["batch_tokens"] // world, data["max_len"], seed=seed, rank=rank, world=world)
-    vsample = valid[:300]
-
-    def valid_loss() -> float:
-        r = perplexity(model, feat, vsample, next(model.parameters()).device)
-        return math.log(r["forward"] * r["backward"]) / 2  # mean nll per token of the two directions
-
-    tl = None
-    if p.timeline and o.timeline and rank == 0:
-        tl = Timeline("elmo", p.steps, model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
-                      valid_loss)
-    folder = RunFolder(
-        spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(d, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()},
-                                                        model.state_dict(), summary),
-        summary_extra=lambda tr: {
-            "speed_tokens_per_s": speed, "train_sentences": None if files else len(sents),
-            "train_words": None if files else n_words, "parameters": n_params,
-            "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2)})
+    folder = _run_folder(spec, o, rank, world, model, cfg, wv, cv, feat, valid[:300], lambda tr: {
+        "speed_tokens_per_s": speed, "train_sentences": None if files else len(sents),
+        "train_words": None if files else n_words, "parameters": n_params,
+        "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2)})
     trainer = Trainer(model, batches, tc, device=str(dev), callback=callback, state=spec.state, **folder.hooks())
     folder.start()
     summary = trainer.run()
@@ -309,4 +336,3 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     if rank == 0:
         log.info("saved %s", d)
     return d
-

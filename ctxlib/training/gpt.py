@@ -21,9 +21,8 @@ import numpy as np
 import torch
 
 from .. import checkpoint
-from ..models.bert import BertConfig, BertModel, CharTokenizer
+from ..models.bert import BertModel, CharTokenizer
 from ..models.gpt import GptEncoder
-from ..vocab import Vocab
 from . import bert as bert_training
 from .presets import Preset, named
 from .resume import ResumableBatches
@@ -203,15 +202,33 @@ def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VA
 
 
 # ----------------------------------------------------------------------------- training
+def _run_folder(spec, o, rank: int, world: int, model: BertModel, tok: CharTokenizer, batches: GptBatches):
+    """The run's folder: checkpoints, resume state and (rank 0, when the preset records one) the timeline."""
+    from .run import RunFolder
+    from .timeline import Timeline
+
+    tl = None
+    if spec.plan.timeline and o.timeline and rank == 0:
+        n_valid = spec.plan.data.get("timeline_valid", VALID_WINDOWS)
+        valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
+        tl = Timeline("gpt", spec.plan.steps, model, lambda: GptEncoder("live", model.cfg.to_json(), {}, None, model, tok),
+                      valid_loss)
+    batch = spec.plan.data["batch"]
+    return RunFolder(
+        spec, rank, world, timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(spec.out, "gpt", model.cfg.to_json(), tok.vocab.to_json(),
+                                                        model.state_dict(), summary, half=True),
+        summary_extra=lambda tr: {"epochs": round(tr.step * batch / max(1, len(batches.rows)), 3)})
+
+
 def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
           callback=None, paragraphs=None, corpus_path=None, **run_options) -> Path:
     """Pre-train the next-character LM on the train split of all sources and save a checkpoint (default
     checkpoints/gpt); the arguments are training.bert.train's. The summary gets the held-out bits per character
     on the valid split of the corpora ("valid")."""
     from .. import corpus
-    from .run import RunFolder, RunOptions, RunSpec
-    from .timeline import Timeline
-    from .trainer import TrainConfig, Trainer, init_distributed
+    from .run import RunOptions, RunSpec
+    from .trainer import Trainer, init_distributed
 
     if corpus_path is not None:
         raise ValueError("GPT trains on the built-in corpus only (no --corpus yet)")
@@ -222,15 +239,9 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     data = P.data
     t0 = time.time()
     if paragraphs is None:
-        paragraphs = corpus.load("all", "train")
-        if data["max_paragraphs"]:
-            rng = np.random.default_rng(seed)
-            paragraphs = [paragraphs[i] for i in sorted(rng.permutation(len(paragraphs))[:data["max_paragraphs"]])]
+        paragraphs = bert_training.train_paragraphs(data["max_paragraphs"], seed)
     if spec.resumed is not None:
-        cfg_json, vocab_json, sd = spec.resumed
-        tok = CharTokenizer(Vocab.from_json(vocab_json))
-        model = BertModel(BertConfig(**cfg_json["config"]))
-        checkpoint.load_state_into(model, sd, out)
+        tok, model = bert_training.resumed_model(spec)
     else:
         tok = CharTokenizer.build(paragraphs, min_count=data["min_count"])
         model = build_model(tok, P.model, seed)
@@ -238,24 +249,12 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
         raise ValueError(f"batch {data['batch']} is not divisible by the {world} processes")
     docs = encode_documents(paragraphs, tok)
     batches = GptBatches(docs, tok.cls_id, data["batch"] // world, model.cfg.max_len, seed=seed, rank=rank, world=world)
-    record = P.timeline
-    tc = TrainConfig(steps=P.steps, lr=P.lr, warmup=P.warmup, amp=o.amp or P.amp,
-                     budget_s=time_limit or P.budget_s, time_limit=o.stretch,
-                     save_every=o.save_every if record else 0.0, log_every=max(1, min(200, P.steps // 50)))
+    tc = bert_training.train_config(P, o, time_limit)
     if rank == 0:
         log.info("GPT %s: %d params, vocab %d, %d documents, %d windows, preset %s, %d process(es)%s", asdict(model.cfg),
                  sum(p.numel() for p in model.parameters()), len(tok), len(docs), len(batches.rows), spec.preset, world,
                  f", resuming {out} at step {spec.state['step']}" if spec.state else "")
-    tl = None
-    if record and o.timeline and rank == 0:
-        n_valid = data.get("timeline_valid", VALID_WINDOWS)
-        valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
-        tl = Timeline("gpt", P.steps, model, lambda: GptEncoder("live", model.cfg.to_json(), {}, None, model, tok), valid_loss)
-    folder = RunFolder(
-        spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(out, "gpt", model.cfg.to_json(), tok.vocab.to_json(),
-                                                        model.state_dict(), summary, half=True),
-        summary_extra=lambda tr: {"epochs": round(tr.step * data["batch"] / max(1, len(batches.rows)), 3)})
+    folder = _run_folder(spec, o, rank, world, model, tok, batches)
     trainer = Trainer(model, batches, tc, device, callback, state=spec.state, **folder.hooks())
     folder.start()
     summary = trainer.run()

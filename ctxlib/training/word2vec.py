@@ -30,17 +30,17 @@ import time
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from .. import checkpoint
 from ..models.word2vec import KeyedVectors, Word2VecConfig
-from ..vecmath import unit_rows
 from ..vocab import Vocab
 from . import sgns_numba
 from .presets import Preset, named
 from .sgns import SGNS
+from .word2vec_pos import pd_major_tags, pos_agreement  # noqa: F401  (re-exported: tests and bench/ import them from here)
 
 log = logging.getLogger(__name__)
 TABLE_SIZE = 10_000_000  # entries in the negative-sampling table (word2vec.c uses 1e8)
@@ -173,6 +173,107 @@ def resolve_backend(backend: str | None, device_type: str) -> str:
     return backend
 
 
+class _Corpus(NamedTuple):
+    """The training text as arrays: the known words' ids and sentence numbers, with what sampling needs."""
+    vocab: Vocab
+    raw_words: int  # words per epoch before min_count and subsampling
+    ids: np.ndarray  # (N,) vocabulary ids of the in-vocabulary words, in order
+    sid: np.ndarray  # (N,) the sentence each of them belongs to
+    keep_p: np.ndarray  # (V,) subsampling's keep probability per word
+    table: np.ndarray  # the negative-sampling table
+
+
+def _encode(sentences: list[list[str]], cfg: Word2VecConfig) -> _Corpus:
+    """Build the vocabulary and turn the sentences into id arrays (out-of-vocabulary words dropped, as in gensim)."""
+    vocab = build_vocab(sentences, cfg)
+    if len(vocab) < 2:
+        raise ValueError(f"only {len(vocab)} words reach min_count={cfg.min_count}; give more text or lower min_count")
+    raw_words = sum(len(s) for s in sentences)
+    stoi = vocab.stoi
+    ids_all = np.fromiter((stoi.get(w, -1) for s in sentences for w in s), dtype=np.int64)
+    lens = np.fromiter((len(s) for s in sentences), dtype=np.int64)
+    sid_all = np.repeat(np.arange(len(lens)), lens)
+    known = ids_all >= 0  # out-of-vocabulary words are removed before windowing, as in gensim
+    counts = np.array(vocab.counts, dtype=np.float64)
+    return _Corpus(vocab, raw_words, ids_all[known], sid_all[known], keep_probabilities(counts, cfg.sample),
+                   negative_table(counts, cfg.ns_exponent))
+
+
+def _trainer_factory(model: SGNS, cfg: Word2VecConfig, backend: str, workers: int, sigmoid: str, table,
+                     rng: np.random.Generator) -> Callable[[np.ndarray, np.ndarray], list[Callable]]:
+    """A function that, given an epoch's kept (ids, sid), returns one train(lo, hi, lr) per worker."""
+    if backend == "numba":  # one random state per worker, from the seed (worker 0 is the whole run with workers=1)
+        nws = [sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2 ** 63)))
+               for i in range(workers)]
+        exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
+        sgns_numba.kernel()  # the dispatcher is made here, before any worker thread calls it
+        return lambda ids, sid: [partial(_numba_chunk, model, ids, sid, nw, table, exp_table) for nw in nws]
+    rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
+    return lambda ids, sid: [partial(_torch_chunk, model, ids, sid, r, table) for r in rngs]
+
+
+class _Reporter:
+    """Moves the progress bar and calls the caller's callback; a callback returning True stops the training."""
+
+    def __init__(self, state: _State, total: int, bar, callback: Callable[[dict], bool | None] | None):
+        self.state, self.total, self.bar, self.callback = state, total, bar, callback
+        self.epoch, self.shown, self.t_train = 0, 0, time.perf_counter()
+
+    def __call__(self):
+        state = self.state
+        if self.bar is not None:
+            self.bar.update(state.done - self.shown)
+        self.shown = state.done
+        if self.callback is None:
+            return
+        info = {"epoch": self.epoch, "words": state.done, "total": self.total, "lr": state.lr, "steps": state.steps,
+                "loss_sum": state.loss_sum, "loss_n": state.loss_n,  # this epoch's so far
+                "words_per_s": state.done / max(time.perf_counter() - self.t_train, 1e-9)}
+        if self.callback(info) is True:  # the caller asks to stop (the training page's Cancel): as at the time limit
+            state.stop = True
+
+
+def _run_workers(cfg: Word2VecConfig, chunks, state: _State, trainers: list[Callable], threaded: bool, total: int,
+                 raw_per_kept: float, deadline: float, report: _Reporter):
+    """One epoch's chunks: in this thread, or in Hogwild threads (reporting about once a second) when `threaded`."""
+    args = (cfg, chunks, state)
+    if not threaded:
+        _worker(*args, trainers[0], total, raw_per_kept, deadline, report)
+        return
+    ts = [threading.Thread(target=_worker, args=(*args, t, total, raw_per_kept, deadline, None), daemon=True)
+          for t in trainers]
+    for t in ts:
+        t.start()
+    while alive := [t for t in ts if t.is_alive()]:
+        alive[0].join(timeout=1.0)
+        report()
+    for t in ts:
+        t.join()
+
+
+def _epochs(cfg: Word2VecConfig, data: _Corpus, rng: np.random.Generator, state: _State, trainers_for: Callable,
+            workers: int, deadline: float, time_limit: float, report: _Reporter) -> list[float | None]:
+    """The training loop: subsample, cut into chunks and train, epoch after epoch; returns each epoch's loss."""
+    epoch_loss = []
+    chunk = cfg.batch_size * 16  # kept words per round of window generation
+    total = data.raw_words * cfg.epochs
+    for ep in range(cfg.epochs):
+        report.epoch = ep
+        keep = rng.random(len(data.ids)) < data.keep_p[data.ids]  # subsampling, redrawn every epoch
+        ids, sid = data.ids[keep], data.sid[keep]
+        raw_per_kept = data.raw_words / max(len(ids), 1)
+        chunks = iter([(lo, min(lo + chunk, len(ids))) for lo in range(0, len(ids), chunk)])
+        state.loss_sum, state.loss_n = 0.0, 0
+        _run_workers(cfg, chunks, state, trainers_for(ids, sid), workers != 1, total, raw_per_kept, deadline, report)
+        epoch_loss.append(round(state.loss_sum / state.loss_n, 4) if state.loss_n else None)
+        log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], state.lr)
+        if state.stop:
+            log.warning("%s in epoch %d; stopping early", f"time limit of {time_limit:.0f} s reached"
+                        if deadline and time.perf_counter() > deadline else "stop asked by the callback", ep + 1)
+            break
+    return epoch_loss
+
+
 def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
         callback: Callable[[dict], bool | None] | None = None, progress: bool = True, workers: int = 1,
         backend: str | None = None, sigmoid: str = "table") -> tuple[KeyedVectors, dict]:
@@ -196,137 +297,37 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     backend = resolve_backend(backend, dev.type)
     if sigmoid not in ("exact", "table"):
         raise ValueError(f"sigmoid must be 'exact' or 'table', not {sigmoid!r}")
-    t0 = time.perf_counter()
-    deadline = t0 + time_limit if time_limit else 0.0
-    vocab = build_vocab(sentences, cfg)
-    if len(vocab) < 2:
-        raise ValueError(f"only {len(vocab)} words reach min_count={cfg.min_count}; give more text or lower min_count")
-    raw_words = sum(len(s) for s in sentences)
-    stoi = vocab.stoi
-    ids_all = np.fromiter((stoi.get(w, -1) for s in sentences for w in s), dtype=np.int64)
-    lens = np.fromiter((len(s) for s in sentences), dtype=np.int64)
-    sid_all = np.repeat(np.arange(len(lens)), lens)
-    known = ids_all >= 0  # out-of-vocabulary words are removed before windowing, as in gensim
-    ids_all, sid_all = ids_all[known], sid_all[known]
-    counts = np.array(vocab.counts, dtype=np.float64)
-    keep_p = keep_probabilities(counts, cfg.sample)
-    table = negative_table(counts, cfg.ns_exponent)
+    deadline = time.perf_counter() + time_limit if time_limit else 0.0
+    data = _encode(sentences, cfg)
     rng = np.random.default_rng(cfg.seed)
-    rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
-    model = SGNS(len(vocab), cfg, dev)
-    if backend == "numba":  # one random state per worker, from the seed (worker 0 is the whole run with workers=1)
-        nws = [sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2 ** 63)))
-               for i in range(workers)]
-        exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
-        sgns_numba.kernel()  # the dispatcher is made here, before any worker thread calls it
-    total = raw_words * cfg.epochs
-    state = _State()
-    epoch_loss = []
-    chunk = cfg.batch_size * 16  # kept words per round of window generation
+    model = SGNS(len(data.vocab), cfg, dev)
+    trainers_for = _trainer_factory(model, cfg, backend, workers, sigmoid, data.table, rng)
+    total, state = data.raw_words * cfg.epochs, _State()
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="word", unit_scale=True, desc="word2vec", mininterval=2.0, smoothing=0.1)
-    t_train, cpu_train = time.perf_counter(), time.process_time()
-    shown = [0]
-    ep = 0
-
-    def report():
-        if bar is not None:
-            bar.update(state.done - shown[0])
-        shown[0] = state.done
-        if callback is None:
-            return
-        info = {"epoch": ep, "words": state.done, "total": total, "lr": state.lr, "steps": state.steps,
-                "loss_sum": state.loss_sum, "loss_n": state.loss_n,  # this epoch's so far
-                "words_per_s": state.done / max(time.perf_counter() - t_train, 1e-9)}
-        if callback(info) is True:  # the caller asks to stop (the training page's Cancel): as at the time limit
-            state.stop = True
-
+    report = _Reporter(state, total, bar, callback)
+    t_train, cpu_train = report.t_train, time.process_time()
     threads_before = torch.get_num_threads()
     if dev.type == "cpu":  # the ops are small: one thread each is faster than intra-op threads (and Hogwild adds workers)
         torch.set_num_threads(1)
     try:
-        for ep in range(cfg.epochs):
-            keep = rng.random(len(ids_all)) < keep_p[ids_all]  # subsampling, redrawn every epoch
-            ids, sid = ids_all[keep], sid_all[keep]
-            raw_per_kept = raw_words / max(len(ids), 1)
-            chunks = iter([(lo, min(lo + chunk, len(ids))) for lo in range(0, len(ids), chunk)])
-            state.loss_sum, state.loss_n = 0.0, 0
-            if backend == "numba":
-                trainers = [partial(_numba_chunk, model, ids, sid, nw, table, exp_table) for nw in nws]
-            else:
-                trainers = [partial(_torch_chunk, model, ids, sid, r, table) for r in rngs]
-            args = (cfg, chunks, state)
-            if workers == 1:
-                _worker(*args, trainers[0], total, raw_per_kept, deadline, report)
-            else:
-                ts = [threading.Thread(target=_worker, args=(*args, t, total, raw_per_kept, deadline, None), daemon=True)
-                      for t in trainers]
-                for t in ts:
-                    t.start()
-                while alive := [t for t in ts if t.is_alive()]:
-                    alive[0].join(timeout=1.0)
-                    report()
-                for t in ts:
-                    t.join()
-            epoch_loss.append(round(state.loss_sum / state.loss_n, 4) if state.loss_n else None)
-            log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], state.lr)
-            if state.stop:
-                log.warning("%s in epoch %d; stopping early", f"time limit of {time_limit:.0f} s reached"
-                            if deadline and time.perf_counter() > deadline else "stop asked by the callback", ep + 1)
-                break
+        epoch_loss = _epochs(cfg, data, rng, state, trainers_for, workers, deadline, time_limit, report)
     finally:
         torch.set_num_threads(threads_before)
         if bar is not None:
             bar.close()
     wall, cpu = time.perf_counter() - t_train, time.process_time() - cpu_train
-    kv = KeyedVectors(vocab.itos, model.w_in.float().cpu().numpy(), vocab.counts)
+    kv = KeyedVectors(data.vocab.itos, model.w_in.float().cpu().numpy(), data.vocab.counts)
     summary = {"steps": state.steps, "tokens_seen": int(state.done), "pairs_seen": int(state.pairs), "device": str(dev),
-               "backend": backend, "workers": workers, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "words_per_s": round(state.done / max(wall, 1e-9)),
-               "vocab_size": len(vocab), "raw_words_per_epoch": raw_words, "epoch_loss": epoch_loss,
-               "stopped_early": state.stop}
+               "backend": backend, "workers": workers, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+               "words_per_s": round(state.done / max(wall, 1e-9)), "vocab_size": len(data.vocab),
+               "raw_words_per_epoch": data.raw_words, "epoch_loss": epoch_loss, "stopped_early": state.stop}
     if backend == "numba":
         summary["sigmoid"] = sigmoid
     return kv, summary
-
-
-# -- validation --------------------------------------------------------------------------------
-def pd_major_tags() -> tuple[dict[str, str], list[str]]:
-    """Each People's Daily word's most frequent gold tag, and PD words by frequency (most frequent first)."""
-    from collections import Counter, defaultdict
-
-    from .. import corpus
-
-    by_word: dict[str, Counter] = defaultdict(Counter)
-    freq: Counter = Counter()
-    for p in corpus.peoples_daily():
-        for w, t in zip(p.words, p.tags):
-            by_word[w][t] += 1
-            freq[w] += 1
-    major = {w: c.most_common(1)[0][0] for w, c in by_word.items()}
-    return major, [w for w, _ in freq.most_common()]
-
-
-def pos_agreement(words: list[str], vectors: np.ndarray, n_words: int = 2000, topn: int = 10, tags=None) -> dict:
-    """POS agreement@topn: over the `n_words` most frequent PD words in the model, the share of each word's
-    `topn` nearest neighbours (cosine, whole vocabulary) whose most frequent gold tag equals the word's own.
-    Neighbours without a PD tag count as disagreeing."""
-    major, by_freq = tags or pd_major_tags()
-    index = {w: i for i, w in enumerate(words)}
-    probe = [w for w in by_freq if w in index][:n_words]
-    m = unit_rows(vectors)
-    q = np.array([index[w] for w in probe])
-    hits = 0
-    for a in range(0, len(q), 500):
-        sims = m[q[a:a + 500]] @ m.T  # (b, V)
-        sims[np.arange(len(sims)), q[a:a + 500]] = -np.inf
-        nn = np.argpartition(-sims, topn, axis=1)[:, :topn]  # (b, topn)
-        for w, row in zip(probe[a:a + 500], nn):
-            hits += sum(major.get(words[j]) == major[w] for j in row)
-    return {"pos_agreement_at_10" if topn == 10 else f"pos_agreement_at_{topn}": round(hits / max(len(probe) * topn, 1), 4),
-            "pos_words": len(probe)}
 
 
 EXAMPLE_WORDS = ("中国", "苹果", "发展", "经济", "酒店", "好")

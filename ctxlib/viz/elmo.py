@@ -69,6 +69,69 @@ def vector_names(n_lstm: int, labels: dict[str, str]) -> list[str]:
 
 
 # -- architecture diagram -------------------------------------------------------------------
+def _cell(i: int, key: str, dx: float = 0.2, dy: float = 0.17) -> tuple[float, float]:
+    """Where the drawing puts the cell of row `key` at position i: forward cells up-left, backward ones down-right."""
+    if key == "cnn":
+        return i, 1
+    if key == "hw":
+        return i, 2
+    j = int(key[1:])
+    return (i - dx, 2 + j + dy) if key[0] == "f" else (i + dx, 2 + j - dy)
+
+
+def _arrow(notes: list[dict], p, q, color, width=1.2, standoff=9, opacity=1.0):
+    notes.append(dict(x=q[0], y=q[1], ax=p[0], ay=p[1], xref="x", yref="y", axref="x", ayref="y", text="",
+                      showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=color,
+                      standoff=standoff, startstandoff=standoff, opacity=opacity))
+
+
+def _flow_arrows(notes: list[dict], xs: list[int], w: int, n_lstm: int):
+    """The upward flow at every position, then the recurrence along each biLSTM row (coloured where it feeds w)."""
+    for i in xs:  # upward flow
+        _arrow(notes, (i, 0.15), _cell(i, "cnn"), "#888")
+        _arrow(notes, _cell(i, "cnn"), _cell(i, "hw"), "#888")
+        _arrow(notes, _cell(i, "hw"), _cell(i, "f1"), "#999" if _feeds(i, "f1", w) else OFF)
+        _arrow(notes, _cell(i, "hw"), _cell(i, "b1"), "#999" if _feeds(i, "b1", w) else OFF)
+        for j in range(2, n_lstm + 1):
+            _arrow(notes, _cell(i, f"f{j - 1}"), _cell(i, f"f{j}"), FWD if _feeds(i, "f1", w) else OFF)
+            _arrow(notes, _cell(i, f"b{j - 1}"), _cell(i, f"b{j}"), BWD if _feeds(i, "b1", w) else OFF)
+    for j in range(1, n_lstm + 1):  # recurrence
+        for i in xs[:-1]:
+            _arrow(notes, _cell(i, f"f{j}"), _cell(i + 1, f"f{j}"), FWD if i + 1 <= w else OFF, 1.6)
+            _arrow(notes, _cell(i + 1, f"b{j}"), _cell(i, f"b{j}"), BWD if i >= w else OFF, 1.6)
+
+
+def _cell_traces(tokens: list[str], states: dict, xs: list[int], w: int, labels: dict[str, str],
+                 row_labels: list[str]) -> list[dict]:
+    """One row of square cells per state (the token layer twice, then each direction of each biLSTM layer); hover
+    shows the state's norm and the words it has read."""
+    n_lstm = (len(states) - 1) // 2
+    read = labels["has_read"]
+
+    def seen(i: int, key: str) -> str:
+        ctx = tokens[:i + 1] if key[0] == "f" else (tokens[i:] if key[0] == "b" else [tokens[i]])
+        s = " ".join(ctx)
+        return escape(s if len(s) <= 60 else (s[:57] + "…"))
+
+    traces = []
+    for key in ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]:
+        lengths = norms(states["x"] if key in ("cnn", "hw") else states[key])
+        if key in ("cnn", "hw"):
+            base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
+        else:
+            base = FWD if key[0] == "f" else BWD
+            label = f"biLSTM {key[1:]} " + ("→ " + labels["forward"] if key[0] == "f" else "← " + labels["backward"])
+        pts = [_cell(i, key) for i in xs]
+        traces.append(dict(
+            type="scatter", x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", showlegend=False,
+            marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
+                        color=[base if _feeds(i, key, w) else OFF for i in xs],
+                        line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
+            customdata=[[escape(tokens[i]), f"{lengths[i]:.2f}", seen(i, key)] for i in xs],
+            hovertemplate=f"{escape(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
+    return traces
+
+
 def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, labels: dict[str, str],
                         max_tokens: int = 14) -> go.Figure:
     """ELMo drawn with the sentence flowing through it: words -> char-CNN -> highway -> biLSTM 1 -> biLSTM 2,
@@ -85,61 +148,12 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     w = int(np.clip(word_index, 0, T - 1))
     a, b = window(T, w, max_tokens)
     xs = list(range(a, b))
-    dx, dy = 0.2, 0.17  # forward cells sit up-left of the position, backward cells down-right
     row_labels = [labels["words"], labels["char_cnn"], "highway → x"]
     row_labels += [f"biLSTM {j}" for j in range(1, n_lstm + 1)]
     top_y = len(row_labels) - 1 + 0.9
-    read = labels["has_read"]
-    traces: list[dict] = []
     notes: list[dict] = []  # the figure is built from dicts in one go (add_* calls re-validate ~50 ms in all)
-
-    def seen(i: int, key: str) -> str:
-        ctx = tokens[:i + 1] if key[0] == "f" else (tokens[i:] if key[0] == "b" else [tokens[i]])
-        s = " ".join(ctx)
-        return escape(s if len(s) <= 60 else (s[:57] + "…"))
-
-    def pos(i: int, key: str) -> tuple[float, float]:
-        if key == "cnn":
-            return i, 1
-        if key == "hw":
-            return i, 2
-        j = int(key[1:])
-        return (i - dx, 2 + j + dy) if key[0] == "f" else (i + dx, 2 + j - dy)
-
-    def arrow(p, q, color, width=1.2, standoff=9, opacity=1.0):
-        notes.append(dict(x=q[0], y=q[1], ax=p[0], ay=p[1], xref="x", yref="y", axref="x", ayref="y", text="",
-                          showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=color,
-                          standoff=standoff, startstandoff=standoff, opacity=opacity))
-
-    for i in xs:  # upward flow
-        arrow((i, 0.15), pos(i, "cnn"), "#888")
-        arrow(pos(i, "cnn"), pos(i, "hw"), "#888")
-        arrow(pos(i, "hw"), pos(i, "f1"), "#999" if _feeds(i, "f1", w) else OFF)
-        arrow(pos(i, "hw"), pos(i, "b1"), "#999" if _feeds(i, "b1", w) else OFF)
-        for j in range(2, n_lstm + 1):
-            arrow(pos(i, f"f{j - 1}"), pos(i, f"f{j}"), FWD if _feeds(i, "f1", w) else OFF)
-            arrow(pos(i, f"b{j - 1}"), pos(i, f"b{j}"), BWD if _feeds(i, "b1", w) else OFF)
-    for j in range(1, n_lstm + 1):  # recurrence
-        for i in xs[:-1]:
-            arrow(pos(i, f"f{j}"), pos(i + 1, f"f{j}"), FWD if i + 1 <= w else OFF, 1.6)
-            arrow(pos(i + 1, f"b{j}"), pos(i, f"b{j}"), BWD if i >= w else OFF, 1.6)
-    keys = ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]
-    for key in keys:
-        vec = states["x"] if key in ("cnn", "hw") else states[key]
-        lengths = norms(vec)
-        if key in ("cnn", "hw"):
-            base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
-        else:
-            base = FWD if key[0] == "f" else BWD
-            label = f"biLSTM {key[1:]} " + ("→ " + labels["forward"] if key[0] == "f" else "← " + labels["backward"])
-        pts = [pos(i, key) for i in xs]
-        traces.append(dict(
-            type="scatter", x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", showlegend=False,
-            marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
-                        color=[base if _feeds(i, key, w) else OFF for i in xs],
-                        line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
-            customdata=[[escape(tokens[i]), f"{lengths[i]:.2f}", seen(i, key)] for i in xs],
-            hovertemplate=f"{escape(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
+    _flow_arrows(notes, xs, w, n_lstm)
+    traces = _cell_traces(tokens, states, xs, w, labels, row_labels)
     traces.append(dict(type="scatter", x=xs, y=[0] * len(xs), mode="text", text=[escape(tokens[i]) for i in xs],
                        textfont=dict(size=[19 if i == w else 15 for i in xs],
                                      color=["#d62728" if i == w else "#000" for i in xs], family=CJK_FONT),
@@ -147,7 +161,7 @@ def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, 
     traces.append(dict(type="scatter", x=[w], y=[top_y], mode="markers+text", text=[labels["mix"]], textposition="top center",
                        marker=dict(symbol="diamond", size=24, color="#9467bd"), hoverinfo="skip", showlegend=False))
     for key in ("hw", f"f{n_lstm}", f"b{n_lstm}"):
-        arrow(pos(w, key), (w, top_y), "#9467bd", 1.2, 10, 0.7)
+        _arrow(notes, _cell(w, key), (w, top_y), "#9467bd", 1.2, 10, 0.7)
     notes.append(dict(x=a - 0.6, y=-0.45, xref="x", yref="y", xanchor="left", showarrow=False, font=dict(color="#555", size=12),
                        text=("<span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s"
                              % (FWD, labels["fwd_lm"], BWD, labels["bwd_lm"], OFF, labels["off"]))))
