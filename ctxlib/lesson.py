@@ -29,6 +29,7 @@ MAX_STEPS = 100
 MAX_TEXT = 2000  # characters of one text (question, answer, note)
 MAX_INPUT = 300  # characters of one model input (a sentence, a prompt)
 TOPK = 5
+ENGLISH = "@english"  # in a cosine step's models: every registered English model (CTXLAB_MODELS; lessons/english.json)
 POSITIONS_MAX = 40  # characters of a positions step's sentence (ctxlib.mechanics.MAX_CHARS)
 
 # kind -> {param: (type code, required)}; type codes: text, texts (list of 2..6 texts), int, models, model
@@ -224,7 +225,8 @@ def _param(name: str, v, typ: str, n: int) -> None:
         names = [v] if typ == "model" else v
         if not isinstance(names, list) or not names or not all(isinstance(x, str) for x in names):
             raise bad
-        allowed = kinds.names(shipped=True, view="attention") if typ == "model" else kinds.names(shipped=True)
+        allowed = (kinds.names(shipped=True, view="attention") if typ == "model"
+                   else (*kinds.names(shipped=True), ENGLISH))
         for x in names:
             if x not in allowed:
                 raise LessonError("bad_model", n, model=x[:40], models=", ".join(allowed))

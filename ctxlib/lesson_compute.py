@@ -25,6 +25,30 @@ def compute(step: Step, load_model, paragraphs=None) -> dict:
     return fn(p, load_model, paragraphs)
 
 
+def english_models(load_model) -> list[str]:
+    """The registered models (CTXLAB_MODELS, models.toml) that load and read English, in their order."""
+    from .registered import extra_models
+
+    out = []
+    for e in extra_models():
+        try:
+            if getattr(load_model(e.name), "language", "zh") == "en":
+                out.append(e.name)
+        except Exception:  # noqa: BLE001 - a model that does not load is not offered
+            continue
+    return out
+
+
+def expand_models(models, load_model) -> list[str]:
+    """A step's models with lesson.ENGLISH replaced by the registered English models."""
+    from .lesson import ENGLISH
+
+    out = []
+    for m in models:
+        out += english_models(load_model) if m == ENGLISH else [m]
+    return out
+
+
 def _cosine(p: dict, load_model, _=None) -> dict:
     """The word's vector in sentence 1 against sentences 2..n, per model at its top layer (and whether word2vec
     knows the word: an unknown word gets a zero vector, which says nothing)."""
@@ -32,7 +56,7 @@ def _cosine(p: dict, load_model, _=None) -> dict:
     from .vecmath import cosine
 
     rows, oov, failed = [], [], []
-    for m in p.get("models") or kinds.names(shipped=True):
+    for m in expand_models(p.get("models") or kinds.names(shipped=True), load_model):
         try:
             enc = load_model(m)
         except Exception as e:  # noqa: BLE001 - a missing model leaves the others

@@ -134,3 +134,27 @@ def test_the_app_without_registered_models_never_imports_transformers(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-2:] == ["False", "False"]
+
+
+def test_the_english_lesson_runs_on_the_registered_english_model(registered_env):
+    from ctxlib import lesson
+
+    les = lesson.load("english")
+    at = _run("0_Lesson.py", lesson="english")
+    assert at.header[0].value == les.steps[0].text("title", "en")
+    at.button(key="lesson_reveal_btn").click().run()
+    assert not at.exception
+    answer = " ".join(m.value for m in at.success if "clearly closer" in m.value)
+    assert answer and "{closer}" not in answer and ("tiny-en-bert" in answer or "no model" in answer)
+    chart = at.get("plotly_chart")[0].proto.spec
+    assert "tiny-en-bert" in chart and "elmo" not in chart  # the English model's cosines, not the shipped ones
+    assert not [w for w in at.warning if "English model" in w.value]
+
+
+def test_the_english_lesson_without_an_english_model_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv(registered.ENV, "")
+    monkeypatch.setenv(registered.FILE_ENV, str(tmp_path / "none.toml"))
+    at = _run("0_Lesson.py", lesson="english")
+    at.button(key="lesson_reveal_btn").click().run()
+    assert not at.exception
+    assert any("register one with CTXLAB_MODELS" in w.value for w in at.warning)

@@ -71,7 +71,10 @@ def source() -> tuple[lesson.Lesson | None, str, str | None]:
 def missing_models(step: lesson.Step) -> list[str]:
     """The step's models that do not load, each named with its build command (cosine steps show the others)."""
     out = []
-    for m in step.models():
+    if lesson.ENGLISH in step.models() and not lesson_compute.english_models(loaders.load_encoder):
+        out.append(lesson.ENGLISH)
+        st.warning(msg("lesson.no_english_model"))
+    for m in (m for m in step.models() if m != lesson.ENGLISH):
         if loaders.try_load(m)[1] is not None:
             out.append(m)
             st.warning(msg("common.model_unavailable", model=m) + f"`{checkpoint.rebuild_command(m)}`")
