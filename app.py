@@ -3,6 +3,7 @@ models that are loaded.
 
 The sidebar's page list is built here with st.navigation, so page names and browser tab titles follow the interface
 language; every page keeps the URL path Streamlit gave it from its file name (/Type_vs_token, ...), so old links work."""
+
 import time
 from pathlib import Path
 
@@ -39,8 +40,10 @@ def home() -> None:
     for line in registered.problems():  # models.toml that cannot be read
         st.caption(widgets.escape_md(line))
     missing = [m for m, err in status.items() if err is not None and not loaders.is_registered(m)]
-    with widgets.for_teachers([msg("teachers.record")] + [widgets.command_line(
-            "teachers.build", checkpoint.rebuild_command(m), model=m) for m in missing]):
+    with widgets.for_teachers(
+        [msg("teachers.record")]
+        + [widgets.command_line("teachers.build", checkpoint.rebuild_command(m), model=m) for m in missing]
+    ):
         st.markdown(f"**{msg('teachers.training')}**")
         st.dataframe(widgets.training_rows(loaded), hide_index=True)
         st.markdown(f"**{msg('teachers.full_record')}**")  # one element for all models (each element is a message)

@@ -12,6 +12,7 @@
    system /usr/bin/chromium), waits for every chart, and saves a PNG (and one per tab of the attention page).
 Prints one JSON object; CTXLIB_CHECKPOINTS selects the checkpoints (default checkpoints/).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,14 @@ def time_page(name: str, n: int) -> dict:
         assert not at.exception, at.exception
         widget.append(_ms(at, name))
     med = lambda xs: round(statistics.median(xs), 1) if xs else None  # noqa: E731
-    return {"first_run_s": round(first, 2), "new_sentence_ms": [round(x, 1) for x in new], "new_sentence_median_ms": med(new),
-            "rerun_same_median_ms": med(same), "widget_change_median_ms": med(widget), "widget_ms": [round(x, 1) for x in widget]}
+    return {
+        "first_run_s": round(first, 2),
+        "new_sentence_ms": [round(x, 1) for x in new],
+        "new_sentence_median_ms": med(new),
+        "rerun_same_median_ms": med(same),
+        "widget_change_median_ms": med(widget),
+        "widget_ms": [round(x, 1) for x in widget],
+    }
 
 
 def time_live(seconds: int) -> dict:
@@ -104,10 +111,18 @@ def time_live(seconds: int) -> dict:
     assert not at.exception, at.exception
     res = at.session_state["elmo_live_result"]
     task, lam = res["task"], res["l2"]
-    return {"task": task, "lambda": lam, "max_seconds": seconds, "wall_s": round(wall, 1),
-            "library_seconds": res.get("seconds"), "steps": len(res.get("history") or []),
-            "mix_weights": [round(x, 3) for x in res["mix_weights"]], "gamma": round(res["gamma"], 3),
-            "score": round(res["score"], 4), "n_train": res.get("n_train")}
+    return {
+        "task": task,
+        "lambda": lam,
+        "max_seconds": seconds,
+        "wall_s": round(wall, 1),
+        "library_seconds": res.get("seconds"),
+        "steps": len(res.get("history") or []),
+        "mix_weights": [round(x, 3) for x in res["mix_weights"]],
+        "gamma": round(res["gamma"], 3),
+        "score": round(res["score"], 4),
+        "n_train": res.get("n_train"),
+    }
 
 
 def screens(out: Path) -> dict:
@@ -117,14 +132,22 @@ def screens(out: Path) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                               "--server.port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     shots = {}
     try:
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
-            for url, height in (("ELMo_layers", 5000), ("BERT_attention", 1900), ("BERT_pretraining", 3400),
-                                ("BERT_attention?lang=zh&b=它的电池也很耐用", 1900)):
+            for url, height in (
+                ("ELMo_layers", 5000),
+                ("BERT_attention", 1900),
+                ("BERT_pretraining", 3400),
+                ("BERT_attention?lang=zh&b=它的电池也很耐用", 1900),
+            ):
                 pg = b.new_page(viewport={"width": 1400, "height": height})
                 t0 = time.time()
                 for _ in range(60):  # the server may still be starting
@@ -137,7 +160,10 @@ def screens(out: Path) -> dict:
                 _settle(pg)
                 tag = url.replace("?", "_").replace("=", "-").replace("&", "_")[:40]
                 pg.screenshot(path=str(out / f"{tag}.png"))
-                shots[tag] = {"s": round(time.time() - t0, 1), "exceptions": pg.locator("[data-testid='stException']").count()}
+                shots[tag] = {
+                    "s": round(time.time() - t0, 1),
+                    "exceptions": pg.locator("[data-testid='stException']").count(),
+                }
                 if url.startswith("BERT_attention"):
                     for i, tab in enumerate(pg.get_by_role("tab").all()[1:], start=1):
                         tab.click()
@@ -177,8 +203,12 @@ def main() -> int:
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     from ctxlib import checkpoint
 
-    res = {"checkpoints": str(checkpoint.CHECKPOINT_DIR), "cpu_count": os.cpu_count(),
-           "load_avg_start": os.getloadavg()[0], "pages": {}}
+    res = {
+        "checkpoints": str(checkpoint.CHECKPOINT_DIR),
+        "cpu_count": os.cpu_count(),
+        "load_avg_start": os.getloadavg()[0],
+        "pages": {},
+    }
     for name in [p for p in args.pages.split(",") if p]:
         res["pages"][name] = time_page(name, args.sentences)
         print(name, json.dumps(res["pages"][name]), file=sys.stderr)

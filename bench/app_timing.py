@@ -11,6 +11,7 @@
 3. With --screens, saves a full-page PNG of the home page and every page in pages/.
 Prints one JSON object with the figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,15 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TEN = """苹果真好吃，又甜又脆。 | 水果
 妈妈去市场买了一袋红富士苹果。 | 水果
 秋天到了，果园里的苹果都熟了。 | 水果
@@ -64,8 +72,10 @@ def server_times(log: Path, page: str) -> list[float]:
 
 def shoot(page, path: str) -> None:
     """Full-page PNG: Streamlit scrolls inside its main block, so grow the viewport to the content first."""
-    h = page.evaluate("() => Math.max(...[...document.querySelectorAll('[data-testid=stMainBlockContainer], "
-                      "[data-testid=stSidebarContent]')].map(e => e.scrollHeight), 800)")
+    h = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMainBlockContainer], "
+        "[data-testid=stSidebarContent]')].map(e => e.scrollHeight), 800)"
+    )
     page.set_viewport_size({"width": 1400, "height": min(int(h) + 120, 7000)})
     page.wait_for_timeout(1200)  # plotly charts resize
     page.screenshot(path=path, full_page=True)
@@ -95,9 +105,25 @@ def main() -> int:
         browser = p.chromium.launch(executable_path=os.environ.get("CTXLAB_CHROMIUM", "/usr/bin/chromium"), args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                                 "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             while True:
                 try:
@@ -118,8 +144,9 @@ def main() -> int:
                 Path(a.screens).mkdir(parents=True, exist_ok=True)
                 shoot(page, f"{a.screens}/home_{a.lang}.png")
 
-            q = urllib.parse.urlencode({"lang": a.lang, "set": "苹果", "word": "苹果", "s": TEN,
-                                        "models": "word2vec,elmo,bert"})
+            q = urllib.parse.urlencode(
+                {"lang": a.lang, "set": "苹果", "word": "苹果", "s": TEN, "models": "word2vec,elmo,bert"}
+            )
             t1 = time.perf_counter()
             page.goto(f"{url}/Type_vs_token?{q}")
             wait_done(page)
@@ -140,10 +167,16 @@ def main() -> int:
                 rtt.append((time.perf_counter() - t2) * 1000)
                 page.wait_for_timeout(200)
             warm = server_times(log, "type_token")[n0:]
-            res["warm_type_token_server_ms"] = {"n": len(warm), "median": round(statistics.median(warm), 1) if warm else None,
-                                                "min": round(min(warm), 1) if warm else None,
-                                                "max": round(max(warm), 1) if warm else None}
-            res["warm_type_token_browser_roundtrip_ms"] = {"median": round(statistics.median(rtt), 1), "max": round(max(rtt), 1)}
+            res["warm_type_token_server_ms"] = {
+                "n": len(warm),
+                "median": round(statistics.median(warm), 1) if warm else None,
+                "min": round(min(warm), 1) if warm else None,
+                "max": round(max(warm), 1) if warm else None,
+            }
+            res["warm_type_token_browser_roundtrip_ms"] = {
+                "median": round(statistics.median(rtt), 1),
+                "max": round(max(rtt), 1),
+            }
             if a.screens:
                 shoot(page, f"{a.screens}/type_token_{a.lang}.png")
                 for i, name in ((2, "segmentation"),):

@@ -22,6 +22,7 @@ its mean; fine-tuning also prints the learning curve, train and valid accuracy a
 Session 13, the sense-tuned BERT, valid accuracy: [CLS] 1e-4 x 3 epochs 0.786 (seed 0), mean head 2e-4 x 4 epochs
 0.824 over seeds 0-2 (taken: finetune.EPOCHS/LR/HEAD), frozen features 0.821 +- 0.003; other recipes in finetune.py.
 """
+
 import argparse
 import inspect
 import json
@@ -39,9 +40,20 @@ from ctxlib.evaluation import finetune, tasks  # noqa: E402
 from ctxlib.evaluation.finetune import fine_tune, predict  # noqa: E402
 from ctxlib.models.bert import BertModel  # noqa: E402
 
-KEYS = {"lr": float, "epochs": int, "batch": int, "head": str, "dropout": float, "llrd": float, "weight_decay": float,
-        "clip": float, "warmup": float, "truncate": str, "select": int,
-        "decay_all": lambda v: v in ("1", "true", "True")}
+KEYS = {
+    "lr": float,
+    "epochs": int,
+    "batch": int,
+    "head": str,
+    "dropout": float,
+    "llrd": float,
+    "weight_decay": float,
+    "clip": float,
+    "warmup": float,
+    "truncate": str,
+    "select": int,
+    "decay_all": lambda v: v in ("1", "true", "True"),
+}
 
 
 class _Stop(Exception):
@@ -95,13 +107,27 @@ def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool, screen_see
     names = enc.layer_names
     t0 = time.time()
     if probes:
-        emit({"frozen": "logistic probe on [CLS] per layer", "layers": names,
-              "dev_acc": [round(analysis.probe_accuracy(ctr[:, j], ytr, cdv[:, j], ydv), 4) for j in range(len(names))],
-              "seconds": round(time.time() - t0, 1)})
+        emit(
+            {
+                "frozen": "logistic probe on [CLS] per layer",
+                "layers": names,
+                "dev_acc": [
+                    round(analysis.probe_accuracy(ctr[:, j], ytr, cdv[:, j], ydv), 4) for j in range(len(names))
+                ],
+                "seconds": round(time.time() - t0, 1),
+            }
+        )
         t0 = time.time()
-        emit({"frozen": "logistic probe on mean-pooled characters per layer", "layers": names,
-              "dev_acc": [round(analysis.probe_accuracy(mtr[:, j], ytr, mdv[:, j], ydv), 4) for j in range(len(names))],
-              "seconds": round(time.time() - t0, 1)})
+        emit(
+            {
+                "frozen": "logistic probe on mean-pooled characters per layer",
+                "layers": names,
+                "dev_acc": [
+                    round(analysis.probe_accuracy(mtr[:, j], ytr, mdv[:, j], ydv), 4) for j in range(len(names))
+                ],
+                "seconds": round(time.time() - t0, 1),
+            }
+        )
     wv = Vocab.build(wtr, min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
     itr, idv = [wv.encode(w) for w in wtr], [wv.encode(w) for w in wdv]
 
@@ -112,14 +138,31 @@ def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool, screen_see
             std = lambda f: tasks.std_one(f, tok)  # noqa: E731
         accs, mixes, t0 = [], [], time.time()
         for seed in seeds:
-            m, p = tasks.train_task_model((itr, feats_tr, list(ytr)), (idv, feats_dv, list(ydv)), use, 2, wv.itos, True,
-                                          std=std, epochs=tasks_epochs(), seed=seed, device="cpu")
+            m, p = tasks.train_task_model(
+                (itr, feats_tr, list(ytr)),
+                (idv, feats_dv, list(ydv)),
+                use,
+                2,
+                wv.itos,
+                True,
+                std=std,
+                epochs=tasks_epochs(),
+                seed=seed,
+                device="cpu",
+            )
             accs.append(float((np.asarray(p) == ydv).mean()))
             if m.mix is not None:
                 mixes.append([round(x, 3) for x in m.mix.weights().tolist()])
-        emit({"frozen": label, "dev_acc": [round(x, 4) for x in accs], "mean": round(float(np.mean(accs)), 4),
-              "sem": round(float(np.std(accs, ddof=1) / np.sqrt(len(accs))), 4) if len(accs) > 1 else None,
-              "mix_weights": mixes or None, "seconds": round(time.time() - t0, 1)})
+        emit(
+            {
+                "frozen": label,
+                "dev_acc": [round(x, 4) for x in accs],
+                "mean": round(float(np.mean(accs)), 4),
+                "sem": round(float(np.std(accs, ddof=1) / np.sqrt(len(accs))), 4) if len(accs) > 1 else None,
+                "mix_weights": mixes or None,
+                "seconds": round(time.time() - t0, 1),
+            }
+        )
 
     screen = screen_seeds or seeds
     task_model("task model, BERT ScalarMix as input", ftr, fdv, "input")
@@ -132,7 +175,9 @@ def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool, screen_see
             print(f"# {name} features in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
             task_model(f"task model, {name} as input", otr, odv, "input", screen)
     task_model("task model, BERT ScalarMix concatenated to the biLSTM", ftr, fdv, "concat", screen)
-    task_model("task model, BERT top layer only as input", [f[:, -1:] for f in ftr], [f[:, -1:] for f in fdv], "input", screen)
+    task_model(
+        "task model, BERT top layer only as input", [f[:, -1:] for f in ftr], [f[:, -1:] for f in fdv], "input", screen
+    )
 
 
 def main():
@@ -141,14 +186,23 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--recipes", default="", help="fine-tuning recipes, ';'-separated key=value lists (see above)")
     ap.add_argument("--curves", action="store_true", help="score the dev reviews after every epoch (costs a pass)")
-    ap.add_argument("--stop-after", type=int, default=0,
-                    help="stop each run after this many epochs of its schedule (a cheap screen; with --curves)")
+    ap.add_argument(
+        "--stop-after",
+        type=int,
+        default=0,
+        help="stop each run after this many epochs of its schedule (a cheap screen; with --curves)",
+    )
     ap.add_argument("--untrained", action="store_true", help="fine-tune a randomly initialised copy instead")
     ap.add_argument("--features", action="store_true", help="the frozen-feature recipes")
     ap.add_argument("--others", action="store_true", help="with --features: the task model alone, with ELMo, word2vec")
     ap.add_argument("--no-probes", action="store_true", help="with --features: skip the logistic probes")
-    ap.add_argument("--screen-seeds", type=int, nargs="+", default=None,
-                    help="with --features: seeds for every frozen recipe but BERT's ScalarMix input (default: --seeds)")
+    ap.add_argument(
+        "--screen-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="with --features: seeds for every frozen recipe but BERT's ScalarMix input (default: --seeds)",
+    )
     ap.add_argument("--cache", default="/tmp/ctxlab-bert-dev", help="folder for the frozen BERT features ('' = none)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
@@ -159,11 +213,28 @@ def main():
     xtr, xdv = ["".join(w) for w in wtr], ["".join(w) for w in wdv]
     ytr, ydv = np.array(ytr), np.array(ydv)
     cut = enc.model.cfg.max_len - 2
-    emit({"train": len(xtr), "dev": len(xdv), "dev_majority": round(max(ydv.mean(), 1 - ydv.mean()), 4),
-          "train_chars_median": int(np.median([len(t) for t in xtr])),
-          "train_truncated_share": round(float(np.mean([len(enc.tokenizer.encode(t)) > cut for t in xtr])), 4)})
+    emit(
+        {
+            "train": len(xtr),
+            "dev": len(xdv),
+            "dev_majority": round(max(ydv.mean(), 1 - ydv.mean()), 4),
+            "train_chars_median": int(np.median([len(t) for t in xtr])),
+            "train_truncated_share": round(float(np.mean([len(enc.tokenizer.encode(t)) > cut for t in xtr])), 4),
+        }
+    )
     if a.features:
-        run_features(enc, wtr, ytr, wdv, ydv, a.seeds, Path(a.cache) if a.cache else None, a.others, a.screen_seeds, not a.no_probes)
+        run_features(
+            enc,
+            wtr,
+            ytr,
+            wdv,
+            ydv,
+            a.seeds,
+            Path(a.cache) if a.cache else None,
+            a.others,
+            a.screen_seeds,
+            not a.no_probes,
+        )
     model = enc.model
     if a.untrained:
         torch.manual_seed(0)
@@ -192,21 +263,40 @@ def main():
 
             stopped = False
             try:
-                clf = fine_tune(model, enc.tokenizer, [xtr[i] for i in tr_idx], ytr[tr_idx], seed=seed, select=sel,
-                                epoch_callback=at_epoch, **rec)
+                clf = fine_tune(
+                    model,
+                    enc.tokenizer,
+                    [xtr[i] for i in tr_idx],
+                    ytr[tr_idx],
+                    seed=seed,
+                    select=sel,
+                    epoch_callback=at_epoch,
+                    **rec,
+                )
             except _Stop as stop:
                 clf, stopped = stop.clf, True
                 clf.eval()
             for pt, h in zip(curve, clf.history):
                 if "select_acc" in h:
                     pt["select_acc"] = round(h["select_acc"], 4)
-            accs.append(curve[-1]["dev_acc"] if stopped and "dev_acc" in curve[-1]
-                        else float((predict(clf, enc.tokenizer, xdv) == ydv).mean()))
+            accs.append(
+                curve[-1]["dev_acc"]
+                if stopped and "dev_acc" in curve[-1]
+                else float((predict(clf, enc.tokenizer, xdv) == ydv).mean())
+            )
             curves.append(curve)
             best.append(getattr(clf, "best_epoch", None))
-        emit({"encoder": "untrained" if a.untrained else "pretrained", "recipe": spec,
-              "dev_acc": [round(x, 4) for x in accs], "mean": round(float(np.mean(accs)), 4),
-              "best_epoch": best if n_sel else None, "curves": curves, "seconds": round(time.time() - t0, 1)})
+        emit(
+            {
+                "encoder": "untrained" if a.untrained else "pretrained",
+                "recipe": spec,
+                "dev_acc": [round(x, 4) for x in accs],
+                "mean": round(float(np.mean(accs)), 4),
+                "best_epoch": best if n_sel else None,
+                "curves": curves,
+                "seconds": round(time.time() - t0, 1),
+            }
+        )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ CPU seconds in the 3 s after the last one say whether abandoned runs were stoppe
 Loopback only: the script refuses any host that is not 127.0.0.0/8 or ::1, and --start binds 127.0.0.1.
 Prints one JSON line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,12 +47,56 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_STUDENTS, MAX_RUNS, MAX_CYCLES = 200, 50, 2000
 
 # -- what each student types (written for ctxlab: varied by a name and a detail, so every student's text differs) --
-NAMES = ["小明", "小红", "小刚", "小丽", "阿强", "阿珍", "老王", "李雷", "韩梅梅", "张伟", "王芳", "刘洋", "陈静", "杨帆", "赵磊",
-         "黄婷", "周杰", "吴敏", "徐浩", "孙悦", "马超", "朱琳", "胡军", "郭靖", "林涛", "何佳", "高远", "罗兰", "梁晨", "宋雨"]
-FRUIT = ["{who}每天吃{n}个苹果", "这个苹果又甜又脆，{who}很喜欢", "{who}在市场买了{n}斤红富士苹果", "秋天到了，{who}家的苹果熟了",
-         "{who}把苹果削了皮，切成{n}块", "{who}说青苹果有点酸", "果园里的苹果树结了{n}个果子", "{who}用苹果做了果酱"]
-BRAND = ["苹果公司发布了新手机，{who}想买", "{who}的苹果电脑又要更新系统了", "{who}在苹果的专卖店排了{n}个小时",
-         "苹果的股价今天涨了{n}个百分点", "{who}用苹果手机拍了{n}张照片", "这家店是苹果的授权经销商，{who}去修了手机"]
+NAMES = [
+    "小明",
+    "小红",
+    "小刚",
+    "小丽",
+    "阿强",
+    "阿珍",
+    "老王",
+    "李雷",
+    "韩梅梅",
+    "张伟",
+    "王芳",
+    "刘洋",
+    "陈静",
+    "杨帆",
+    "赵磊",
+    "黄婷",
+    "周杰",
+    "吴敏",
+    "徐浩",
+    "孙悦",
+    "马超",
+    "朱琳",
+    "胡军",
+    "郭靖",
+    "林涛",
+    "何佳",
+    "高远",
+    "罗兰",
+    "梁晨",
+    "宋雨",
+]
+FRUIT = [
+    "{who}每天吃{n}个苹果",
+    "这个苹果又甜又脆，{who}很喜欢",
+    "{who}在市场买了{n}斤红富士苹果",
+    "秋天到了，{who}家的苹果熟了",
+    "{who}把苹果削了皮，切成{n}块",
+    "{who}说青苹果有点酸",
+    "果园里的苹果树结了{n}个果子",
+    "{who}用苹果做了果酱",
+]
+BRAND = [
+    "苹果公司发布了新手机，{who}想买",
+    "{who}的苹果电脑又要更新系统了",
+    "{who}在苹果的专卖店排了{n}个小时",
+    "苹果的股价今天涨了{n}个百分点",
+    "{who}用苹果手机拍了{n}张照片",
+    "这家店是苹果的授权经销商，{who}去修了手机",
+]
 
 
 def student_params(page: str, i: int, seed: int) -> dict[str, str]:
@@ -66,7 +111,9 @@ def student_params(page: str, i: int, seed: int) -> dict[str, str]:
         a, b = rng.sample(FRUIT, 2)
         return {"word": "苹果", "a": fill(a), "b": fill(b), "c": fill(rng.choice(BRAND))}
     if page == "Type_vs_token":
-        lines = [f"{fill(t)} | 水果" for t in rng.sample(FRUIT, 5)] + [f"{fill(t)} | 品牌" for t in rng.sample(BRAND, 5)]
+        lines = [f"{fill(t)} | 水果" for t in rng.sample(FRUIT, 5)] + [
+            f"{fill(t)} | 品牌" for t in rng.sample(BRAND, 5)
+        ]
         rng.shuffle(lines)
         return {"word": "苹果", "s": "\n".join(lines)}
     return {}
@@ -98,7 +145,9 @@ def scan(fwd, tally: dict) -> str | None:
         what = el.WhichOneof("type")
         if what == "exception":
             tally["exceptions"] += 1
-            tally["first_error"] = tally["first_error"] or f"exception {el.exception.type}: {el.exception.message[:200]}"
+            tally["first_error"] = (
+                tally["first_error"] or f"exception {el.exception.type}: {el.exception.message[:200]}"
+            )
         elif what == "alert" and el.alert.format == Alert.ERROR:
             tally["error_alerts"] += 1
             tally["first_error"] = tally["first_error"] or f"st.error: {el.alert.body[:200]}"
@@ -130,8 +179,9 @@ def rerun_msg(query: str, page: str, page_hash: str = "", widgets=(), fragment_i
     return back.SerializeToString()
 
 
-async def one_session(uri: str, query: str, page: str, runs: int, timeout: float, leave_after: float | None = None
-                      ) -> list[dict]:
+async def one_session(
+    uri: str, query: str, page: str, runs: int, timeout: float, leave_after: float | None = None
+) -> list[dict]:
     """Connect, run the page `runs` times (the first a fresh session, the rest reruns), disconnect: a dict per run.
     A rerun here sends no widget values (a browser sends them all), so a page whose widgets hold state may draw less
     than a browser's rerun: the bench uses runs=1 and reloads. With `leave_after`, the student closes the tab that
@@ -140,8 +190,15 @@ async def one_session(uri: str, query: str, page: str, runs: int, timeout: float
     from websockets.asyncio.client import connect
 
     out = []
-    async with connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout, close_timeout=5,
-                       ping_interval=None, compression=None) as ws:
+    async with connect(
+        uri,
+        subprotocols=["streamlit"],
+        max_size=None,
+        open_timeout=timeout,
+        close_timeout=5,
+        ping_interval=None,
+        compression=None,
+    ) as ws:
         page_hash = ""
         for run in range(runs):
             tally = new_tally()
@@ -162,8 +219,15 @@ async def one_session(uri: str, query: str, page: str, runs: int, timeout: float
                     page_hash = fwd.new_session.page_script_hash or page_hash
                 done = scan(fwd, tally)
             left_early = done is None and leave_after is not None
-            out.append({"s": None if left_early else time.perf_counter() - t0, "run": run + 1, "left": left_early,
-                        "timed_out": done is None and not left_early, **tally})
+            out.append(
+                {
+                    "s": None if left_early else time.perf_counter() - t0,
+                    "run": run + 1,
+                    "left": left_early,
+                    "timed_out": done is None and not left_early,
+                    **tally,
+                }
+            )
             if done is None:
                 break  # a session stuck past --timeout is not rerun
     return out
@@ -214,8 +278,16 @@ def rss_mb(pid: int | None) -> dict:
     return {"rss": round(kb.get("VmRSS", 0) / 1024, 1), "peak": round(kb.get("VmHWM", 0) / 1024, 1)}
 
 
-def wait_idle(pid: int | None, max_s: float, window: float = 2.0, share: float = 0.05, *, cpu=None,
-              clock=time.perf_counter, sleep=time.sleep) -> float | None:
+def wait_idle(
+    pid: int | None,
+    max_s: float,
+    window: float = 2.0,
+    share: float = 0.05,
+    *,
+    cpu=None,
+    clock=time.perf_counter,
+    sleep=time.sleep,
+) -> float | None:
     """Wait until `pid` uses under `share` of a core over `window` seconds (the server's background warm-up is done),
     at most `max_s` seconds; returns the seconds waited (None: no pid, or not idle by then). `cpu(pid)` (default
     `cpu_s`), `clock` and `sleep` can be replaced, so a test does not depend on how loaded the machine is."""
@@ -264,10 +336,26 @@ def wait_health(host: str, port: int, wait_s: float, proc: subprocess.Popen | No
 
 def start_server(app: str, port: int, wait_s: float, env: dict | None = None) -> subprocess.Popen:
     """`streamlit run app` on 127.0.0.1:port, headless; returns once /_stcore/health answers (or raises)."""
-    cmd = [sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        app,
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     if wait_health("127.0.0.1", port, wait_s, proc):
         return proc
     if proc.poll() is not None:
@@ -304,11 +392,14 @@ def load_avg() -> str:
 
 def query_for(page: str, i: int, seed: int, lang: str, extra: str = "") -> str:
     """Student i's query string: lang, its own sentences, then `extra` ("k=v&..." from --query) over them."""
-    return urllib.parse.urlencode({"lang": lang, **student_params(page, i, seed), **dict(urllib.parse.parse_qsl(extra))})
+    return urllib.parse.urlencode(
+        {"lang": lang, **student_params(page, i, seed), **dict(urllib.parse.parse_qsl(extra))}
+    )
 
 
-async def classroom(uri: str, page: str, students: int, runs: int, timeout: float, seed: int, lang: str,
-                    ramp: float, extra: str = "") -> tuple[list[dict], list[str]]:
+async def classroom(
+    uri: str, page: str, students: int, runs: int, timeout: float, seed: int, lang: str, ramp: float, extra: str = ""
+) -> tuple[list[dict], list[str]]:
     async def student(i: int):
         await asyncio.sleep(ramp * i / max(1, students))
         q = query_for(page, i, seed, lang, extra)
@@ -330,8 +421,19 @@ async def classroom(uri: str, page: str, students: int, runs: int, timeout: floa
     return results, failures
 
 
-async def cycle_load(uri: str, page: str, cycles: int, timeout: float, seed: int, lang: str, pid: int | None,
-                     extra: str = "", fresh: bool = False, settle: float = 0.0, leave_after: float | None = None):
+async def cycle_load(
+    uri: str,
+    page: str,
+    cycles: int,
+    timeout: float,
+    seed: int,
+    lang: str,
+    pid: int | None,
+    extra: str = "",
+    fresh: bool = False,
+    settle: float = 0.0,
+    leave_after: float | None = None,
+):
     """Connect, run once, disconnect, `cycles` times; RSS after cycles 1, 10, 25, 50, 100, ... and the last. Every
     cycle is student 0 reopening the page (the same sentences: what grows is sessions, not the caches), or with
     `fresh` student k's own sentences (the caches fill too, up to their max_entries)."""
@@ -370,57 +472,105 @@ def summary(results: list[dict], failures: list[str]) -> dict:
     counts["connect_errors"] = len(failures)
     first = next((r["first_error"] for r in results if r["first_error"]), None) or (failures[0] if failures else None)
     r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
-    return {"n_runs": len(results), "p50_s": r3(percentile(ok_times, 50)), "p95_s": r3(percentile(ok_times, 95)),
-            "max_s": r3(max(ok_times, default=None)), "left_mid_run": left, "mean_s": r3(sum(ok_times) / len(ok_times) if ok_times else None),
-            "p50_by_run_s": [r3(percentile([r["s"] for r in results if r["run"] == k and r["s"] is not None
-                                            and not r["timed_out"]], 50))
-                             for k in sorted({r["run"] for r in results})],  # the first run is a fresh session
-            "errors": sum(counts.values()), **counts, "first_error": first,
-            "elements_per_run": round(sum(r["elements"] for r in results) / max(1, len(results)), 1)}
+    return {
+        "n_runs": len(results),
+        "p50_s": r3(percentile(ok_times, 50)),
+        "p95_s": r3(percentile(ok_times, 95)),
+        "max_s": r3(max(ok_times, default=None)),
+        "left_mid_run": left,
+        "mean_s": r3(sum(ok_times) / len(ok_times) if ok_times else None),
+        "p50_by_run_s": [
+            r3(percentile([r["s"] for r in results if r["run"] == k and r["s"] is not None and not r["timed_out"]], 50))
+            for k in sorted({r["run"] for r in results})
+        ],  # the first run is a fresh session
+        "errors": sum(counts.values()),
+        **counts,
+        "first_error": first,
+        "elements_per_run": round(sum(r["elements"] for r in results) / max(1, len(results)), 1),
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--url", default=None, help="the app's base URL, e.g. http://127.0.0.1:8501 (loopback only)")
     p.add_argument("--port", type=int, default=None, help="the app on 127.0.0.1:PORT (instead of --url)")
-    p.add_argument("--start", action="store_true", help="start `streamlit run APP` on a free 127.0.0.1 port, stop it at the end")
+    p.add_argument(
+        "--start", action="store_true", help="start `streamlit run APP` on a free 127.0.0.1 port, stop it at the end"
+    )
     p.add_argument("--app", default="app.py", help="the script --start runs (default app.py)")
     p.add_argument("--pid", type=int, default=None, help="the server's pid for RSS (default: found from the port)")
     p.add_argument("--page", default="Home", help='"Home", "Type vs token", ... (a page file name or its URL path)')
     p.add_argument("--students", type=int, default=30, help=f"simultaneous sessions (1..{MAX_STUDENTS})")
     p.add_argument("--runs", type=int, default=3, help=f"runs per student (1..{MAX_RUNS})")
-    p.add_argument("--cycles", type=int, default=0, help=f"instead: connect, run once, disconnect, this many times (..{MAX_CYCLES})")
+    p.add_argument(
+        "--cycles",
+        type=int,
+        default=0,
+        help=f"instead: connect, run once, disconnect, this many times (..{MAX_CYCLES})",
+    )
     p.add_argument("--fresh", action="store_true", help="with --cycles: new sentences every cycle (default: the same)")
-    p.add_argument("--settle", type=float, default=0.0,
-                   help="with --cycles: then wait so many seconds (e.g. 130, past the 120 s reconnect TTL) and run one more")
-    p.add_argument("--leave-after", type=float, default=None,
-                   help="with --cycles: each student closes its tab so many seconds into the run (left mid-run)")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="with --cycles: then wait so many seconds (e.g. 130, past the 120 s reconnect TTL) and run one more",
+    )
+    p.add_argument(
+        "--leave-after",
+        type=float,
+        default=None,
+        help="with --cycles: each student closes its tab so many seconds into the run (left mid-run)",
+    )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one run may take before it counts as an error")
     p.add_argument("--max-seconds", type=float, default=1800.0, help="the whole load stops after this (an error)")
-    p.add_argument("--ramp", type=float, default=0.0, help="spread the students' first connections over so many seconds")
+    p.add_argument(
+        "--ramp", type=float, default=0.0, help="spread the students' first connections over so many seconds"
+    )
     p.add_argument("--seed", type=int, default=0, help="varies the students' sentences")
     p.add_argument("--lang", default="zh", choices=["zh", "en"])
-    p.add_argument("--query", default="", help='extra query parameters over every student\'s, e.g. "proj=pca&models=bert"')
-    p.add_argument("--warmup", type=int, default=1, help="runs by one extra session before the class, not timed (0: none)")
-    p.add_argument("--pause", type=float, default=0.0, help="seconds to wait after the warm-up, before RSS and the class")
-    p.add_argument("--until-idle", type=float, default=0.0,
-                   help="then wait (at most so many seconds) until the server is idle: its background warm-up done, as "
-                        "when a teacher opens the app before class; the output's idle_wait_s says how long (0: no wait)")
+    p.add_argument(
+        "--query", default="", help='extra query parameters over every student\'s, e.g. "proj=pca&models=bert"'
+    )
+    p.add_argument(
+        "--warmup", type=int, default=1, help="runs by one extra session before the class, not timed (0: none)"
+    )
+    p.add_argument(
+        "--pause", type=float, default=0.0, help="seconds to wait after the warm-up, before RSS and the class"
+    )
+    p.add_argument(
+        "--until-idle",
+        type=float,
+        default=0.0,
+        help="then wait (at most so many seconds) until the server is idle: its background warm-up done, as "
+        "when a teacher opens the app before class; the output's idle_wait_s says how long (0: no wait)",
+    )
     return p
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if not (1 <= args.students <= MAX_STUDENTS and 1 <= args.runs <= MAX_RUNS and 0 <= args.cycles <= MAX_CYCLES
-            and 0 < args.timeout <= 3600 and 0 < args.max_seconds <= 4 * 3600 and args.warmup >= 0
-            and 0 <= args.pause <= 600 and 0 <= args.until_idle <= 1800):
-        print(f"error: --students 1..{MAX_STUDENTS}, --runs 1..{MAX_RUNS}, --cycles 0..{MAX_CYCLES}, --timeout and "
-              "--max-seconds positive", file=sys.stderr)
+    if not (
+        1 <= args.students <= MAX_STUDENTS
+        and 1 <= args.runs <= MAX_RUNS
+        and 0 <= args.cycles <= MAX_CYCLES
+        and 0 < args.timeout <= 3600
+        and 0 < args.max_seconds <= 4 * 3600
+        and args.warmup >= 0
+        and 0 <= args.pause <= 600
+        and 0 <= args.until_idle <= 1800
+    ):
+        print(
+            f"error: --students 1..{MAX_STUDENTS}, --runs 1..{MAX_RUNS}, --cycles 0..{MAX_CYCLES}, --timeout and "
+            "--max-seconds positive",
+            file=sys.stderr,
+        )
         return 2
     pages = page_names()
     if args.page not in pages:
-        print(f"error: unknown page {args.page!r}; choose from Home, {', '.join(sorted({v for v in pages.values() if v}))}",
-              file=sys.stderr)
+        print(
+            f"error: unknown page {args.page!r}; choose from Home, {', '.join(sorted({v for v in pages.values() if v}))}",
+            file=sys.stderr,
+        )
         return 2
     page = pages[args.page]
     proc = None
@@ -448,19 +598,54 @@ def main(argv=None) -> int:
     try:
         try:
             if args.warmup:  # the first run of a fresh server loads the models: not what a class waits for each time
-                w, wf = asyncio.run(asyncio.wait_for(classroom(uri, page, 1, args.warmup, args.timeout, args.seed + 10_000,
-                                                               args.lang, 0, args.query), args.max_seconds))
+                w, wf = asyncio.run(
+                    asyncio.wait_for(
+                        classroom(
+                            uri, page, 1, args.warmup, args.timeout, args.seed + 10_000, args.lang, 0, args.query
+                        ),
+                        args.max_seconds,
+                    )
+                )
                 warm = [r["first_error"] for r in w if r["first_error"] or r["timed_out"]] + wf
             time.sleep(args.pause)  # e.g. the home page's corpus prewarm, a background thread, is done by then
             idle_wait = wait_idle(pid, args.until_idle) if args.until_idle > 0 else None
             before, t0 = rss_mb(pid), time.perf_counter()
             if args.cycles:
-                results, failures, curve = asyncio.run(asyncio.wait_for(
-                    cycle_load(uri, page, args.cycles, args.timeout, args.seed, args.lang, pid, args.query, args.fresh,
-                               args.settle, args.leave_after), args.max_seconds))
+                results, failures, curve = asyncio.run(
+                    asyncio.wait_for(
+                        cycle_load(
+                            uri,
+                            page,
+                            args.cycles,
+                            args.timeout,
+                            args.seed,
+                            args.lang,
+                            pid,
+                            args.query,
+                            args.fresh,
+                            args.settle,
+                            args.leave_after,
+                        ),
+                        args.max_seconds,
+                    )
+                )
             else:
-                results, failures = asyncio.run(asyncio.wait_for(
-                    classroom(uri, page, args.students, args.runs, args.timeout, args.seed, args.lang, args.ramp, args.query), args.max_seconds))
+                results, failures = asyncio.run(
+                    asyncio.wait_for(
+                        classroom(
+                            uri,
+                            page,
+                            args.students,
+                            args.runs,
+                            args.timeout,
+                            args.seed,
+                            args.lang,
+                            args.ramp,
+                            args.query,
+                        ),
+                        args.max_seconds,
+                    )
+                )
         except (asyncio.TimeoutError, TimeoutError):
             results, failures = [], [f"the whole load ran past --max-seconds {args.max_seconds:.0f}"]
         wall = time.perf_counter() - t0
@@ -469,11 +654,24 @@ def main(argv=None) -> int:
     finally:
         if proc is not None:
             stop_server(proc)
-    out = {"page": args.page, "url_path": page, "students": 1 if args.cycles else args.students,
-           "runs": 1 if args.cycles else args.runs, "cycles": args.cycles, "seed": args.seed, **summary(results, failures),
-           "wall_s": round(wall, 2), "server_pid": pid, "rss_before_mb": before.get("rss"), "rss_after_mb": after.get("rss"),
-           "rss_peak_mb": after.get("peak"), "loadavg": load_avg(), "started": bool(args.start),
-           "warmup_errors": len(warm), "idle_wait_s": idle_wait}
+    out = {
+        "page": args.page,
+        "url_path": page,
+        "students": 1 if args.cycles else args.students,
+        "runs": 1 if args.cycles else args.runs,
+        "cycles": args.cycles,
+        "seed": args.seed,
+        **summary(results, failures),
+        "wall_s": round(wall, 2),
+        "server_pid": pid,
+        "rss_before_mb": before.get("rss"),
+        "rss_after_mb": after.get("rss"),
+        "rss_peak_mb": after.get("peak"),
+        "loadavg": load_avg(),
+        "started": bool(args.start),
+        "warmup_errors": len(warm),
+        "idle_wait_s": idle_wait,
+    }
     out.update(curve or {})  # --cycles: the RSS curve (and the CPU after students left mid-run)
     print(json.dumps(out, ensure_ascii=False))
     return 0

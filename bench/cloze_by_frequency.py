@@ -15,6 +15,7 @@ pre-trained BERT before sense-tuning: 0.000 / 0.311 / 0.604 / 0.667. Even the we
 0.70 target needs an everyday corpus one to two orders of magnitude larger, which more passes over the same text do
 not replace (docs/experiments.md, "More compute on the same text").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ EDGES = (10, 100, 1000)  # bucket edges of the count
 def seen(text: str, sentence: str, answer: str) -> int:
     """The larger training count of answer's two-character strings with its neighbours in `sentence` (one [MASK])."""
     i = sentence.index("[MASK]")
-    left, right = sentence[i - 1:i], sentence[i + 6:i + 7]
+    left, right = sentence[i - 1 : i], sentence[i + 6 : i + 7]
     # isalnum() is False for "", whitespace and punctuation, which count nothing
     return max(text.count(left + answer) if left.isalnum() else 0, text.count(answer + right) if right.isalnum() else 0)
 
@@ -50,8 +51,15 @@ def buckets(counts: list[int], ranks: list[int]) -> list[dict]:
     out = {bucket_name(b): [] for b in (0, *EDGES)}
     for c, r in zip(counts, ranks, strict=True):
         out[bucket_name(c)].append(r)
-    return [{"seen": k, "n": len(v), "top1": round(sum(r == 1 for r in v) / len(v), 3) if v else None,
-             "top5": round(sum(r > 0 for r in v) / len(v), 3) if v else None} for k, v in out.items()]
+    return [
+        {
+            "seen": k,
+            "n": len(v),
+            "top1": round(sum(r == 1 for r in v) / len(v), 3) if v else None,
+            "top5": round(sum(r > 0 for r in v) / len(v), 3) if v else None,
+        }
+        for k, v in out.items()
+    ]
 
 
 def main(argv=None) -> int:
@@ -71,8 +79,10 @@ def main(argv=None) -> int:
             if len(ranks) != len(items) or not all(isinstance(r, int) and 0 <= r <= 5 for r in ranks):
                 raise ValueError("its ranks do not match the cloze set")
         except (OSError, ValueError, KeyError, TypeError) as e:
-            print(f"cloze_by_frequency: cannot use {p} ({e}); run: python -m ctxlib eval {d} --task cloze",
-                  file=sys.stderr)
+            print(
+                f"cloze_by_frequency: cannot use {p} ({e}); run: python -m ctxlib eval {d} --task cloze",
+                file=sys.stderr,
+            )
             return 2
         results[d] = ranks
     text = "\n".join(p.text for p in corpus.load("all", "train"))

@@ -14,6 +14,7 @@ Reads each folder's eval_senses.json and eval_cloze.json (`python -m ctxlib eval
 A difference whose interval holds 0 is not measurable on these sets. The sets are small, so only large
 differences are: see the widths printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,19 @@ def senses(old: dict, new: dict, boot: int, rng: np.random.Generator) -> list[di
             da = a[idx].mean(axis=1).max(axis=1)  # (boot,): best layer of each resample
             db = b[idx].mean(axis=1).max(axis=1)
             point_a, point_b = float(a.mean(0).max()), float(b.mean(0).max())
-            rows.append({"set": name, "measure": label, "words": len(a), "old": round(point_a, 4),
-                         "new": round(point_b, 4), "diff": round(point_b - point_a, 4), "ci": _interval(db - da),
-                         "old_ci": _interval(da), "new_ci": _interval(db)})
+            rows.append(
+                {
+                    "set": name,
+                    "measure": label,
+                    "words": len(a),
+                    "old": round(point_a, 4),
+                    "new": round(point_b, 4),
+                    "diff": round(point_b - point_a, 4),
+                    "ci": _interval(db - da),
+                    "old_ci": _interval(da),
+                    "new_ci": _interval(db),
+                }
+            )
     return rows
 
 
@@ -68,9 +79,19 @@ def cloze(old: dict, new: dict, boot: int, rng: np.random.Generator) -> list[dic
     for k, label in ((1, "top-1"), (5, "top-5")):
         ha, hb = ((a >= 1) & (a <= k)).astype(float), ((b >= 1) & (b <= k)).astype(float)
         da, db = ha[idx].mean(1), hb[idx].mean(1)
-        rows.append({"set": "cloze", "measure": label, "words": len(a), "old": round(float(ha.mean()), 4),
-                     "new": round(float(hb.mean()), 4), "diff": round(float(hb.mean() - ha.mean()), 4),
-                     "ci": _interval(db - da), "old_ci": _interval(da), "new_ci": _interval(db)})
+        rows.append(
+            {
+                "set": "cloze",
+                "measure": label,
+                "words": len(a),
+                "old": round(float(ha.mean()), 4),
+                "new": round(float(hb.mean()), 4),
+                "diff": round(float(hb.mean() - ha.mean()), 4),
+                "ci": _interval(db - da),
+                "old_ci": _interval(da),
+                "new_ci": _interval(db),
+            }
+        )
     return rows
 
 
@@ -80,7 +101,9 @@ def compare(old_dir, new_dir, boot: int = 2000, seed: int = 0) -> list[dict]:
     for fname, fn in (("eval_senses.json", senses), ("eval_cloze.json", cloze)):
         pa, pb = Path(old_dir) / fname, Path(new_dir) / fname
         if pa.is_file() and pb.is_file():
-            rows += fn(json.loads(pa.read_text(encoding="utf-8")), json.loads(pb.read_text(encoding="utf-8")), boot, rng)
+            rows += fn(
+                json.loads(pa.read_text(encoding="utf-8")), json.loads(pb.read_text(encoding="utf-8")), boot, rng
+            )
     if not rows:
         raise ValueError(f"neither folder pair has eval_senses.json or eval_cloze.json: {old_dir}, {new_dir}")
     return rows
@@ -106,8 +129,10 @@ def main(argv=None) -> int:
     for r in rows:
         lo, hi = r["ci"]
         verdict = "better" if lo > 0 else "worse" if hi < 0 else "not measurable"
-        print(f"{r['set']:<11}{r['measure']:<15}{r['words']:>4}{r['old']:>8.3f}{r['new']:>8.3f}{r['diff']:>+9.3f}"
-              f"  [{lo:+.3f}, {hi:+.3f}]  {verdict}")
+        print(
+            f"{r['set']:<11}{r['measure']:<15}{r['words']:>4}{r['old']:>8.3f}{r['new']:>8.3f}{r['diff']:>+9.3f}"
+            f"  [{lo:+.3f}, {hi:+.3f}]  {verdict}"
+        )
     return 0
 
 

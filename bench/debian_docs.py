@@ -23,6 +23,7 @@ by the corpus's own md5 rule, ctxlib.corpus.split_of), stats.json, and with --mi
 (the same plus docs_train), each shuffled with seed 0. The text itself is not shipped: it stays under the
 packages' licences on the machine that downloads it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -128,17 +129,22 @@ def _read(p: Path) -> str:
 
 def source_files(root: Path) -> dict[str, list[tuple[Path, object]]]:
     """Each package's files under an unpacked root, with the function that splits one into paragraphs."""
+
     def walk(sub, pattern):
         return sorted(p for p in (root / sub).rglob(pattern) if p.is_file() and not p.is_symlink())
 
     return {
         "manpages-zh": [(p, groff_paragraphs) for p in walk("manpages-zh/usr/share/man/zh_CN", "*.gz")],
-        "libreoffice-help-zh-cn": [(p, html_paragraphs) for p in
-                                   walk("libreoffice-help-zh-cn/usr/share/libreoffice/help/zh-CN/text", "*.html")],
-        "debian-reference-zh-cn": [(p, html_paragraphs) for p in
-                                   walk("debian-reference-zh-cn/usr/share/debian-reference", "*.zh-cn.html")],
-        "debian-edu-doc-zh-cn": [(p, html_paragraphs) for p in
-                                 walk("debian-edu-doc-zh-cn/usr/share/doc/debian-edu-doc-zh-cn", "*bookworm-manual.html")],
+        "libreoffice-help-zh-cn": [
+            (p, html_paragraphs) for p in walk("libreoffice-help-zh-cn/usr/share/libreoffice/help/zh-CN/text", "*.html")
+        ],
+        "debian-reference-zh-cn": [
+            (p, html_paragraphs) for p in walk("debian-reference-zh-cn/usr/share/debian-reference", "*.zh-cn.html")
+        ],
+        "debian-edu-doc-zh-cn": [
+            (p, html_paragraphs)
+            for p in walk("debian-edu-doc-zh-cn/usr/share/doc/debian-edu-doc-zh-cn", "*bookworm-manual.html")
+        ],
     }
 
 

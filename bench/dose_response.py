@@ -11,6 +11,7 @@ is still learning characters, not senses). It is an extrapolation from a handful
 rate's decay mixed in (a run's last snapshot sits at the end of its decay), not a promise: read "tokens to reach"
 as an order of magnitude.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,17 @@ def rows(timeline: dict) -> list[dict]:
         if not acc or not pr:
             continue
         la, lp = max(range(len(acc)), key=acc.__getitem__), max(range(len(pr)), key=pr.__getitem__)
-        out.append({"step": s["step"], "tokens": s["tokens"], "valid_loss": s.get("valid_loss"),
-                    "loo_best": acc[la], "loo_layer": la, "pr_best": pr[lp], "pr_layer": lp})
+        out.append(
+            {
+                "step": s["step"],
+                "tokens": s["tokens"],
+                "valid_loss": s.get("valid_loss"),
+                "loo_best": acc[la],
+                "loo_layer": la,
+                "pr_best": pr[lp],
+                "pr_layer": lp,
+            }
+        )
     return out
 
 
@@ -49,7 +59,7 @@ def fit(points: list[dict], from_tokens: float) -> dict | None:
     a = my - b * mx
     res = {"points": n, "per_doubling": round(b, 4), "intercept": round(a, 4)}
     for t in TARGETS:
-        res[f"tokens_for_{t}"] = (float(2 ** ((t - a) / b)) if b > 0 else None)
+        res[f"tokens_for_{t}"] = float(2 ** ((t - a) / b)) if b > 0 else None
     return res
 
 
@@ -66,8 +76,10 @@ def main(argv=None) -> int:
             tl = json.loads(p.read_text(encoding="utf-8"))
             pts = rows(tl)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            print(f"dose_response: cannot read {p} ({e.__class__.__name__}); "
-                  "give a checkpoint folder with a timeline", file=sys.stderr)
+            print(
+                f"dose_response: cannot read {p} ({e.__class__.__name__}); give a checkpoint folder with a timeline",
+                file=sys.stderr,
+            )
             return 2
         report[d] = {"kind": tl.get("kind"), "rows": pts, "fit": fit(pts, a.from_tokens)}
     if a.json:
@@ -75,19 +87,27 @@ def main(argv=None) -> int:
         return 0
     for d, r in report.items():
         print(f"\n{d} ({r['kind']}): example sets, best layer")
-        print(f"{'step':>7} {'tokens':>11} {'valid loss':>10} {'LOO':>6} {'(layer)':>7} {'pair rank':>9} {'(layer)':>7}")
+        print(
+            f"{'step':>7} {'tokens':>11} {'valid loss':>10} {'LOO':>6} {'(layer)':>7} {'pair rank':>9} {'(layer)':>7}"
+        )
         for x in r["rows"]:
             vl = "" if x["valid_loss"] is None else f"{x['valid_loss']:.3f}"
-            print(f"{x['step']:>7} {x['tokens']:>11,} {vl:>10} {x['loo_best']:>6.3f} {x['loo_layer']:>7} "
-                  f"{x['pr_best']:>9.3f} {x['pr_layer']:>7}")
+            print(
+                f"{x['step']:>7} {x['tokens']:>11,} {vl:>10} {x['loo_best']:>6.3f} {x['loo_layer']:>7} "
+                f"{x['pr_best']:>9.3f} {x['pr_layer']:>7}"
+            )
         f = r["fit"]
         if f is None:
             print("fit: fewer than 3 snapshots past --from-tokens")
             continue
-        reach = ", ".join(f"{t}: ~{f[f'tokens_for_{t}'] / 1e6:,.0f} M tokens" if f[f"tokens_for_{t}"] else f"{t}: never"
-                          for t in TARGETS)
-        print(f"fit over {f['points']} snapshots from {a.from_tokens / 1e6:g} M tokens: "
-              f"{f['per_doubling']:+.3f} pair ranking per doubling of tokens; to reach {reach} (extrapolated)")
+        reach = ", ".join(
+            f"{t}: ~{f[f'tokens_for_{t}'] / 1e6:,.0f} M tokens" if f[f"tokens_for_{t}"] else f"{t}: never"
+            for t in TARGETS
+        )
+        print(
+            f"fit over {f['points']} snapshots from {a.from_tokens / 1e6:g} M tokens: "
+            f"{f['per_doubling']:+.3f} pair ranking per doubling of tokens; to reach {reach} (extrapolated)"
+        )
     return 0
 
 

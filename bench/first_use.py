@@ -13,6 +13,7 @@ waiting for a core left out. `--warm` first runs the server's background warm-up
 after it has finished. Run from a checkout's root: it measures that checkout (one without ctxlib.cache measures the
 code before the disk cache). Prints one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,11 @@ def main() -> int:
     import ctxlib
     from ctxlib import explore
 
-    out: dict = {"checkout": os.getcwd(), "uptime": os.popen("uptime").read().strip(),
-                 "disk_cache": Path("ctxlib/cache.py").exists()}
+    out: dict = {
+        "checkout": os.getcwd(),
+        "uptime": os.popen("uptime").read().strip(),
+        "disk_cache": Path("ctxlib/cache.py").exists(),
+    }
     if out["disk_cache"]:
         import ctxlib.app.warmup  # noqa: F401  (as app.py: points NUMBA_CACHE_DIR into the ctxlab cache)
     out["numba_cache_dir"] = os.environ.get("NUMBA_CACHE_DIR")
@@ -77,9 +81,24 @@ def main() -> int:
         from ctxlib.evaluation import tasks
 
         res = {}
-        timed(first, "mix", lambda: res.update(tasks.train_mix_live(encs["elmo"], "pos", 0.0, n_train=200, n_test=200,
-                                                                     max_seconds=20)))
-        out["mix_result"] = {k: res.get(k) for k in ("score", "seconds", "feature_seconds", "train_seconds", "n_train", "n_test", "gamma", "mix_weights")}
+        timed(
+            first,
+            "mix",
+            lambda: res.update(tasks.train_mix_live(encs["elmo"], "pos", 0.0, n_train=200, n_test=200, max_seconds=20)),
+        )
+        out["mix_result"] = {
+            k: res.get(k)
+            for k in (
+                "score",
+                "seconds",
+                "feature_seconds",
+                "train_seconds",
+                "n_train",
+                "n_test",
+                "gamma",
+                "mix_weights",
+            )
+        }
     out["first_use_s"] = first
     out["first_use_cpu_s"] = dict(CPU)  # the calling thread's CPU time: on a loaded machine wall time is much longer
     print(json.dumps(out, ensure_ascii=False))

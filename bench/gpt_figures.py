@@ -12,6 +12,7 @@
     python bench/gpt_figures.py --skip-lm --cap 50 # the contextuality table and samples only
 Last line: one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,28 @@ from ctxlib.explore import atlas_sample  # noqa: E402
 
 # chosen before looking at any result: frequent PD/review words of several kinds (nouns, verbs, function words,
 # words of the sense sets)
-WORDS = ["发展", "问题", "工作", "经济", "我们", "东西", "意思", "运动", "活动", "地", "还", "打", "花", "开", "看",
-         "会", "长", "头", "光", "手机"]
+WORDS = [
+    "发展",
+    "问题",
+    "工作",
+    "经济",
+    "我们",
+    "东西",
+    "意思",
+    "运动",
+    "活动",
+    "地",
+    "还",
+    "打",
+    "花",
+    "开",
+    "看",
+    "会",
+    "长",
+    "头",
+    "光",
+    "手机",
+]
 PROMPTS = ["今天天气", "这家酒店", "我买了一台苹果", "中国经济", "他打开了"]
 
 
@@ -65,14 +86,21 @@ def contextuality(enc, cap: int) -> dict:
         if len(s.vecs) < 5:
             continue
         L = s.vecs.shape[1]
-        rows[w] = {"n": len(s.vecs),
-                   "self_sim": [self_similarity(s.vecs[:, j]) for j in range(L)],
-                   "aniso": [anisotropy(s.base[:, j]) for j in range(L)]}
+        rows[w] = {
+            "n": len(s.vecs),
+            "self_sim": [self_similarity(s.vecs[:, j]) for j in range(L)],
+            "aniso": [anisotropy(s.base[:, j]) for j in range(L)],
+        }
     names = list(enc.layer_names)
     ss = np.mean([r["self_sim"] for r in rows.values()], 0)
     an = np.mean([r["aniso"] for r in rows.values()], 0)
-    return {"layers": names, "words": len(rows), "self_similarity": [round(float(x), 3) for x in ss],
-            "anisotropy": [round(float(x), 3) for x in an], "adjusted": [round(float(x), 3) for x in ss - an]}
+    return {
+        "layers": names,
+        "words": len(rows),
+        "self_similarity": [round(float(x), 3) for x in ss],
+        "anisotropy": [round(float(x), 3) for x in an],
+        "adjusted": [round(float(x), 3) for x in ss - an],
+    }
 
 
 def main(argv=None) -> int:

@@ -30,6 +30,7 @@ of the blocks (inductor) gave no gain here (0.96x) after ~13 minutes of compilin
     OMP_NUM_THREADS=1 python bench/gpt_vs_hf.py --threads 1 [--precision fp32|bf16|both] [--compile]
 Last line: {"ctxlib_tokens_per_s":..,"hf_tokens_per_s":..,"speed_ratio":..,"speed_ratio_cpu":..,...}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,19 @@ from ctxlib.training.gpt import GptBatches, encode_documents  # noqa: E402
 def hf_model(cfg: BertConfig):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    hc = GPT2Config(vocab_size=cfg.vocab_size, n_embd=cfg.hidden, n_layer=cfg.layers, n_head=cfg.heads,
-                    n_inner=cfg.ffn, n_positions=cfg.max_len, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                    activation_function="gelu", pad_token_id=0)
+    hc = GPT2Config(
+        vocab_size=cfg.vocab_size,
+        n_embd=cfg.hidden,
+        n_layer=cfg.layers,
+        n_head=cfg.heads,
+        n_inner=cfg.ffn,
+        n_positions=cfg.max_len,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        activation_function="gelu",
+        pad_token_id=0,
+    )
     return GPT2LMHeadModel._from_config(hc, attn_implementation="sdpa")
 
 
@@ -100,8 +111,17 @@ def main(argv=None):
     pars = corpus.load("all", "train")
     tok = CharTokenizer.build(pars, min_count=2)
     docs = encode_documents(pars, tok)
-    cfg = BertConfig(vocab_size=len(tok), hidden=args.hidden, layers=args.layers, heads=args.heads, ffn=args.ffn,
-                     max_len=args.seq, dropout=0.0, attn_dropout=0.0, causal=True)
+    cfg = BertConfig(
+        vocab_size=len(tok),
+        hidden=args.hidden,
+        layers=args.layers,
+        heads=args.heads,
+        ffn=args.ffn,
+        max_len=args.seq,
+        dropout=0.0,
+        attn_dropout=0.0,
+        causal=True,
+    )
     n_batches = 8
     it = iter(GptBatches(docs, tok.cls_id, args.batch, args.seq, seed=0))
     batches = [next(it) for _ in range(n_batches)]
@@ -151,7 +171,7 @@ def main(argv=None):
     toks = {r: 0 for r in runs}
     k = 0
     for r in range(args.rounds):
-        for run in (runs if r % 2 == 0 else runs[::-1]):
+        for run in runs if r % 2 == 0 else runs[::-1]:
             for s_ in range(args.steps):
                 b = batches[(k + s_) % n_batches]
                 t, c = time.perf_counter(), time.process_time()
@@ -164,9 +184,11 @@ def main(argv=None):
     rate_cpu = {key[r]: toks[r] / cpu[r] for r in runs}
     import transformers
 
-    print(f"config {cfg}\nparams ctxlib {n_ours:,}, hf {n_hf:,}; batch {args.batch}, mean non-pad tokens/batch "
-          f"{np.mean([int((b['ids'] != 0).sum()) for b in batches]):.0f}, threads {args.threads}, AdamW {args.adamw}, "
-          f"torch {torch.__version__}, transformers {transformers.__version__}")
+    print(
+        f"config {cfg}\nparams ctxlib {n_ours:,}, hf {n_hf:,}; batch {args.batch}, mean non-pad tokens/batch "
+        f"{np.mean([int((b['ids'] != 0).sum()) for b in batches]):.0f}, threads {args.threads}, AdamW {args.adamw}, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}"
+    )
     for r in runs:
         comp = f"   first pass (compile) {first[r]:6.1f} s" if "compiled" in r[0] else ""
         print(f"{key[r]:>22}: {rate[key[r]]:8.0f} tok/s wall, {rate_cpu[key[r]]:8.0f} tok/CPU-s{comp}")
@@ -175,17 +197,27 @@ def main(argv=None):
     def ratio(a, b, r=rate):
         return round(r[f"{a}_{main_p}"] / r[f"{b}_{main_p}"], 3)
 
-    res = {"ctxlib_tokens_per_s": round(rate[f"ctxlib_{main_p}"], 1), "hf_tokens_per_s": round(rate[f"hf_{main_p}"], 1),
-           "speed_ratio": ratio("ctxlib", "hf"), "speed_ratio_cpu": ratio("ctxlib", "hf", rate_cpu),
-           "precision": main_p, "threads": args.threads, "batch": args.batch, "seq": args.seq, "adamw": args.adamw}
+    res = {
+        "ctxlib_tokens_per_s": round(rate[f"ctxlib_{main_p}"], 1),
+        "hf_tokens_per_s": round(rate[f"hf_{main_p}"], 1),
+        "speed_ratio": ratio("ctxlib", "hf"),
+        "speed_ratio_cpu": ratio("ctxlib", "hf", rate_cpu),
+        "precision": main_p,
+        "threads": args.threads,
+        "batch": args.batch,
+        "seq": args.seq,
+        "adamw": args.adamw,
+    }
     if "ctxlib_plain" in kinds:
         res.update(plain_ratio=ratio("ctxlib_plain", "hf"), plain_ratio_cpu=ratio("ctxlib_plain", "hf", rate_cpu))
     if "ctxlib_compiled" in kinds:
-        res.update(compiled_ratio_vs_hf_compiled=ratio("ctxlib_compiled", "hf_compiled"),
-                   compiled_ratio_vs_hf_compiled_cpu=ratio("ctxlib_compiled", "hf_compiled", rate_cpu),
-                   compiled_ratio_vs_hf_eager=ratio("ctxlib_compiled", "hf"),
-                   compiled_ratio_vs_hf_eager_cpu=ratio("ctxlib_compiled", "hf", rate_cpu),
-                   compile_s={n: round(first[(n, p)], 1) for n, p in runs if "compiled" in n})
+        res.update(
+            compiled_ratio_vs_hf_compiled=ratio("ctxlib_compiled", "hf_compiled"),
+            compiled_ratio_vs_hf_compiled_cpu=ratio("ctxlib_compiled", "hf_compiled", rate_cpu),
+            compiled_ratio_vs_hf_eager=ratio("ctxlib_compiled", "hf"),
+            compiled_ratio_vs_hf_eager_cpu=ratio("ctxlib_compiled", "hf", rate_cpu),
+            compile_s={n: round(first[(n, p)], 1) for n, p in runs if "compiled" in n},
+        )
     elif args.compile:
         res["compile_skipped"] = why_not
     print(json.dumps(res))

@@ -14,6 +14,7 @@ with attention maps (the app's default) and without; batch 1 per sentence, and b
 sentence too). Memory: peak RSS (/proc VmHWM, else resource.getrusage; psutil's current RSS too when installed), measured in a
 fresh process that only loads and encodes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,24 +71,34 @@ def build(out: Path, chars: Counter) -> float:
     t = time.perf_counter()
     vocab = SPECIALS + [c for c, _ in chars.most_common() if is_cjk(c)]
     seen = set(vocab)
-    vocab += [c for c in map(chr, range(0x4E00, 0xA000)) if c not in seen][:max(0, VOCAB_SIZE - len(vocab))]
+    vocab += [c for c in map(chr, range(0x4E00, 0xA000)) if c not in seen][: max(0, VOCAB_SIZE - len(vocab))]
     vocab = vocab[:VOCAB_SIZE]
     tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True, handle_chinese_chars=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                                                       special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
     tok.decoder = decoders.WordPiece()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=512,
-                                   model_input_names=["input_ids", "token_type_ids", "attention_mask"])
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=512,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )
     torch.manual_seed(0)
     model = BertForMaskedLM(BertConfig(vocab_size=VOCAB_SIZE)).eval()
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
     fast.save_pretrained(out)
-    (out / "README.md").write_text("---\nlicense: apache-2.0\n---\n# RANDOMLY INITIALISED bert-base-sized model "
-                                   "(ctxlab bench/hf_speed.py): for timing only, its outputs mean nothing.\n")
+    (out / "README.md").write_text(
+        "---\nlicense: apache-2.0\n---\n# RANDOMLY INITIALISED bert-base-sized model "
+        "(ctxlab bench/hf_speed.py): for timing only, its outputs mean nothing.\n"
+    )
     return time.perf_counter() - t
 
 
@@ -143,22 +154,28 @@ def measure(folder: Path, sents: list[str], n: int) -> None:
         batches = [[sents[(i * 8 + j) % len(sents)] for j in range(8)] for i in range(n)]
         rows.append((f"batch 1, attentions={att}", timed(lambda s, a=att: enc.encode([s], attentions=a), sents), 1))
         rows.append((f"batch 8, attentions={att}", timed(lambda b, a=att: enc.encode(b, attentions=a), batches), 8))
-    print(f"model: RANDOMLY INITIALISED BertForMaskedLM, {enc.n_params / 1e6:.1f} M parameters, vocab {VOCAB_SIZE}, "
-          f"{len(enc.layer_names) - 1} layers + embeddings, dim {enc.dim}; torch {torch.__version__}, 1 thread; "
-          f"{len(sents)} sentences of 20 characters ({len(enc.encode(sents[:1])[0].tokens)} tokens with [CLS]/[SEP])")
+    print(
+        f"model: RANDOMLY INITIALISED BertForMaskedLM, {enc.n_params / 1e6:.1f} M parameters, vocab {VOCAB_SIZE}, "
+        f"{len(enc.layer_names) - 1} layers + embeddings, dim {enc.dim}; torch {torch.__version__}, 1 thread; "
+        f"{len(sents)} sentences of 20 characters ({len(enc.encode(sents[:1])[0].tokens)} tokens with [CLS]/[SEP])"
+    )
     print(f"load (hf.load, fresh process, file in the page cache): {load_s:.2f} s")
     print(f"{'encode':<28} {'median ms':>10} {'p95 ms':>8} {'ms/sentence':>12}")
     for name, xs, bs in rows:
         print(f"{name:<28} {statistics.median(xs):>10.1f} {p95(xs):>8.1f} {statistics.median(xs) / bs:>12.1f}")
     now = rss_now_mb()
-    print(f"peak RSS: {rss_start:.0f} MiB at start (python, numpy, torch), {rss_loaded:.0f} MiB after load, "
-          f"{maxrss_mb():.0f} MiB after encoding" + (f"; current {now:.0f} MiB" if now is not None else
-                                                        " (psutil not installed)"))
+    print(
+        f"peak RSS: {rss_start:.0f} MiB at start (python, numpy, torch), {rss_loaded:.0f} MiB after load, "
+        f"{maxrss_mb():.0f} MiB after encoding"
+        + (f"; current {now:.0f} MiB" if now is not None else " (psutil not installed)")
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, help="save the model here (kept; reused when it exists) instead of a temp folder")
+    ap.add_argument(
+        "--out", type=Path, help="save the model here (kept; reused when it exists) instead of a temp folder"
+    )
     ap.add_argument("--n", type=int, default=30, help="sentences (batch 1) and batches (batch 8) timed")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: the timing child process
     ap.add_argument("--sentences", type=Path, help=argparse.SUPPRESS)
@@ -175,8 +192,9 @@ def main(argv=None) -> int:
             print(f"build + save into {out}: {build_s:.1f} s ({size:.0f} MiB on disk)")
         sf = Path(tmp) / "sentences.json"
         sf.write_text(json.dumps(sents, ensure_ascii=False), encoding="utf-8")
-        return subprocess.run([sys.executable, __file__, "--measure", str(out), "--sentences", str(sf),
-                               "--n", str(args.n)], check=False).returncode
+        return subprocess.run(
+            [sys.executable, __file__, "--measure", str(out), "--sentences", str(sf), "--n", str(args.n)], check=False
+        ).returncode
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ The vocabulary: as the page, the subset's live.VOCAB_TOP most frequent character
 (--steps) or --vocab-top 0. The results of the recipes tried are in the comment above ctxlib.live.PRESETS.
 Last line: one JSON object (recipe, steps, seconds, losses, shares).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,8 +79,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--positions", choices=["absolute", "rope"])
     ap.add_argument("--batch", type=int)
     ap.add_argument("--min-count", type=int, help="a character rarer than this in the subset becomes [UNK]")
-    ap.add_argument("--vocab-top", type=int, help="keep about this many most frequent characters of the subset, as the "
-                    "page does (live.VOCAB_TOP; 0 = only --min-count / the preset's min_count)")
+    ap.add_argument(
+        "--vocab-top",
+        type=int,
+        help="keep about this many most frequent characters of the subset, as the "
+        "page does (live.VOCAB_TOP; 0 = only --min-count / the preset's min_count)",
+    )
     ap.add_argument("--mask-rate", type=float, help="share of positions predicted (not a preset field: this run only)")
     ap.add_argument("--no-nsp", action="store_true", help="MLM loss only (not a preset field: this run only)")
     ap.add_argument("--clip", type=float, help="max gradient norm (the trainer's default is 1.0; not a preset field)")
@@ -91,8 +96,14 @@ def main(argv=None) -> dict:
 
     P = live.PRESETS["bert"]
     model = dict(P.model)
-    for k, v in (("layers", a.layers), ("heads", a.heads), ("hidden", a.hidden), ("ffn", a.ffn),
-                 ("max_len", a.max_len), ("positions", a.positions)):
+    for k, v in (
+        ("layers", a.layers),
+        ("heads", a.heads),
+        ("hidden", a.hidden),
+        ("ffn", a.ffn),
+        ("max_len", a.max_len),
+        ("positions", a.positions),
+    ):
         if v is not None:
             model[k] = v
     data = dict(P.data)
@@ -126,10 +137,20 @@ def main(argv=None) -> dict:
 
         orig_tc = trainer.TrainConfig
         trainer.TrainConfig = lambda **kw: orig_tc(**{**kw, "clip": a.clip})  # bert.train imports it at call time
-    recipe = {"label": a.label, "lr": preset.lr, "warmup": preset.warmup, **{k: model[k] for k in (
-        "layers", "heads", "hidden", "ffn", "max_len", "positions")}, "batch": data["batch"], "min_count": data["min_count"], "vocab_top": top if a.min_count is None else 0,
-        "mask_rate": bert_data.MASK_RATE, "nsp": not a.no_nsp, "clip": a.clip if a.clip is not None else 1.0,
-        "words": a.words, "seed": a.seed}
+    recipe = {
+        "label": a.label,
+        "lr": preset.lr,
+        "warmup": preset.warmup,
+        **{k: model[k] for k in ("layers", "heads", "hidden", "ffn", "max_len", "positions")},
+        "batch": data["batch"],
+        "min_count": data["min_count"],
+        "vocab_top": top if a.min_count is None else 0,
+        "mask_rate": bert_data.MASK_RATE,
+        "nsp": not a.no_nsp,
+        "clip": a.clip if a.clip is not None else 1.0,
+        "words": a.words,
+        "seed": a.seed,
+    }
     out = Path(tempfile.mkdtemp(prefix="live-heads-"))
     t_start, c_start = time.time(), time.process_time()
     res = {"recipe": recipe}
@@ -144,14 +165,30 @@ def main(argv=None) -> dict:
         rp = replay.load(str(out))
         hf = live.head_formation(rp)
         snaps = rp.data["snapshots"]
-        res.update(mode="budget", budget_s=a.budget, steps=run.summary.get("steps"), train_s=run.summary.get("wall_s"),
-                   first_step_s=run.first_step_s, wall_s=round(time.time() - t_start, 1),
-                   cpu_s=round(time.process_time() - c_start, 1), vocab=None,
-                   final_train_loss=run.summary.get("final_loss"), final_valid_loss=snaps[-1]["valid_loss"],
-                   snapshots=[{"step": s["step"], "s": s["wall_s"], "train": s["train_loss"], "valid": s["valid_loss"],
-                               "prev": hf["prev"]["shares"][i], "next": hf["next"]["shares"][i]}
-                              for i, s in enumerate(snaps)],
-                   heads={m: f"L{hf[m]['layer']}H{hf[m]['head']}" for m in ("prev", "next")})
+        res.update(
+            mode="budget",
+            budget_s=a.budget,
+            steps=run.summary.get("steps"),
+            train_s=run.summary.get("wall_s"),
+            first_step_s=run.first_step_s,
+            wall_s=round(time.time() - t_start, 1),
+            cpu_s=round(time.process_time() - c_start, 1),
+            vocab=None,
+            final_train_loss=run.summary.get("final_loss"),
+            final_valid_loss=snaps[-1]["valid_loss"],
+            snapshots=[
+                {
+                    "step": s["step"],
+                    "s": s["wall_s"],
+                    "train": s["train_loss"],
+                    "valid": s["valid_loss"],
+                    "prev": hf["prev"]["shares"][i],
+                    "next": hf["next"]["shares"][i],
+                }
+                for i, s in enumerate(snaps)
+            ],
+            heads={m: f"L{hf[m]['layer']}H{hf[m]['head']}" for m in ("prev", "next")},
+        )
     else:
         grabbed = {}
         orig_build = bert_train.build_model
@@ -170,27 +207,47 @@ def main(argv=None) -> dict:
             if step % a.every == 0 or step == a.steps:
                 c0, w0 = time.process_time(), time.time()
                 sh = strongest(grabbed["model"], grabbed["tok"])
-                probes.append({"step": step, "train": round(float(ema), 4),
-                               "cpu_s": round(c0 - first["cpu"] - probe_cpu[0], 1), **sh})
+                probes.append(
+                    {
+                        "step": step,
+                        "train": round(float(ema), 4),
+                        "cpu_s": round(c0 - first["cpu"] - probe_cpu[0], 1),
+                        **sh,
+                    }
+                )
                 probe_cpu[0] += time.process_time() - c0
                 probe_wall[0] += time.time() - w0
 
-        bert_train.train(replace(preset, steps=a.steps, name="bench-live-heads"), device="cpu", out=out, seed=a.seed,
-                         callback=cb, paragraphs=live.subset(a.words, a.seed), save_every=1e9)
+        bert_train.train(
+            replace(preset, steps=a.steps, name="bench-live-heads"),
+            device="cpu",
+            out=out,
+            seed=a.seed,
+            callback=cb,
+            paragraphs=live.subset(a.words, a.seed),
+            save_every=1e9,
+        )
         from ctxlib import checkpoint, replay
 
         summary = checkpoint.read_config(out).get("summary", {})
         snaps = replay.load(str(out)).data["snapshots"]
         c_end, w_end = time.process_time(), time.time()
-        res.update(mode="steps", steps=summary.get("steps"), first_step_s=first.get("s"),
-                   vocab=len(grabbed["tok"]),
-                   train_cpu_s=round(c_end - first["cpu"] - probe_cpu[0], 1),  # includes the timeline's snapshots
-                   train_wall_s=round(w_end - first["wall"] - probe_wall[0], 1),
-                   wall_s=round(w_end - t_start, 1), cpu_s=round(c_end - c_start, 1),
-                   final_train_loss=summary.get("final_loss"), final_valid_loss=snaps[-1]["valid_loss"],
-                   valid=[(s["step"], s["valid_loss"]) for s in snaps], probes=probes,
-                   best={m: max(probes, key=lambda p: p[m])[m] for m in ("prev", "next")},
-                   first_05={m: next((p["step"] for p in probes if p[m] >= 0.5), None) for m in ("prev", "next")})
+        res.update(
+            mode="steps",
+            steps=summary.get("steps"),
+            first_step_s=first.get("s"),
+            vocab=len(grabbed["tok"]),
+            train_cpu_s=round(c_end - first["cpu"] - probe_cpu[0], 1),  # includes the timeline's snapshots
+            train_wall_s=round(w_end - first["wall"] - probe_wall[0], 1),
+            wall_s=round(w_end - t_start, 1),
+            cpu_s=round(c_end - c_start, 1),
+            final_train_loss=summary.get("final_loss"),
+            final_valid_loss=snaps[-1]["valid_loss"],
+            valid=[(s["step"], s["valid_loss"]) for s in snaps],
+            probes=probes,
+            best={m: max(probes, key=lambda p: p[m])[m] for m in ("prev", "next")},
+            first_05={m: next((p["step"] for p in probes if p[m] >= 0.5), None) for m in ("prev", "next")},
+        )
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)

@@ -9,6 +9,7 @@ extracted) and a warm run (features cached), with the training steps done. It on
 (this was a `< 60 s` assertion in tests/test_viz_elmo.py, which flakes on a busy machine).
 Prints one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,18 +43,38 @@ def main() -> None:
 
     t0 = time.perf_counter()
     enc = tiny_elmo() if args.tiny else ctxlib.load(args.checkpoint)
-    out = {"model": "tiny (untrained)" if args.tiny else args.checkpoint, "load_s": round(time.perf_counter() - t0, 2),
-           "max_seconds": args.seconds, "n_train": args.n, "n_test": args.n, "runs": {}}
+    out = {
+        "model": "tiny (untrained)" if args.tiny else args.checkpoint,
+        "load_s": round(time.perf_counter() - t0, 2),
+        "max_seconds": args.seconds,
+        "n_train": args.n,
+        "n_test": args.n,
+        "runs": {},
+    }
     for task in args.tasks.split(","):
         runs = []
         for kind in ("cold", "warm"):
             steps = []
             t = time.perf_counter()
-            res = tasks.train_mix_live(enc, task, 0.0, n_train=args.n, n_test=args.n, max_seconds=args.seconds,
-                                       callback=lambda s, n, w: steps.append((s, n)))
+            res = tasks.train_mix_live(
+                enc,
+                task,
+                0.0,
+                n_train=args.n,
+                n_test=args.n,
+                max_seconds=args.seconds,
+                callback=lambda s, n, w: steps.append((s, n)),
+            )
             wall = time.perf_counter() - t
-            runs.append({"run": kind, "wall_s": round(wall, 2), "reported_s": res["seconds"],
-                         "steps": list(steps[-1]) if steps else None, "score": res["score"]})
+            runs.append(
+                {
+                    "run": kind,
+                    "wall_s": round(wall, 2),
+                    "reported_s": res["seconds"],
+                    "steps": list(steps[-1]) if steps else None,
+                    "score": res["score"],
+                }
+            )
         out["runs"][task] = runs
     print(json.dumps(out, ensure_ascii=False, indent=1))
 

@@ -18,6 +18,7 @@ looked up is read, not encoded; --fresh-cache gives the server an empty CTXLAB_C
 Targets: first visit <= 2 s, interaction <= 1 s (wall time, loopback; the browser's drawing not included). Prints a
 table, then one JSON line. Written for ctxlab.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,6 +38,7 @@ FIRST_TARGET_S, INTERACTION_TARGET_S = 2.0, 1.0
 WARMUP_DONE = "warmup:gc_freeze"
 WIDGETS = ("text_input", "text_area", "selectbox", "radio", "slider", "button", "checkbox", "number_input")
 
+
 # URL path -> [(label, widget key, change)]: change is ("text", f(old) -> new), ("next",) the next option, ("prev",),
 # ("value", x) for a slider / number, ("press",) for a button. Typical: a new sentence or word, a slider or select.
 def _new_sentence(old: str) -> str:
@@ -44,13 +46,21 @@ def _new_sentence(old: str) -> str:
 
 
 INTERACTIONS: dict[str, list[tuple[str, str, tuple]]] = {
-    "": [("new sentence A", "home_a_w", ("text", lambda s: cl.student_params("", 1, 0)["a"])),
-         ("new word", "home_word_w", ("text", lambda s: "吃"))],
+    "": [
+        ("new sentence A", "home_a_w", ("text", lambda s: cl.student_params("", 1, 0)["a"])),
+        ("new word", "home_word_w", ("text", lambda s: "吃")),
+    ],
     "Lesson": [("next step", "lesson_next", ("press",))],
-    "Type_vs_token": [("10 new sentences", "tt_text", ("text", lambda s: cl.student_params("Type_vs_token", 1, 0)["s"])), ("projection", "tt_proj_w", ("next",))],
+    "Type_vs_token": [
+        ("10 new sentences", "tt_text", ("text", lambda s: cl.student_params("Type_vs_token", 1, 0)["s"])),
+        ("projection", "tt_proj_w", ("next",)),
+    ],
     "Polysemy_atlas": [("layer", "at_layer", ("prev",)), ("new word", "at_word_w", ("text", lambda s: "会"))],
     "ELMo_layers": [("new sentence", "elmo_text", ("text", _new_sentence))],
-    "BERT_attention": [("new sentence", "att_text", ("text", _new_sentence)), ("threshold", "att_hv_thr", ("value", 0.1))],
+    "BERT_attention": [
+        ("new sentence", "att_text", ("text", _new_sentence)),
+        ("threshold", "att_hv_thr", ("value", 0.1)),
+    ],
     "Transformer": [("new sentence", "mx_text", ("text", _new_sentence)), ("layer", "mx_layer", ("next",))],
     "BERT_pretraining": [("new sentence", "pt_text", ("text", _new_sentence)), ("top k", "pt_k", ("value", 7))],
     "GPT_writing": [("new prompt", "gw_prompt", ("text", _new_sentence)), ("temperature", "gw_temp", ("value", 1.2))],
@@ -141,33 +151,53 @@ async def measure_page(uri: str, page: str, lang: str, log: Path, timeout: float
 
     query = urllib.parse.urlencode({"lang": lang})
     rows = []
-    async with connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout, close_timeout=5,
-                       ping_interval=None, compression=None) as ws:
+    async with connect(
+        uri,
+        subprotocols=["streamlit"],
+        max_size=None,
+        open_timeout=timeout,
+        close_timeout=5,
+        ping_interval=None,
+        compression=None,
+    ) as ws:
         since = len(log_lines(log))
         s, tally, found, page_hash = await run_once(ws, query, page, "", timeout)
         rows.append(row(page, "first visit", s, server_ms(log, since), tally, FIRST_TARGET_S))
         for label, key, change in INTERACTIONS.get(page, []):
             hit = next((k for k in found if k == key or (key.endswith("_") and k.startswith(key))), None)
             if hit is None or s is None:
-                rows.append({**row(page, label, None, None, cl.new_tally(), INTERACTION_TARGET_S),
-                             "error": f"widget {key!r} not on the page" if s is not None else "first run timed out"})
+                rows.append(
+                    {
+                        **row(page, label, None, None, cl.new_tally(), INTERACTION_TARGET_S),
+                        "error": f"widget {key!r} not on the page" if s is not None else "first run timed out",
+                    }
+                )
                 continue
             kind, w, frag = found[hit]
             since = len(log_lines(log))
-            s2, tally, more, page_hash = await run_once(ws, query, page, page_hash, timeout,
-                                                        [widget_state(kind, w, change)], frag)
+            s2, tally, more, page_hash = await run_once(
+                ws, query, page, page_hash, timeout, [widget_state(kind, w, change)], frag
+            )
             found.update(more)
             rows.append(row(page, label, s2, server_ms(log, since), tally, INTERACTION_TARGET_S, fragment=bool(frag)))
     return rows
 
 
-def row(page: str, what: str, s: float | None, ms: float | None, tally: dict, target: float, fragment: bool = False
-        ) -> dict:
+def row(
+    page: str, what: str, s: float | None, ms: float | None, tally: dict, target: float, fragment: bool = False
+) -> dict:
     errors = tally["exceptions"] + tally["error_alerts"] + tally["page_errors"]
-    return {"page": page or "Home", "what": what, "wall_s": None if s is None else round(s, 3),
-            "server_s": None if ms is None else round(ms / 1000, 3), "target_s": target, "fragment": fragment,
-            "errors": errors, "first_error": tally["first_error"],
-            "pass": s is not None and s <= target and errors == 0}
+    return {
+        "page": page or "Home",
+        "what": what,
+        "wall_s": None if s is None else round(s, 3),
+        "server_s": None if ms is None else round(ms / 1000, 3),
+        "target_s": target,
+        "fragment": fragment,
+        "errors": errors,
+        "first_error": tally["first_error"],
+        "pass": s is not None and s <= target and errors == 0,
+    }
 
 
 def wait_warmup(log: Path, max_s: float) -> float | None:
@@ -194,21 +224,29 @@ def table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-        res = "pass" if r["pass"] else "FAIL" + (f" ({r.get('error') or r['first_error']})"
-                                                if r.get("error") or r["first_error"] else "")
-        lines.append(f"{r['page']:<17} {r['what'] + (' *' if r['fragment'] else ''):<16} {f(r['wall_s']):>7} "
-                     f"{f(r['server_s']):>8} {r['target_s']:>6.1f}  {res}")
+        res = (
+            "pass"
+            if r["pass"]
+            else "FAIL" + (f" ({r.get('error') or r['first_error']})" if r.get("error") or r["first_error"] else "")
+        )
+        lines.append(
+            f"{r['page']:<17} {r['what'] + (' *' if r['fragment'] else ''):<16} {f(r['wall_s']):>7} "
+            f"{f(r['server_s']):>8} {r['target_s']:>6.1f}  {res}"
+        )
     return "\n".join(lines) + "\n(* a fragment rerun: the page's own timer does not run, server time not logged)"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--pages", nargs="*", default=None, help='pages to measure (default: Home and every pages/*.py)')
+    p.add_argument("--pages", nargs="*", default=None, help="pages to measure (default: Home and every pages/*.py)")
     p.add_argument("--app", default="app.py")
     p.add_argument("--lang", default="zh", choices=["zh", "en"])
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one run may take")
-    p.add_argument("--fresh-cache", action="store_true",
-                   help="the server on an empty CTXLAB_CACHE (a temp folder): nothing computed by earlier runs on disk")
+    p.add_argument(
+        "--fresh-cache",
+        action="store_true",
+        help="the server on an empty CTXLAB_CACHE (a temp folder): nothing computed by earlier runs on disk",
+    )
     p.add_argument("--warmup-wait", type=float, default=900.0, help="at most so many seconds for the server's warm-up")
     args = p.parse_args(argv)
     names = cl.page_names()
@@ -242,9 +280,22 @@ def main(argv=None) -> int:
     finally:
         cl.stop_server(proc)
     print(table(rows))
-    print(json.dumps({"rows": rows, "warmup_s": warm_s, "warmup_done": waited is not None,
-                      "warmup_steps_s": warmup_steps(log), "loadavg_per_page": load, "loadavg_end": cl.load_avg(),
-                      "fresh_cache": args.fresh_cache, "passed": sum(r["pass"] for r in rows), "of": len(rows)}, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "rows": rows,
+                "warmup_s": warm_s,
+                "warmup_done": waited is not None,
+                "warmup_steps_s": warmup_steps(log),
+                "loadavg_per_page": load,
+                "loadavg_end": cl.load_avg(),
+                "fresh_cache": args.fresh_cache,
+                "passed": sum(r["pass"] for r in rows),
+                "of": len(rows),
+            },
+            ensure_ascii=False,
+        )
+    )
     return 0
 
 

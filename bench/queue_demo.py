@@ -12,6 +12,7 @@ estimated wait it saw right after Start, the real wait and run time, the final s
 ran in, whether any two ran at once beyond the capacity, and any exception; how good the end estimates were
 (eta_s() at every poll over the real time left: the median while queued and while running, and at Start). Nothing is asserted; prints one JSON line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,12 @@ def main() -> None:
     ap.add_argument("--capacity", type=int, default=1, help="jobs.MAX_RUNNING (the server's CTXLAB_MAX_JOBS)")
     ap.add_argument("--seconds", type=float, default=4, help="the page's 'max seconds' slider")
     ap.add_argument("--n", type=int, default=100, help="train and test sentences (the page uses 200)")
-    ap.add_argument("--warm", action="store_true", help="first do what the server's warm-up does (ctxlib.app.warmup): "
-                    "the live mix's features in memory, torch's first optimizer step")
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="first do what the server's warm-up does (ctxlib.app.warmup): "
+        "the live mix's features in memory, torch's first optimizer step",
+    )
     ap.add_argument("--poll", type=float, default=0.5, help="how often a student's page polls")
     args = ap.parse_args()
 
@@ -69,12 +74,23 @@ def main() -> None:
     def student(k: int) -> None:
         try:
             barrier.wait(30)
-            job = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, enc, task_of(k), 0.0, n_train=args.n,
-                                                                        n_test=args.n, max_seconds=args.seconds),
-                             owner=f"student{k}", expected_s=tasks.mix_expected_s(enc, task_of(k), args.seconds, args.n, args.n))
-            me = seen[k] = {"student": k, "job": job.id, "task": task_of(k), "place_at_start": job.place(),
-                            "estimated_wait_s": round(job.wait_s(), 1), "estimated_end_s": round(job.eta_s(), 1),
-                            "places_seen": []}
+            job = jobs.start(
+                "elmo_mix",
+                lambda j: tasks.train_mix_job(
+                    j, enc, task_of(k), 0.0, n_train=args.n, n_test=args.n, max_seconds=args.seconds
+                ),
+                owner=f"student{k}",
+                expected_s=tasks.mix_expected_s(enc, task_of(k), args.seconds, args.n, args.n),
+            )
+            me = seen[k] = {
+                "student": k,
+                "job": job.id,
+                "task": task_of(k),
+                "place_at_start": job.place(),
+                "estimated_wait_s": round(job.wait_s(), 1),
+                "estimated_end_s": round(job.eta_s(), 1),
+                "places_seen": [],
+            }
             polls = me["_polls"] = []
             while not job.finished:
                 job.touch()
@@ -83,10 +99,15 @@ def main() -> None:
                 if place is not None and (not me["places_seen"] or me["places_seen"][-1] != place):
                     me["places_seen"].append(place)
                 job.wait(args.poll)
-            me.update(state=job.state, waited_s=round((job.started or job.ended) - job.submitted, 1),
-                      ran_s=round(job.elapsed_s(), 1), ended_after_s=round(job.ended - job.submitted, 1),
-                      score=None if job.result is None else round(job.result["score"], 3), error=job.error,
-                      _span=(job.started, job.ended))
+            me.update(
+                state=job.state,
+                waited_s=round((job.started or job.ended) - job.submitted, 1),
+                ran_s=round(job.elapsed_s(), 1),
+                ended_after_s=round(job.ended - job.submitted, 1),
+                score=None if job.result is None else round(job.result["score"], 3),
+                error=job.error,
+                _span=(job.started, job.ended),
+            )
         except Exception as e:  # noqa: BLE001 - the figure reports it
             errors.append(f"student {k}: {type(e).__name__}: {e}")
 
@@ -106,21 +127,40 @@ def main() -> None:
     med = lambda xs: round(statistics.median(xs), 2) if xs else None  # noqa: E731
     spans = {r["job"]: r.pop("_span", (None, None)) for r in rows}
     ran = sorted((s, j) for j, (s, _) in spans.items() if s is not None)
-    events = sorted([(s, 1) for s, e in spans.values() if s is not None] + [(e, -1) for s, e in spans.values() if s is not None])
+    events = sorted(
+        [(s, 1) for s, e in spans.values() if s is not None] + [(e, -1) for s, e in spans.values() if s is not None]
+    )
     most, cur = 0, 0
     for _, d in events:
         cur += d
         most = max(most, cur)
-    print(json.dumps({
-        "model": model, "load_s": round(load_s, 1), "students": args.students, "capacity": args.capacity,
-        "max_seconds": args.seconds, "n_train": args.n, "n_test": args.n, "total_s": round(time.perf_counter() - t1, 1),
-        "places_at_start": [r["place_at_start"] for r in rows],
-        "run_order": [j for _, j in ran], "line_order": [r["job"] for r in rows],
-        "eta_over_actual_median": {k: med(v) for k, v in ratios.items()},
-        "eta_over_actual_at_start": [round(r["estimated_end_s"] / r["ended_after_s"], 2) if r.get("ended_after_s") else None
-                                     for r in rows],
-        "most_running_at_once": most, "states": [r.get("state") for r in rows], "errors": errors, "per_student": rows,
-    }, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "model": model,
+                "load_s": round(load_s, 1),
+                "students": args.students,
+                "capacity": args.capacity,
+                "max_seconds": args.seconds,
+                "n_train": args.n,
+                "n_test": args.n,
+                "total_s": round(time.perf_counter() - t1, 1),
+                "places_at_start": [r["place_at_start"] for r in rows],
+                "run_order": [j for _, j in ran],
+                "line_order": [r["job"] for r in rows],
+                "eta_over_actual_median": {k: med(v) for k, v in ratios.items()},
+                "eta_over_actual_at_start": [
+                    round(r["estimated_end_s"] / r["ended_after_s"], 2) if r.get("ended_after_s") else None
+                    for r in rows
+                ],
+                "most_running_at_once": most,
+                "states": [r.get("state") for r in rows],
+                "errors": errors,
+                "per_student": rows,
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ session state), so AppTest's polling does not count; cpu_* is the script thread'
 OMP_NUM_THREADS=1 torch computes in that thread), which waiting for a core on a loaded machine does not inflate. `--profile P` prints cProfile's top costs of page P's timed
 runs. Prints one JSON object: per page, the first run's and the reruns' median/max ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CTXLAB_NO_PREWARM", "1")
 
-FRUIT = ["我每天吃一个苹果", "这个苹果又甜又脆", "妈妈买了一袋苹果", "苹果树上结满了果子", "他削了一个苹果",
-         "秋天的苹果最好吃", "红红的苹果挂在枝头", "苹果洗干净再吃"]
+FRUIT = [
+    "我每天吃一个苹果",
+    "这个苹果又甜又脆",
+    "妈妈买了一袋苹果",
+    "苹果树上结满了果子",
+    "他削了一个苹果",
+    "秋天的苹果最好吃",
+    "红红的苹果挂在枝头",
+    "苹果洗干净再吃",
+]
 BRAND = ["苹果公司发布了新手机", "苹果手机的价格很贵", "苹果电脑的系统更新了", "他在苹果公司上班"]
 
 
@@ -37,8 +46,10 @@ def student_params(i: int) -> dict[str, dict[str, str]]:
     a, b = FRUIT[i % len(FRUIT)], FRUIT[(i + 3) % len(FRUIT)]
     c = BRAND[i % len(BRAND)] + "，" * (i // len(BRAND))  # distinct text for every student
     lines = [f"{s}{'。' * (1 + i % 3)} | 水果" for s in FRUIT[:5]] + [f"{s}{'！' * (1 + i)} | 品牌" for s in BRAND]
-    return {"home": {"lang": "en", "word": "苹果", "a": a, "b": b, "c": c},
-            "tt": {"lang": "en", "set": "苹果", "word": "苹果", "s": "\n".join(lines)}}
+    return {
+        "home": {"lang": "en", "word": "苹果", "a": a, "b": b, "c": c},
+        "tt": {"lang": "en", "set": "苹果", "word": "苹果", "s": "\n".join(lines)},
+    }
 
 
 def run_once(at, key: str) -> float:
@@ -102,11 +113,14 @@ def main() -> int:
                 again.append(run_once(at, key))
                 cpu_again.append(cpu[-1])
             profiling[0] = False
-        out[page] = {"first_ms": [round(x) for x in first], "first_median_ms": round(statistics.median(first)),
-                     "rerun_median_ms": round(statistics.median(again)) if again else None,
-                     "rerun_max_ms": round(max(again)) if again else None,
-                     "cpu_first_median_ms": round(statistics.median(cpu_first)),
-                     "cpu_rerun_median_ms": round(statistics.median(cpu_again)) if cpu_again else None}
+        out[page] = {
+            "first_ms": [round(x) for x in first],
+            "first_median_ms": round(statistics.median(first)),
+            "rerun_median_ms": round(statistics.median(again)) if again else None,
+            "rerun_max_ms": round(max(again)) if again else None,
+            "cpu_first_median_ms": round(statistics.median(cpu_first)),
+            "cpu_rerun_median_ms": round(statistics.median(cpu_again)) if cpu_again else None,
+        }
     if a.profile:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(a.top)

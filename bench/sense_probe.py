@@ -9,6 +9,7 @@ the majority-sense rate. Means over words, per layer. Default: checkpoints/bert 
 A probe reads any direction of the vector; cosine weighs all directions alike, so the gap between the two is the
 sense information that is present but not what the vectors mostly encode.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,12 @@ def scores(enc) -> dict:
         pr.append([pair_ranking(Xte[:, j], yte) for j in range(Xte.shape[1])])
         top = Counter(ytr).most_common(1)[0][0]
         major.append(float(np.mean([y == top for y in yte])))
-    return {"words": len(probe), "probe_accuracy": [round(float(x), 4) for x in np.mean(probe, 0)],
-            "pair_ranking": [round(float(x), 4) for x in np.mean(pr, 0)], "majority": round(float(np.mean(major)), 4)}
+    return {
+        "words": len(probe),
+        "probe_accuracy": [round(float(x), 4) for x in np.mean(probe, 0)],
+        "pair_ranking": [round(float(x), 4) for x in np.mean(pr, 0)],
+        "majority": round(float(np.mean(major)), 4),
+    }
 
 
 def main(argv=None) -> int:
@@ -61,13 +66,20 @@ def main(argv=None) -> int:
             print(f"sense_probe: cannot load {m}: {e}", file=sys.stderr)
             return 2
         t0 = time.time()
-        report[m] = {"kind": enc.kind, "layers": list(enc.layer_names), **scores(enc), "seconds": round(time.time() - t0, 1)}
+        report[m] = {
+            "kind": enc.kind,
+            "layers": list(enc.layer_names),
+            **scores(enc),
+            "seconds": round(time.time() - t0, 1),
+        }
     if a.json:
         print(json.dumps(report, ensure_ascii=False, indent=1))
         return 0
     for m, r in report.items():
-        print(f"\n{m} ({r['kind']}; {r['words']} supplement words, held-out part; majority sense {r['majority']:.3f}; "
-              f"{r['seconds']:.0f} s)")
+        print(
+            f"\n{m} ({r['kind']}; {r['words']} supplement words, held-out part; majority sense {r['majority']:.3f}; "
+            f"{r['seconds']:.0f} s)"
+        )
         for name, p, c in zip(r["layers"], r["probe_accuracy"], r["pair_ranking"]):
             print(f"  {name:28s} probe {p:.3f}   pair ranking {c:.3f}")
     return 0

@@ -11,6 +11,7 @@
    balanced: every verb token and as many noun tokens (the LM saw 80% of this text, never its tags).
 The last line printed is one JSON object with everything.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,22 +31,67 @@ from ctxlib.analysis import layer_sense_accuracy  # noqa: E402
 from ctxlib.evaluation.tasks import encode_words  # noqa: E402
 
 FALLBACK = {
-    "苹果": {"word": "苹果", "sentences": [(s, "水果") for s in [
-        "苹果真好吃，又甜又脆。", "妈妈买了一斤苹果。", "这个苹果有点酸。", "树上结满了红红的苹果。", "他每天吃一个苹果。",
-        "苹果削皮以后切成小块。", "秋天是苹果成熟的季节。", "苹果汁很有营养。"]] + [(s, "品牌") for s in [
-        "苹果发布了新款手机。", "我的苹果电脑坏了。", "苹果公司的股价上涨了。", "他买了一台苹果笔记本。",
-        "苹果的操作系统很流畅。", "这款苹果手机价格太贵。", "苹果今年推出了新的平板。", "苹果商店里人很多。"]]},
-    "活动": {"word": "活动", "sentences": [(s, "名词") for s in [
-        "学校举办了一次植树活动。", "这次活动非常成功。", "我们参加了社区的志愿活动。", "活动的时间定在周六。",
-        "公司组织了团建活动。", "这项活动吸引了很多人。"]] + [(s, "动词") for s in [
-        "饭后出去活动一下身体。", "他在院子里活动筋骨。", "老人每天早上都要活动活动。", "坐久了要起来活动。",
-        "运动员在赛前活动手腕。", "病人可以下床活动了。"]]},
+    "苹果": {
+        "word": "苹果",
+        "sentences": [
+            (s, "水果")
+            for s in [
+                "苹果真好吃，又甜又脆。",
+                "妈妈买了一斤苹果。",
+                "这个苹果有点酸。",
+                "树上结满了红红的苹果。",
+                "他每天吃一个苹果。",
+                "苹果削皮以后切成小块。",
+                "秋天是苹果成熟的季节。",
+                "苹果汁很有营养。",
+            ]
+        ]
+        + [
+            (s, "品牌")
+            for s in [
+                "苹果发布了新款手机。",
+                "我的苹果电脑坏了。",
+                "苹果公司的股价上涨了。",
+                "他买了一台苹果笔记本。",
+                "苹果的操作系统很流畅。",
+                "这款苹果手机价格太贵。",
+                "苹果今年推出了新的平板。",
+                "苹果商店里人很多。",
+            ]
+        ],
+    },
+    "活动": {
+        "word": "活动",
+        "sentences": [
+            (s, "名词")
+            for s in [
+                "学校举办了一次植树活动。",
+                "这次活动非常成功。",
+                "我们参加了社区的志愿活动。",
+                "活动的时间定在周六。",
+                "公司组织了团建活动。",
+                "这项活动吸引了很多人。",
+            ]
+        ]
+        + [
+            (s, "动词")
+            for s in [
+                "饭后出去活动一下身体。",
+                "他在院子里活动筋骨。",
+                "老人每天早上都要活动活动。",
+                "坐久了要起来活动。",
+                "运动员在赛前活动手腕。",
+                "病人可以下床活动了。",
+            ]
+        ],
+    },
 }
 
 
 def example_sets():
     try:
         from ctxlib.examples import EXAMPLE_SETS
+
         return EXAMPLE_SETS, "ctxlib.examples"
     except ImportError:
         return FALLBACK, "fallback"
@@ -61,16 +107,21 @@ def sets_accuracy(enc, sets) -> dict:
     return out
 
 
-def pd_noun_verb(enc, words=("活动", "发展"), cap: int = 300, seed: int = 0, split: str | None = "test",
-                 balanced: bool = False) -> dict:
+def pd_noun_verb(
+    enc, words=("活动", "发展"), cap: int = 300, seed: int = 0, split: str | None = "test", balanced: bool = False
+) -> dict:
     """Per word: noun-vs-verb nearest-centroid accuracy per layer over gold-tagged tokens (vn counts as noun).
 
     balanced: keep every token of the rarer role and as many of the other (majority rate 0.5)."""
     sents = [(p.words[a:b], p.tags[a:b]) for p in corpus.load("pd", split) for a, b in p.sentences()]
     out = {}
     for w in words:
-        occ = [(ws, i, "noun" if ts[i] in ("n", "vn") else "verb") for ws, ts in sents for i, x in enumerate(ws)
-               if x == w and ts[i] in ("n", "v", "vn")]
+        occ = [
+            (ws, i, "noun" if ts[i] in ("n", "vn") else "verb")
+            for ws, ts in sents
+            for i, x in enumerate(ws)
+            if x == w and ts[i] in ("n", "v", "vn")
+        ]
         rng = random.Random(seed)
         if balanced:
             by = {lab: [o for o in occ if o[2] == lab] for lab in ("noun", "verb")}
@@ -116,12 +167,15 @@ def main(argv=None):
     # held-out text (test split, natural proportions), then all of PD balanced (活动 has 1 verb token in test)
     models = [("trained", enc)] + ([("untrained", base)] if base is not None else [])
     res["pd_noun_verb_test"] = {k: pd_noun_verb(m, cap=a.pd_cap, seed=a.seed) for k, m in models}
-    res["pd_noun_verb_all_balanced"] = {k: pd_noun_verb(m, cap=a.pd_cap, seed=a.seed, split=None, balanced=True)
-                                        for k, m in models}
+    res["pd_noun_verb_all_balanced"] = {
+        k: pd_noun_verb(m, cap=a.pd_cap, seed=a.seed, split=None, balanced=True) for k, m in models
+    }
     for key in ("pd_noun_verb_test", "pd_noun_verb_all_balanced"):
         for kind, d in res[key].items():
             for w, r in d.items():
-                print(f"{key} {w} ({kind}): n={r['n']} {r['counts']} majority {r['majority']} per layer {r['per_layer']}")
+                print(
+                    f"{key} {w} ({kind}): n={r['n']} {r['counts']} majority {r['majority']} per layer {r['per_layer']}"
+                )
     res["seconds"] = round(time.time() - t0, 1)
     print(json.dumps(res, ensure_ascii=False))
 

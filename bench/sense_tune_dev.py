@@ -14,6 +14,7 @@ ELMo at lr 5e-4: 0.712 at 1,500 steps (perplexity 154.4 / 154.2; taken), 0.705 a
 Session 14, 1,500 steps: BERT --tau 0.05 0.789, --tau 0.2 0.781, --words 8 0.789 (tau 0.1, 4 words: 0.787);
 ELMo --tau 0.05 0.713 (0.712). Flat: the temperature and words per step are not levers either.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,11 @@ def score(enc, words) -> dict:
         V = enc.word_vectors([t for t, _ in items], w)
         pr.append([pair_ranking(V[:, j], y) for j in range(V.shape[1])])
         acc.append([loo_centroid_accuracy(V[:, j], y) for j in range(V.shape[1])])
-    return {"words": len(pr), "pair_ranking": np.round(np.mean(pr, 0), 4).tolist(),
-            "accuracy": np.round(np.mean(acc, 0), 4).tolist()}
+    return {
+        "words": len(pr),
+        "pair_ranking": np.round(np.mean(pr, 0), 4).tolist(),
+        "accuracy": np.round(np.mean(acc, 0), 4).tolist(),
+    }
 
 
 def main(argv=None) -> int:
@@ -75,12 +79,20 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the command's, per kind)")
     ap.add_argument("--lm-weight", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tau", type=float, default=None, help="temperature of the contrastive loss (default: the command's)")
-    ap.add_argument("--layers", type=int, nargs="+", default=None, help="layers the loss reads, from the top (1 = last)")
+    ap.add_argument(
+        "--tau", type=float, default=None, help="temperature of the contrastive loss (default: the command's)"
+    )
+    ap.add_argument(
+        "--layers", type=int, nargs="+", default=None, help="layers the loss reads, from the top (1 = last)"
+    )
     ap.add_argument("--words", type=int, default=None, help="words per step (default: the command's)")
-    ap.add_argument("--train-words", type=int, default=None,
-                    help="tune on only this many of the other words (a fixed draw, numpy seed DEV_SEED+1): how the "
-                         "transfer to unseen words grows with the number of words tuned on")
+    ap.add_argument(
+        "--train-words",
+        type=int,
+        default=None,
+        help="tune on only this many of the other words (a fixed draw, numpy seed DEV_SEED+1): how the "
+        "transfer to unseen words grows with the number of words tuned on",
+    )
     ap.add_argument("--out", default=None, help="keep the tuned checkpoint here (default: a temporary folder)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -107,14 +119,26 @@ def main(argv=None) -> int:
         print(f"sense_tune_dev: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     s = enc.summary
-    report = {"model": a.model, "steps": a.steps, "lr": a.lr, "lm_weight": a.lm_weight, "dev_words": words,
-              "train_words": a.train_words, "tau": a.tau, "layers": a.layers, "words_per_step": a.words,
-              **score(enc, words), "held_out": s.get("valid") or s.get("perplexity")}
+    report = {
+        "model": a.model,
+        "steps": a.steps,
+        "lr": a.lr,
+        "lm_weight": a.lm_weight,
+        "dev_words": words,
+        "train_words": a.train_words,
+        "tau": a.tau,
+        "layers": a.layers,
+        "words_per_step": a.words,
+        **score(enc, words),
+        "held_out": s.get("valid") or s.get("perplexity"),
+    }
     if a.json:
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:
         print(f"{a.model} steps {a.steps}: dev words {' '.join(words)}")
-        print(f"  pair ranking per layer {report['pair_ranking']}, LOO {report['accuracy']}; held out {report['held_out']}")
+        print(
+            f"  pair ranking per layer {report['pair_ranking']}, LOO {report['accuracy']}; held out {report['held_out']}"
+        )
     return 0
 
 

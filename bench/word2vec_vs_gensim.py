@@ -27,6 +27,7 @@ the word's own. Neighbours without a PD tag (e.g. review-only words) count as di
 The last output line is one JSON object: per worker count, the median words/s, speed ratio and POS agreement
 of gensim and of each variant. The CPU is shared: the load average is printed around each run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (medians are reported)")
     ap.add_argument("--cbow", action="store_true", help="CBOW instead of skip-gram")
     ap.add_argument("--roof", action="store_true", help="also estimate the kernel's physical limit on this CPU")
-    ap.add_argument("--batch-size", type=int, default=None, help="torch path: windows per SGD step (default: the preset's)")
-    ap.add_argument("--max-row-updates", type=int, default=None, help="torch path: per-row update cap (default: the preset's)")
+    ap.add_argument(
+        "--batch-size", type=int, default=None, help="torch path: windows per SGD step (default: the preset's)"
+    )
+    ap.add_argument(
+        "--max-row-updates", type=int, default=None, help="torch path: per-row update cap (default: the preset's)"
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     from gensim.models import Word2Vec
@@ -74,10 +79,21 @@ def main(argv=None) -> int:
         sents, epochs = sents[::5], 1
     raw = sum(len(s) for s in sents)
     base = Word2VecConfig(**PRESETS["default"].model)
-    cfg = Word2VecConfig(sg=not args.cbow, dim=base.dim, window=base.window, negative=base.negative, sample=base.sample,
-                         min_count=base.min_count, epochs=epochs, lr=base.lr, min_lr=base.min_lr, seed=0, max_vocab=0,
-                         batch_size=args.batch_size or base.batch_size,
-                         max_row_updates=base.max_row_updates if args.max_row_updates is None else args.max_row_updates)
+    cfg = Word2VecConfig(
+        sg=not args.cbow,
+        dim=base.dim,
+        window=base.window,
+        negative=base.negative,
+        sample=base.sample,
+        min_count=base.min_count,
+        epochs=epochs,
+        lr=base.lr,
+        min_lr=base.min_lr,
+        seed=0,
+        max_vocab=0,
+        batch_size=args.batch_size or base.batch_size,
+        max_row_updates=base.max_row_updates if args.max_row_updates is None else args.max_row_updates,
+    )
     print(f"corpus: {len(sents)} sentences, {raw} words; {cfg}")
     tags = pd_major_tags()
     print(f"cpu cores: {os.cpu_count()}; {load()}")
@@ -85,8 +101,10 @@ def main(argv=None) -> int:
     if any(VARIANTS[v][0] == "numba" for v in args.variants):
         t, cpu = time.perf_counter(), time.process_time()
         sgns_numba.warm_up()  # compiles, or loads numba's cached machine code
-        print(f"numba kernel ready in {time.perf_counter() - t:.2f} s wall, {time.process_time() - cpu:.2f} s CPU "
-              f"(compile on a cold cache, else a load from {sgns_numba.__name__}'s numba cache)")
+        print(
+            f"numba kernel ready in {time.perf_counter() - t:.2f} s wall, {time.process_time() - cpu:.2f} s CPU "
+            f"(compile on a cold cache, else a load from {sgns_numba.__name__}'s numba cache)"
+        )
 
     warm = Word2VecConfig(**{**cfg.__dict__, "epochs": 1, "min_count": 1})
     for v in args.variants:  # first-call costs (imports, the kernel's load) stay out of the timed runs
@@ -99,42 +117,81 @@ def main(argv=None) -> int:
     for r in range(args.rounds):
         for w in args.workers:
             t, cpu = time.perf_counter(), time.process_time()
-            gm = Word2Vec(sents, sg=int(cfg.sg), vector_size=cfg.dim, window=cfg.window, negative=cfg.negative, hs=0,
-                          sample=cfg.sample, min_count=cfg.min_count, epochs=epochs, alpha=cfg.lr, min_alpha=cfg.min_lr,
-                          ns_exponent=cfg.ns_exponent, cbow_mean=1, workers=w, seed=0)
+            gm = Word2Vec(
+                sents,
+                sg=int(cfg.sg),
+                vector_size=cfg.dim,
+                window=cfg.window,
+                negative=cfg.negative,
+                hs=0,
+                sample=cfg.sample,
+                min_count=cfg.min_count,
+                epochs=epochs,
+                alpha=cfg.lr,
+                min_alpha=cfg.min_lr,
+                ns_exponent=cfg.ns_exponent,
+                cbow_mean=1,
+                workers=w,
+                seed=0,
+            )
             g_wall, g_cpu = time.perf_counter() - t, time.process_time() - cpu
-            g = {"words_per_s": raw * epochs / g_wall, "words_per_cpu_s": raw * epochs / g_cpu, **pos_agreement(gm.wv.index_to_key, gm.wv.vectors, tags=tags)}
+            g = {
+                "words_per_s": raw * epochs / g_wall,
+                "words_per_cpu_s": raw * epochs / g_cpu,
+                **pos_agreement(gm.wv.index_to_key, gm.wv.vectors, tags=tags),
+            }
             runs.setdefault((w, "gensim"), []).append(g)
-            print(f"round {r + 1}, {w} worker(s): gensim: {g_wall:.1f} s wall, {g_cpu:.1f} s CPU, {g['words_per_s']:,.0f} "
-                  f"words/s, vocab {len(gm.wv)}, POS {g['pos_agreement_at_10']}; {load()}", flush=True)
+            print(
+                f"round {r + 1}, {w} worker(s): gensim: {g_wall:.1f} s wall, {g_cpu:.1f} s CPU, {g['words_per_s']:,.0f} "
+                f"words/s, vocab {len(gm.wv)}, POS {g['pos_agreement_at_10']}; {load()}",
+                flush=True,
+            )
             for v in args.variants:
                 backend, sigmoid = VARIANTS[v]
                 t, cpu = time.perf_counter(), time.process_time()
                 kv, summary = fit(sents, cfg, device="cpu", workers=w, progress=False, backend=backend, sigmoid=sigmoid)
                 c_wall, c_cpu = time.perf_counter() - t, time.process_time() - cpu
-                c = {"words_per_s": raw * epochs / c_wall, "words_per_cpu_s": raw * epochs / c_cpu,
-                     **pos_agreement(kv.index_to_key, kv.vectors, tags=tags),
-                     "pairs_per_s": summary["pairs_seen"] / summary["wall_s"], "train_wall_s": summary["wall_s"],
-                     "pairs_per_cpu_s": summary["pairs_seen"] / max(summary["cpu_s"], 1e-9),
-                     "pairs_per_word": summary["pairs_seen"] / (raw * epochs)}
+                c = {
+                    "words_per_s": raw * epochs / c_wall,
+                    "words_per_cpu_s": raw * epochs / c_cpu,
+                    **pos_agreement(kv.index_to_key, kv.vectors, tags=tags),
+                    "pairs_per_s": summary["pairs_seen"] / summary["wall_s"],
+                    "train_wall_s": summary["wall_s"],
+                    "pairs_per_cpu_s": summary["pairs_seen"] / max(summary["cpu_s"], 1e-9),
+                    "pairs_per_word": summary["pairs_seen"] / (raw * epochs),
+                }
                 c["ratio"] = c["words_per_s"] / g["words_per_s"]
                 c["cpu_ratio"] = c["words_per_cpu_s"] / g["words_per_cpu_s"]
                 runs.setdefault((w, v), []).append(c)
-                print(f"round {r + 1}, {w} worker(s): ctxlib {v}: {c_wall:.1f} s wall ({summary['wall_s']} s training), "
-                      f"{c_cpu:.1f} s CPU, {c['words_per_s']:,.0f} words/s = {c['ratio']:.2f}x gensim (per CPU second "
-                      f"{c['cpu_ratio']:.2f}x), "
-                      f"{summary['pairs_seen'] / raw / epochs:.2f} pairs per raw word, {c['pairs_per_s']:,.0f} pairs/s "
-                      f"in training, vocab {len(kv)}, POS {c['pos_agreement_at_10']}, epoch loss {summary['epoch_loss']}; "
-                      f"{load()}", flush=True)
+                print(
+                    f"round {r + 1}, {w} worker(s): ctxlib {v}: {c_wall:.1f} s wall ({summary['wall_s']} s training), "
+                    f"{c_cpu:.1f} s CPU, {c['words_per_s']:,.0f} words/s = {c['ratio']:.2f}x gensim (per CPU second "
+                    f"{c['cpu_ratio']:.2f}x), "
+                    f"{summary['pairs_seen'] / raw / epochs:.2f} pairs per raw word, {c['pairs_per_s']:,.0f} pairs/s "
+                    f"in training, vocab {len(kv)}, POS {c['pos_agreement_at_10']}, epoch loss {summary['epoch_loss']}; "
+                    f"{load()}",
+                    flush=True,
+                )
     if kv is not None and gm is not None:
         for word in WORDS:
             if word in kv and word in gm.wv:
-                print(f"  {word}: ctxlib {[x for x, _ in kv.most_similar(word, topn=5)]}  "
-                      f"gensim {[x for x, _ in gm.wv.most_similar(word, topn=5)]}")
-    out = {"sg": cfg.sg, "load_start": load_start, "epochs": epochs, "rounds": args.rounds, "cpu_cores": os.cpu_count(), "load_end": os.getloadavg()[0]}
+                print(
+                    f"  {word}: ctxlib {[x for x, _ in kv.most_similar(word, topn=5)]}  "
+                    f"gensim {[x for x, _ in gm.wv.most_similar(word, topn=5)]}"
+                )
+    out = {
+        "sg": cfg.sg,
+        "load_start": load_start,
+        "epochs": epochs,
+        "rounds": args.rounds,
+        "cpu_cores": os.cpu_count(),
+        "load_end": os.getloadavg()[0],
+    }
     for w in args.workers:
-        row = {"gensim_words_per_s": round(median(x["words_per_s"] for x in runs[(w, "gensim")])),
-               "gensim_pos_agreement": median(x["pos_agreement_at_10"] for x in runs[(w, "gensim")])}
+        row = {
+            "gensim_words_per_s": round(median(x["words_per_s"] for x in runs[(w, "gensim")])),
+            "gensim_pos_agreement": median(x["pos_agreement_at_10"] for x in runs[(w, "gensim")]),
+        }
         for v in args.variants:
             xs = runs[(w, v)]
             row[f"{v}_words_per_s"] = round(median(x["words_per_s"] for x in xs))
@@ -148,9 +205,12 @@ def main(argv=None) -> int:
     if roof is not None and kernel_runs:
         xs = kernel_runs[0]
         ppw = median(x["pairs_per_word"] for x in xs)
-        out["roof"] = {**{k: round(v) for k, v in roof.items()}, "pairs_per_raw_word": round(ppw, 3),
-                       "l1_words_per_s_per_core": round(roof["l1_pairs_per_s"] / ppw),
-                       "kernel_train_pairs_per_cpu_s": round(median(x["pairs_per_cpu_s"] for x in xs))}
+        out["roof"] = {
+            **{k: round(v) for k, v in roof.items()},
+            "pairs_per_raw_word": round(ppw, 3),
+            "l1_words_per_s_per_core": round(roof["l1_pairs_per_s"] / ppw),
+            "kernel_train_pairs_per_cpu_s": round(median(x["pairs_per_cpu_s"] for x in xs)),
+        }
     print(json.dumps(out))
     return 0
 
@@ -181,7 +241,7 @@ def kernel_roof(cfg: Word2VecConfig) -> dict:
                 break
     loads, stores = ((K + 1) * 5 + 2) * D / 8, ((K + 1) * 2 + 2) * D / 8
     l1_pairs = mhz * 1e6 / max(loads / 2, stores) if mhz else float("nan")
-    a, b = np.ones(2 ** 26, np.float32), np.zeros(2 ** 26, np.float32)
+    a, b = np.ones(2**26, np.float32), np.zeros(2**26, np.float32)
     best = 0.0
     for _ in range(5):
         c0 = time.thread_time()
@@ -199,12 +259,19 @@ def kernel_roof(cfg: Word2VecConfig) -> dict:
         c0 = time.thread_time()
         _, _, pairs = wk.run(w_in, w_out, ids, sid, 0, n, cfg, negative_table(np.ones(V)), 0.01)
         hot = max(hot, pairs / max(time.thread_time() - c0, 1e-9))
-    print(f"roof: L1 load ports {l1_pairs:,.0f} pairs/s ({loads:.0f} 32-byte loads and {stores:.0f} stores per pair, "
-          f"{mhz:.0f} MHz); "
-          f"DRAM {dram_pairs:,.0f} pairs/s (copy {best / 1e9:.1f} GB/s, {2 * (K + 2) * D * 4} bytes per pair); "
-          f"kernel on L1/L2-resident rows {hot:,.0f} pairs per CPU second", flush=True)
-    return {"l1_pairs_per_s": l1_pairs, "dram_pairs_per_s": dram_pairs, "hot_kernel_pairs_per_cpu_s": hot,
-            "copy_bytes_per_s": best}
+    print(
+        f"roof: L1 load ports {l1_pairs:,.0f} pairs/s ({loads:.0f} 32-byte loads and {stores:.0f} stores per pair, "
+        f"{mhz:.0f} MHz); "
+        f"DRAM {dram_pairs:,.0f} pairs/s (copy {best / 1e9:.1f} GB/s, {2 * (K + 2) * D * 4} bytes per pair); "
+        f"kernel on L1/L2-resident rows {hot:,.0f} pairs per CPU second",
+        flush=True,
+    )
+    return {
+        "l1_pairs_per_s": l1_pairs,
+        "dram_pairs_per_s": dram_pairs,
+        "hot_kernel_pairs_per_cpu_s": hot,
+        "copy_bytes_per_s": best,
+    }
 
 
 if __name__ == "__main__":

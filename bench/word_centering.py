@@ -9,6 +9,7 @@ tokens of 苹果 is dominated by what every 苹果 shares; centering compares wh
 The method (and nothing else: no cap, no layer) was chosen on the supplement's *train* split (a half to fit the
 mean, the other half to score), never on the three sets printed here. Default: checkpoints/bert.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,10 @@ def main(argv=None) -> int:
 
     sets = [s.strip() for s in a.sets.split(",") if s.strip()]
     if not sets or any(s not in SENSE_SETS for s in sets) or a.cap < 1:
-        print(f"word_centering: --sets takes a comma list of {', '.join(SENSE_SETS)} and --cap a positive number",
-              file=sys.stderr)
+        print(
+            f"word_centering: --sets takes a comma list of {', '.join(SENSE_SETS)} and --cap a positive number",
+            file=sys.stderr,
+        )
         return 2
     report = {}
     for m in a.models:
@@ -47,9 +50,11 @@ def main(argv=None) -> int:
         report[m] = {"kind": enc.kind, "layers": list(enc.layer_names), "sets": {}}
         for s in sets:
             raw, cen = sense_scores(enc, s), sense_scores(enc, s, center=True, cap=a.cap)
-            report[m]["sets"][s] = {"raw": {k: raw[k] for k in ("accuracy", "pair_ranking")},
-                                    "centered": {k: cen[k] for k in ("accuracy", "pair_ranking")},
-                                    "type_occurrences": {w: v["type_occurrences"] for w, v in cen["per_word"].items()}}
+            report[m]["sets"][s] = {
+                "raw": {k: raw[k] for k in ("accuracy", "pair_ranking")},
+                "centered": {k: cen[k] for k in ("accuracy", "pair_ranking")},
+                "type_occurrences": {w: v["type_occurrences"] for w, v in cen["per_word"].items()},
+            }
         report[m]["seconds"] = round(time.time() - t0, 1)
     if a.json:
         print(json.dumps(report, ensure_ascii=False, indent=1))
@@ -61,8 +66,10 @@ def main(argv=None) -> int:
             print(f"  {s} (occurrences per word for the mean: min {occ[0]}, median {occ[len(occ) // 2]})")
             for how in ("raw", "centered"):
                 pr, acc = v[how]["pair_ranking"], v[how]["accuracy"]
-                print(f"    {how:8s} pair ranking {' '.join(f'{x:.3f}' for x in pr)} (best {max(pr):.3f})   "
-                      f"LOO {' '.join(f'{x:.3f}' for x in acc)} (best {max(acc):.3f})")
+                print(
+                    f"    {how:8s} pair ranking {' '.join(f'{x:.3f}' for x in pr)} (best {max(pr):.3f})   "
+                    f"LOO {' '.join(f'{x:.3f}' for x in acc)} (best {max(acc):.3f})"
+                )
     return 0
 
 

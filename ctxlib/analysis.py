@@ -7,6 +7,7 @@
   word's token vectors, and between random tokens' vectors (the baseline).
 - `probe_accuracy`: a logistic-regression probe on one layer's features.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,7 +53,7 @@ def pair_ranking(vectors: np.ndarray, labels) -> float:
     S = X @ X.T
     wins = total = 0.0
     for a in range(len(X)):
-        same = (y == y[a])
+        same = y == y[a]
         same[a] = False
         other = y != y[a]
         if not same.any() or not other.any():

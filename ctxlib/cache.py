@@ -11,6 +11,7 @@ use is as fast as a later one.
 - Writes go to a unique temporary file first and are renamed into place, so processes sharing the folder never read
   half a file. Each kind keeps its newest MAX_ENTRIES entries.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,9 +82,15 @@ DEFAULT_MAX = 64
 def prune(kind: str) -> None:
     """Keep the newest MAX_ENTRIES[kind] entries of a kind (every word typed into the atlas makes one: ~2 MB each)."""
     try:
-        files = sorted(((f.stat().st_mtime, f) for f in (cache_dir() / kind).iterdir()
-                        if f.suffix in (".npz", ".json") and not f.name.startswith(".")), reverse=True)
-        for _, f in files[MAX_ENTRIES.get(kind, DEFAULT_MAX):]:
+        files = sorted(
+            (
+                (f.stat().st_mtime, f)
+                for f in (cache_dir() / kind).iterdir()
+                if f.suffix in (".npz", ".json") and not f.name.startswith(".")
+            ),
+            reverse=True,
+        )
+        for _, f in files[MAX_ENTRIES.get(kind, DEFAULT_MAX) :]:
             f.unlink(missing_ok=True)
     except OSError:
         pass
@@ -95,6 +102,7 @@ def _path(kind: str, k: str) -> Path:
 
 def load(kind: str, k: str) -> tuple[dict[str, np.ndarray], object] | None:
     """(arrays, JSON part) of entry `k` of `kind`, or None when missing or unreadable (an unreadable file is removed)."""
+
     def parse(path: Path):
         with np.load(path, allow_pickle=False) as z:
             arrays = {n: z[n] for n in z.files}
@@ -124,6 +132,7 @@ def _read(path: Path, parse: Callable[[Path], object]):
 
 def save(kind: str, k: str, arrays: dict[str, np.ndarray], data=None) -> bool:
     """Store an entry (arrays must not need pickling; `data` JSON-able). False when it could not be written."""
+
     def payload() -> bytes:
         arr = {n: np.asarray(a) for n, a in arrays.items()}
         if any(a.dtype.hasobject for a in arr.values()):
@@ -148,6 +157,7 @@ def _write(kind: str, path: Path, payload: Callable[[], bytes]) -> bool:
         log.warning("could not write cache entry %s: %s", path, e)
         return False
 
+
 def cached(kind: str, k: str | None, build: Callable[[], tuple[dict[str, np.ndarray], object]]):
     """(arrays, data): entry `k` from disk, or `build()` stored under it. `k` None: build, store nothing."""
     if k is not None:
@@ -162,6 +172,7 @@ def cached(kind: str, k: str | None, build: Callable[[], tuple[dict[str, np.ndar
 
 def load_json(kind: str, k: str):
     """The JSON entry `k` of `kind`, or None when missing or unreadable (an unreadable file is removed)."""
+
     def parse(path: Path):
         meta = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(meta, dict) or meta.get("version") != VERSION or "data" not in meta:
@@ -173,8 +184,14 @@ def load_json(kind: str, k: str):
 
 def save_json(kind: str, k: str, data) -> bool:
     """Store a JSON entry; False when it could not be written."""
-    return _write(kind, cache_dir() / kind / f"{k}.json", lambda: json.dumps(
-        {"version": VERSION, "data": data}, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return _write(
+        kind,
+        cache_dir() / kind / f"{k}.json",
+        lambda: json.dumps({"version": VERSION, "data": data}, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8"
+        ),
+    )
+
 
 def files_key(*paths) -> str:
     """A hash of the name, size and mtime of files (a missing one counts as missing): changes when one is rewritten."""

@@ -6,6 +6,7 @@ state dict (fp16 storage allowed) loaded with `weights_only=True`. Every write
 goes to a temporary file first and is then renamed, so a crash never leaves a
 half-written file behind.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -56,8 +57,10 @@ _UNZIP_LOCK = threading.Lock()
 
 
 def _zip_error(path: Path, why: str) -> CheckpointError:
-    return CheckpointError(f"{path} is corrupt or not a checkpoint zip ({why}). Download it again, or rebuild with: "
-                           f"{rebuild_command(None)}")
+    return CheckpointError(
+        f"{path} is corrupt or not a checkpoint zip ({why}). Download it again, or rebuild with: "
+        f"{rebuild_command(None)}"
+    )
 
 
 def unzip(path: str | os.PathLike) -> Path:
@@ -87,9 +90,14 @@ def unzip(path: str | os.PathLike) -> Path:
                 prefix = (tops.pop() + "/") if len(tops) == 1 and all(n.count("/") == 1 for n in names) else ""
                 members, total = {}, 0
                 for i in infos:
-                    name = i.filename[len(prefix):]
-                    if (name not in ZIP_MEMBERS or "\\" in i.filename or i.filename.startswith("/") or ".." in i.filename
-                            or name in members):
+                    name = i.filename[len(prefix) :]
+                    if (
+                        name not in ZIP_MEMBERS
+                        or "\\" in i.filename
+                        or i.filename.startswith("/")
+                        or ".." in i.filename
+                        or name in members
+                    ):
                         raise _zip_error(p, f"unexpected member {i.filename!r}")
                     if stat.S_ISLNK(i.external_attr >> 16):
                         raise _zip_error(p, f"{i.filename!r} is a link")
@@ -154,8 +162,15 @@ def atomic_write_json(path: Path, obj) -> None:
     atomic_write_bytes(Path(path), json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
 
 
-def save(directory: str | os.PathLike, kind: str, config: dict, vocab: dict, state_dict: dict, summary: dict,
-         half: bool = True) -> Path:
+def save(
+    directory: str | os.PathLike,
+    kind: str,
+    config: dict,
+    vocab: dict,
+    state_dict: dict,
+    summary: dict,
+    half: bool = True,
+) -> Path:
     """Write a checkpoint folder. `half` stores floating-point tensors as fp16."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
@@ -226,5 +241,7 @@ def load_state_into(model: "torch.nn.Module", sd: dict, directory) -> None:
         model.load_state_dict(sd, strict=True)
     except RuntimeError as e:
         first = str(e).splitlines()[0][:300]
-        raise CheckpointError(f"{Path(directory) / 'model.pt'} does not match {Path(directory) / 'config.json'} ({first}). "
-                              f"Rebuild with: {rebuild_command(read_config(directory).get('kind'))}") from e
+        raise CheckpointError(
+            f"{Path(directory) / 'model.pt'} does not match {Path(directory) / 'config.json'} ({first}). "
+            f"Rebuild with: {rebuild_command(read_config(directory).get('kind'))}"
+        ) from e

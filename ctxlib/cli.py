@@ -4,6 +4,7 @@ generate: ctxlib.cli_text).
 User errors (missing word, unknown model, bad file) exit with code 2 and one
 clear line on stderr; nothing is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,9 @@ def cmd_corpus(args) -> int:
         if args.json:
             print(json.dumps({"word": word, "rows": rows}, ensure_ascii=False, indent=1))
             return 0
-        print(f"'{_shown(word)}' as a whole word, per source and split (supplement: per sense; it is written for ctxlab)")
+        print(
+            f"'{_shown(word)}' as a whole word, per source and split (supplement: per sense; it is written for ctxlab)"
+        )
         print(f"{'source':>12}{'sense':>14}{'train':>9}{'valid':>9}{'test':>9}")
         for r in rows:
             print(f"{r['source']:>12}{r['sense'] or '':>14}{r['train']:>9,}{r['valid']:>9,}{r['test']:>9,}")
@@ -78,8 +81,13 @@ def cmd_embed(args) -> int:
     texts = [ln for _, ln in lines]
     vecs = enc.word_vectors(texts, args.word)
     buf = io.BytesIO()
-    np.savez(buf, vectors=vecs.astype(np.float32), layer_names=np.array(enc.layer_names, dtype=str),
-             sentences=np.array(texts, dtype=str), word=np.array(args.word, dtype=str))
+    np.savez(
+        buf,
+        vectors=vecs.astype(np.float32),
+        layer_names=np.array(enc.layer_names, dtype=str),
+        sentences=np.array(texts, dtype=str),
+        word=np.array(args.word, dtype=str),
+    )
     checkpoint.atomic_write_bytes(Path(args.out), buf.getvalue())
     print(f"wrote {args.out}: vectors {tuple(vecs.shape)} ({len(enc.layer_names)} layers)", file=sys.stderr)
     return 0
@@ -103,8 +111,10 @@ def _print_model_info(name: str, r: dict) -> None:
         print(f"  {name:<10} ERROR {r['error']}")
         return
     extra = "".join(f" {k}={r[k]}" for k in ("language", "n_params", "license") if r.get(k) is not None)
-    print(f"  {name:<10} {r['kind']:<9} family={r['family']} layers={len(r['layers'])} dim={r['dim']}{extra} "
-          f"source={r['source']}")
+    print(
+        f"  {name:<10} {r['kind']:<9} family={r['family']} layers={len(r['layers'])} dim={r['dim']}{extra} "
+        f"source={r['source']}"
+    )
 
 
 def cmd_info(args) -> int:
@@ -129,8 +139,11 @@ def cmd_info(args) -> int:
             rows.append({"name": name, "error": str(e)})
     missing = [k for k in kinds.names(shipped=True) if k not in {r["name"] for r in rows}]
     if args.json:
-        out = {"checkpoint_dir": str(checkpoint.CHECKPOINT_DIR), "models": rows,
-               "missing": {k: checkpoint.rebuild_command(k) for k in missing}}
+        out = {
+            "checkpoint_dir": str(checkpoint.CHECKPOINT_DIR),
+            "models": rows,
+            "missing": {k: checkpoint.rebuild_command(k) for k in missing},
+        }
         if extras or registered.problems():
             out.update(registered=extras, problems=registered.problems())
         print(json.dumps(out, ensure_ascii=False, indent=1))
@@ -141,8 +154,10 @@ def cmd_info(args) -> int:
             print(f"  {r['name']:<10} ERROR {r['error']}")
             continue
         s = r["summary"]
-        print(f"  {r['name']:<10} {r['kind']:<9} steps={s.get('steps', '?')} tokens_seen={s.get('tokens_seen', '?')} "
-              f"device={s.get('device', '?')} wall_s={s.get('wall_s', '?')}")
+        print(
+            f"  {r['name']:<10} {r['kind']:<9} steps={s.get('steps', '?')} tokens_seen={s.get('tokens_seen', '?')} "
+            f"device={s.get('device', '?')} wall_s={s.get('wall_s', '?')}"
+        )
     for k in missing:
         print(f"  {k:<10} missing: build with `{checkpoint.rebuild_command(k)}`")
     if extras or registered.problems():
@@ -162,7 +177,10 @@ def cmd_eval(args) -> int:
     except (evaluation.TaskChoiceError, checkpoint.CheckpointError) as e:  # e.g. a corrupt model.pt
         return _fail(str(e))
     if args.task == "senses":  # the per-word detail is in the file
-        result = {**result, "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()}}
+        result = {
+            **result,
+            "sets": {k: {x: y for x, y in v.items() if x != "per_word"} for k, v in result["sets"].items()},
+        }
     print(json.dumps(result, ensure_ascii=False, indent=1))
     return 0
 
@@ -182,8 +200,11 @@ def cmd_download(args) -> int:
         return _fail(str(e))
     if "error" in enc:
         return _fail(enc["error"])
-    print(f"saved {args.name} in {out} ({enc['family']}, {enc['n_params']:,} parameters, language {enc['language']}); "
-          f"use it with: CTXLAB_MODELS=hf:{out} streamlit run app.py", file=sys.stderr)
+    print(
+        f"saved {args.name} in {out} ({enc['family']}, {enc['n_params']:,} parameters, language {enc['language']}); "
+        f"use it with: CTXLAB_MODELS=hf:{out} streamlit run app.py",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -194,13 +215,17 @@ def cmd_serve(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ctxlib", description="Train and inspect small word2vec, ELMo, BERT and GPT models.")
+    p = argparse.ArgumentParser(
+        prog="python -m ctxlib", description="Train and inspect small word2vec, ELMo, BERT and GPT models."
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     s = sub.add_parser("corpus", help="corpus statistics per source and split, or one word's occurrences")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--word", default=None, help="count this word's occurrences per source, split (and supplement sense)")
+    s.add_argument(
+        "--word", default=None, help="count this word's occurrences per source, split (and supplement sense)"
+    )
     s.set_defaults(fn=cmd_corpus)
 
     add_train_parsers(sub)
@@ -212,18 +237,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_embed)
 
-    s = sub.add_parser("info", help="the available checkpoints and how they were trained, and the registered models "
-                                    "(CTXLAB_MODELS, models.toml); or one model: info hf:PATH")
-    s.add_argument("model", nargs="?", default=None, help="one model to describe (a checkpoint name or folder, hf:PATH)")
+    s = sub.add_parser(
+        "info",
+        help="the available checkpoints and how they were trained, and the registered models "
+        "(CTXLAB_MODELS, models.toml); or one model: info hf:PATH",
+    )
+    s.add_argument(
+        "model", nargs="?", default=None, help="one model to describe (a checkpoint name or folder, hf:PATH)"
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_info)
 
     s = sub.add_parser("eval", help="train task heads on frozen features and write eval_<task>.json")
     s.add_argument("model")
-    s.add_argument("--task", required=True, choices=["pos", "ner", "sentiment", "senses", "cloze", "nsp"],
-                   help="pos/ner/sentiment: task heads; senses: sense accuracy and pair ranking per layer on three "
-                        "held-out sets; cloze: fill-mask top-1/top-5 on the frozen cloze set (BERT); nsp: BERT's P(IsNext) "
-                        "on held-out sentence pairs in true order, swapped, and with a random second sentence")
+    s.add_argument(
+        "--task",
+        required=True,
+        choices=["pos", "ner", "sentiment", "senses", "cloze", "nsp"],
+        help="pos/ner/sentiment: task heads; senses: sense accuracy and pair ranking per layer on three "
+        "held-out sets; cloze: fill-mask top-1/top-5 on the frozen cloze set (BERT); nsp: BERT's P(IsNext) "
+        "on held-out sentence pairs in true order, swapped, and with a random second sentence",
+    )
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default=None, help="output JSON (default: in the checkpoint folder)")
@@ -233,8 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_text_parsers(sub)
 
-    s = sub.add_parser("download", help="fetch a Transformers model from the Hugging Face hub once into a folder "
-                                        "(needs internet; nothing else ever downloads), then use it as hf:FOLDER")
+    s = sub.add_parser(
+        "download",
+        help="fetch a Transformers model from the Hugging Face hub once into a folder "
+        "(needs internet; nothing else ever downloads), then use it as hf:FOLDER",
+    )
     s.add_argument("name", help="a hub id, e.g. bert-base-chinese, uer/gpt2-chinese-cluecorpussmall, gpt2")
     s.add_argument("out", help="a new folder for its config, safetensors weights and tokenizer files")
     s.set_defaults(fn=cmd_download)
@@ -249,8 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose or args.cmd in ("train", "eval", "sense-tune") else logging.WARNING,
-                        format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose or args.cmd in ("train", "eval", "sense-tune") else logging.WARNING,
+        format="%(asctime)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
     from .checkpoint import CheckpointError
     from .corpus import CorpusError
 

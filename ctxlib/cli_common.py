@@ -1,4 +1,5 @@
 """What the command-line modules share: the one-line failure (exit 2), user text quoted safely, input lines."""
+
 from __future__ import annotations
 
 import sys

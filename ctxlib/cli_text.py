@@ -1,5 +1,6 @@
 """The commands that print text a model writes or ranks: `fill-mask` (BERT) and `generate` (GPT), each with a note on
 what the model was trained on (ctxlib.model_card) on stderr. Errors exit 2 with one line, as every command does."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,11 @@ def cmd_fill_mask(args) -> int:
     from .tokens import mask_at_end  # not viz.pretraining: that one imports plotly
 
     if mask_at_end(args.text):
-        print("note: nothing follows the last [MASK]; the model learned from sentences that end in punctuation, so "
-              "there it mostly guesses 。 or ，. End the text with 。 to ask for a character.", file=sys.stderr)
+        print(
+            "note: nothing follows the last [MASK]; the model learned from sentences that end in punctuation, so "
+            "there it mostly guesses 。 or ，. End the text with 。 to ask for a character.",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -70,9 +74,16 @@ def cmd_generate(args) -> int:
 
         names = person_names()
     try:
-        out = enc.generate(args.prompt, max_new=args.max_new, temperature=args.temperature, top_k=args.top_k,
-                           seed=args.seed, repetition_penalty=args.repetition_penalty,
-                           no_repeat_ngram=args.no_repeat_ngram, banned_names=names)
+        out = enc.generate(
+            args.prompt,
+            max_new=args.max_new,
+            temperature=args.temperature,
+            top_k=args.top_k,
+            seed=args.seed,
+            repetition_penalty=args.repetition_penalty,
+            no_repeat_ngram=args.no_repeat_ngram,
+            banned_names=names,
+        )
     except ValueError as e:
         return _fail(str(e))
     _note(enc)
@@ -94,13 +105,22 @@ def add_parsers(sub) -> None:
     s.add_argument("--max-new", type=int, default=50, help="characters to generate")
     s.add_argument("--temperature", type=float, default=0.8, help="> 0; lower is more predictable")
     s.add_argument("--top-k", type=int, default=20, help="sample from the k most likely characters")
-    s.add_argument("--repetition-penalty", type=float, default=REPETITION_PENALTY,
-                   help=f"CTRL-style: characters already in the prompt or output are made less likely (default "
-                        f"{REPETITION_PENALTY}; 1.0 = off)")
-    s.add_argument("--no-repeat-ngram", type=int, default=NO_REPEAT_NGRAM,
-                   help=f"never write the same N characters twice (default {NO_REPEAT_NGRAM}; 0 = off)")
-    s.add_argument("--no-names", action="store_true",
-                   help="never complete a person's name from People's Daily's name tags (nr)")
+    s.add_argument(
+        "--repetition-penalty",
+        type=float,
+        default=REPETITION_PENALTY,
+        help=f"CTRL-style: characters already in the prompt or output are made less likely (default "
+        f"{REPETITION_PENALTY}; 1.0 = off)",
+    )
+    s.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=NO_REPEAT_NGRAM,
+        help=f"never write the same N characters twice (default {NO_REPEAT_NGRAM}; 0 = off)",
+    )
+    s.add_argument(
+        "--no-names", action="store_true", help="never complete a person's name from People's Daily's name tags (nr)"
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true", help="the text and every step's choice and top-5 candidates")
     s.set_defaults(fn=cmd_generate)

@@ -1,4 +1,5 @@
 """`python -m ctxlib train` and `sense-tune`: the commands that write checkpoints (see cli.py for the rest)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,11 +20,19 @@ def cmd_train(args) -> int:
             return _fail("--device cuda asked for, but no CUDA device is available; use --device auto or cpu")
     kw = {"corpus_path": args.corpus}
     if args.kind in ("elmo", "bert", "gpt"):
-        kw.update(resume=args.resume, stretch=args.stretch, amp=args.amp, steps=args.steps, timeline=not args.no_timeline,
-                  init_from=args.init_from)
+        kw.update(
+            resume=args.resume,
+            stretch=args.stretch,
+            amp=args.amp,
+            steps=args.steps,
+            timeline=not args.no_timeline,
+            init_from=args.init_from,
+        )
     elif args.resume or args.stretch or args.amp or args.steps or args.init_from:
-        return _fail(f"--resume, --init-from, --stretch, --amp and --steps are for elmo, bert and gpt; {args.kind} "
-                     f"trains in one go")
+        return _fail(
+            f"--resume, --init-from, --stretch, --amp and --steps are for elmo, bert and gpt; {args.kind} "
+            f"trains in one go"
+        )
     if args.init_from is not None:
         status = _check_init_from(args)
         if status:
@@ -53,11 +62,15 @@ def cmd_train(args) -> int:
         except checkpoint.CheckpointError as e:
             return _fail(str(e))
         if run["kind"] != args.kind:
-            return _fail(f"{args.resume} holds a {run['kind']} run; resume it with: {checkpoint.rebuild_command(run['kind'])} --resume {args.resume}")
+            return _fail(
+                f"{args.resume} holds a {run['kind']} run; resume it with: {checkpoint.rebuild_command(run['kind'])} --resume {args.resume}"
+            )
     from .corpus import CorpusError
 
     try:
-        out = mod.train(preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit, **kw)
+        out = mod.train(
+            preset=args.preset, device=args.device, out=args.out, seed=args.seed, time_limit=args.time_limit, **kw
+        )
     except CorpusError as e:  # e.g. a line deep in a big file that is not text: nothing was saved
         return _fail(str(e))
     from .training.trainer import dist_info
@@ -90,7 +103,9 @@ def cmd_sense_tune(args) -> int:
     if (Path(args.out) / "config.json").exists():
         return _fail(f"{args.out} already holds a checkpoint; give a new folder (nothing is overwritten)")
     try:
-        out = sense_tune(src, args.out, SenseTuneConfig(steps=args.steps, lr=args.lr or SENSE_TUNE_LR[kind]), seed=args.seed)
+        out = sense_tune(
+            src, args.out, SenseTuneConfig(steps=args.steps, lr=args.lr or SENSE_TUNE_LR[kind]), seed=args.seed
+        )
     except ValueError as e:  # already sense-tuned, too few words
         return _fail(str(e))
     print(f"saved {out}")
@@ -112,13 +127,17 @@ def _check_init_from(args) -> int:
     except (checkpoint.CheckpointError, OSError, ValueError, TypeError) as e:
         return _fail(str(e))
     if run["kind"] != args.kind:
-        return _fail(f"{args.init_from} holds a model of kind {run['kind']}; train {args.kind} --init-from needs a "
-                     f"{args.kind} run folder")
+        return _fail(
+            f"{args.init_from} holds a model of kind {run['kind']}; train {args.kind} --init-from needs a "
+            f"{args.kind} run folder"
+        )
     if Path(args.out).resolve() == Path(args.init_from).resolve():
         return _fail("--out must be a new folder, not the one --init-from starts from (to continue it, use --resume)")
     if args.steps is None or args.steps <= done:
-        return _fail(f"{args.init_from} is at step {done:,}: plan the continued run with --steps beyond it, "
-                     f"e.g. --steps {done + 2000}")
+        return _fail(
+            f"{args.init_from} is at step {done:,}: plan the continued run with --steps beyond it, "
+            f"e.g. --steps {done + 2000}"
+        )
     return 0
 
 
@@ -126,32 +145,65 @@ def add_parsers(sub) -> None:
     """The train and sense-tune subcommands."""
     s = sub.add_parser("train", help="train a model and save a checkpoint")
     s.add_argument("kind", choices=kinds.names(trainable=True))
-    s.add_argument("--preset", default="default", help="named hyperparameter set (tiny for tests, default for the shipped model)")
+    s.add_argument(
+        "--preset", default="default", help="named hyperparameter set (tiny for tests, default for the shipped model)"
+    )
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--out", default=None, help="checkpoint folder (default checkpoints/<kind>)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--time-limit", type=float, default=0.0,
-                   help="a time budget in seconds that the learning-rate decay follows (0: the preset's)")
-    s.add_argument("--amp", default=None, choices=["auto", "bf16", "off"],
-                   help="mixed precision: auto = bf16 where native (CUDA, AVX512-BF16/AMX CPUs); bf16 = always; off")
-    s.add_argument("--steps", type=int, default=None,
-                   help="optimizer steps the schedule plans for (default: the preset's); with --resume it re-plans the "
-                        "rest of a run, e.g. to end within a time budget (the learning rate then follows the new plan)")
+    s.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.0,
+        help="a time budget in seconds that the learning-rate decay follows (0: the preset's)",
+    )
+    s.add_argument(
+        "--amp",
+        default=None,
+        choices=["auto", "bf16", "off"],
+        help="mixed precision: auto = bf16 where native (CUDA, AVX512-BF16/AMX CPUs); bf16 = always; off",
+    )
+    s.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="optimizer steps the schedule plans for (default: the preset's); with --resume it re-plans the "
+        "rest of a run, e.g. to end within a time budget (the learning rate then follows the new plan)",
+    )
     s.add_argument("--no-timeline", action="store_true", help="record no training timeline (speed measurements)")
-    s.add_argument("--stretch", type=float, default=0.0,
-                   help="stop this process after so many seconds of training, resumable with --resume (0: no stop)")
-    s.add_argument("--corpus", default=None, metavar="FILE_OR_DIR",
-                   help="train on your own text: a UTF-8 or GB18030 file or folder, one sentence or paragraph a line "
-                        "(streamed from disk, so it may be larger than memory); needs --out")
-    s.add_argument("--resume", default=None, metavar="DIR",
-                   help="continue the run saved in DIR (its preset and seed; resume.pt, else the weights alone)")
-    s.add_argument("--init-from", default=None, metavar="DIR",
-                   help="continued pre-training: a new run in --out that starts from DIR's weights, vocabulary and step "
-                        "count (fresh optimizer), on --corpus or the built-in corpus, up to --steps")
+    s.add_argument(
+        "--stretch",
+        type=float,
+        default=0.0,
+        help="stop this process after so many seconds of training, resumable with --resume (0: no stop)",
+    )
+    s.add_argument(
+        "--corpus",
+        default=None,
+        metavar="FILE_OR_DIR",
+        help="train on your own text: a UTF-8 or GB18030 file or folder, one sentence or paragraph a line "
+        "(streamed from disk, so it may be larger than memory); needs --out",
+    )
+    s.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR",
+        help="continue the run saved in DIR (its preset and seed; resume.pt, else the weights alone)",
+    )
+    s.add_argument(
+        "--init-from",
+        default=None,
+        metavar="DIR",
+        help="continued pre-training: a new run in --out that starts from DIR's weights, vocabulary and step "
+        "count (fresh optimizer), on --corpus or the built-in corpus, up to --steps",
+    )
     s.set_defaults(fn=cmd_train)
 
-    s = sub.add_parser("sense-tune", help="fine-tune a pre-trained BERT or ELMo so that same-sense occurrences lie closer "
-                                          "(the supplement's labelled train sentences, with MLM + NSP beside)")
+    s = sub.add_parser(
+        "sense-tune",
+        help="fine-tune a pre-trained BERT or ELMo so that same-sense occurrences lie closer "
+        "(the supplement's labelled train sentences, with MLM + NSP beside)",
+    )
     s.add_argument("model", help="a pre-trained BERT or ELMo checkpoint folder (or name); it is not changed")
     s.add_argument("--out", required=True, help="the folder of the sense-tuned checkpoint")
     s.add_argument("--steps", type=int, default=1500)

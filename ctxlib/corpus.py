@@ -6,6 +6,7 @@ All text is NFKC-normalised (１２月 -> 12月). Every paragraph gets a determi
 split (train / valid / test) from a hash of its text, so all models see the same
 split. Reviews are segmented with jieba once and cached under ~/.cache/ctxlib.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,9 +22,13 @@ log = logging.getLogger(__name__)
 SOURCES = ("pd", "reviews", "supplement")
 CORPORA = ("pd", "reviews")  # the real text; "corpora" loads these two (the shipped models' held-out figures)
 SPLITS = ("train", "valid", "test")
-SOURCE_NAMES = {"pd": "People's Daily 1998-01", "reviews": "Product/hotel reviews",
-                "supplement": "Teaching supplement (written for ctxlab)", "user": "User corpus",
-                "outside": "its authors' own pretraining text (see its model card)"}
+SOURCE_NAMES = {
+    "pd": "People's Daily 1998-01",
+    "reviews": "Product/hotel reviews",
+    "supplement": "Teaching supplement (written for ctxlab)",
+    "user": "User corpus",
+    "outside": "its authors' own pretraining text (see its model card)",
+}
 _SENT_END = set("。!?！？")
 
 
@@ -218,14 +223,36 @@ def _disk_cached(name: str, build):
         rows = cache.load_json("corpus", f"{name}-{k}")
         if isinstance(rows, list):
             try:
-                return tuple(Paragraph(name, i, w.split("\t") if w else [], t.split("\t") if t is not None else None, lab,
-                                       tuple(sen) if sen else None, sp) for i, (w, t, lab, sen, sp) in enumerate(rows))
+                return tuple(
+                    Paragraph(
+                        name,
+                        i,
+                        w.split("\t") if w else [],
+                        t.split("\t") if t is not None else None,
+                        lab,
+                        tuple(sen) if sen else None,
+                        sp,
+                    )
+                    for i, (w, t, lab, sen, sp) in enumerate(rows)
+                )
             except (TypeError, ValueError):
                 pass  # a malformed entry: rebuild it
         pars = build()
         if not any("\t" in w for p in pars for w in (*p.words, *(p.tags or ()))):  # one string per list: 3x faster JSON
-            cache.save_json("corpus", f"{name}-{k}", [["\t".join(p.words), None if p.tags is None else "\t".join(p.tags),
-                                                      p.label, list(p.sense) if p.sense else None, p.split] for p in pars])
+            cache.save_json(
+                "corpus",
+                f"{name}-{k}",
+                [
+                    [
+                        "\t".join(p.words),
+                        None if p.tags is None else "\t".join(p.tags),
+                        p.label,
+                        list(p.sense) if p.sense else None,
+                        p.split,
+                    ]
+                    for p in pars
+                ],
+            )
         return pars
 
     load_source.__doc__ = build.__doc__
@@ -267,7 +294,13 @@ def stats(pars) -> dict:
         n_words += len(p.words)
         n_chars += sum(len(w) for w in p.words)
         vocab.update(p.words)
-    return {"paragraphs": len(pars), "sentences": n_sent, "words": n_words, "characters": n_chars, "distinct_words": len(vocab)}
+    return {
+        "paragraphs": len(pars),
+        "sentences": n_sent,
+        "words": n_words,
+        "characters": n_chars,
+        "distinct_words": len(vocab),
+    }
 
 
 def corpus_table() -> list[dict]:
@@ -312,7 +345,9 @@ class Occurrence:
     split: str
 
 
-def occurrences(word: str, source: str = "all", split: str | None = None, cap: int = 500, seed: int = 0) -> tuple[list[Occurrence], int]:
+def occurrences(
+    word: str, source: str = "all", split: str | None = None, cap: int = 500, seed: int = 0
+) -> tuple[list[Occurrence], int]:
     """Sentences where `word` is a whole (gold or jieba) word; a seeded sample of at most `cap`. Returns (sample, total)."""
     import random
 
@@ -334,9 +369,10 @@ def occurrences(word: str, source: str = "all", split: str | None = None, cap: i
             if len(text) > 300:  # very long sentences make poor hover text and slow models
                 continue
             i = ws.index(word)
-            found.append(Occurrence(text, starts[i], starts[i] + len(word), p.tags[a + i] if p.tags else None, p.source, p.split))
+            found.append(
+                Occurrence(text, starts[i], starts[i] + len(word), p.tags[a + i] if p.tags else None, p.source, p.split)
+            )
     total = len(found)
     if total > cap:
         found = random.Random(seed).sample(found, cap)
     return found, total
-

@@ -1,4 +1,5 @@
 """Device helpers every part shares: which device `auto` means, moving a batch there, and whether bf16 pays off."""
+
 from __future__ import annotations
 
 import torch

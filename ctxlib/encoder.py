@@ -4,6 +4,7 @@ An Encoder turns texts into per-token, per-layer vectors:
     out.tokens, out.spans, out.layers (n_layers, n_tokens, dim), out.layer_names, out.attentions
 Layer 0 is always the non-contextual layer. word2vec has only that layer.
 """
+
 from __future__ import annotations
 
 import os
@@ -110,8 +111,9 @@ class Encoder:
         """The most tokens one text may have (BERT: [CLS] and [SEP] included); 10**6 for models without a limit."""
         return int(self.config.get("max_len", 10**6))
 
-    def encode(self, texts: list[str], target: str | None = None, batch_size: int = 32,
-               attentions: bool = True) -> list[Encoded]:
+    def encode(
+        self, texts: list[str], target: str | None = None, batch_size: int = 32, attentions: bool = True
+    ) -> list[Encoded]:
         """Encode each text. With `target`, the target's span is kept as one token (word models). With
         `attentions=False` a Transformer skips its attention maps (`.attentions` is None): the vectors are the same,
         and a caller that reads only vectors saves about a quarter of the encode."""
@@ -119,11 +121,14 @@ class Encoder:
             raise TypeError("encode() takes a list of texts")
         out: list[Encoded] = []
         for i in range(0, len(texts), batch_size):
-            chunk = list(texts[i:i + batch_size])
+            chunk = list(texts[i : i + batch_size])
             cut = [t[:MAX_CHARS] for t in chunk]
             toks = [self.tokenize(t, target) for t in cut]
-            encs = (self.encode_tokens(toks, cut) if attentions or not self.HAS_ATTENTIONS
-                    else self.encode_tokens(toks, cut, need_weights=False))
+            encs = (
+                self.encode_tokens(toks, cut)
+                if attentions or not self.HAS_ATTENTIONS
+                else self.encode_tokens(toks, cut, need_weights=False)
+            )
             for e, t in zip(encs, chunk):
                 e.truncated = e.truncated or len(t) > MAX_CHARS
             out.extend(encs)
@@ -170,7 +175,7 @@ class Encoder:
         words = self.vocab_words(max_words)
         mats = []
         for i in range(0, len(words), 256):
-            encs = self.encode(words[i:i + 256], batch_size=256)
+            encs = self.encode(words[i : i + 256], batch_size=256)
             # pooled over the word's own tokens (BERT's [CLS]/[SEP] left out), as `word_vectors` pools a token
             mats.append(np.stack([e.layers[:, e.word_indices(e.text) or slice(None)].mean(1) for e in encs]))
         m = (np.concatenate(mats) if mats else np.zeros((0, len(self.layer_names), self.dim))).astype(np.float32)
@@ -185,8 +190,15 @@ class Encoder:
         """The most frequent vocabulary words (no specials), most frequent first."""
         raise NotImplementedError
 
-    def nearest_words(self, vector: np.ndarray, layer: int, topn: int = 5, exclude: tuple[str, ...] = (),
-                      counts: Mapping[str, int] | None = None, min_count: int = 0) -> list[tuple[str, float]]:
+    def nearest_words(
+        self,
+        vector: np.ndarray,
+        layer: int,
+        topn: int = 5,
+        exclude: tuple[str, ...] = (),
+        counts: Mapping[str, int] | None = None,
+        min_count: int = 0,
+    ) -> list[tuple[str, float]]:
         """Vocabulary words whose context-free vector at `layer` is closest (cosine) to `vector`; with `counts` (word
         -> count in the training text, e.g. lexicon.counts_for(self.summary)) only words seen at least `min_count` times."""
         words, m = self.type_vectors(layer)
@@ -203,8 +215,15 @@ class Encoder:
         return out
 
     def info(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "layers": self.layer_names, "dim": self.dim,
-                "config": self.config, "summary": self.summary, "path": str(self.path) if self.path else None}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "layers": self.layer_names,
+            "dim": self.dim,
+            "config": self.config,
+            "summary": self.summary,
+            "path": str(self.path) if self.path else None,
+        }
 
 
 HF_PREFIX = "hf:"  # ctxlib.load("hf:PATH") / "hf:NAME": a Hugging Face Transformers checkpoint (ctxlib.models.hf)
@@ -214,13 +233,14 @@ def load(name_or_path: str | os.PathLike, download: bool = False) -> Encoder:
     """Load a checkpoint by name (a folder under checkpoints/) or path, or a Transformers model as "hf:PATH" or
     "hf:NAME" (offline unless `download`). Raises CheckpointError with what to do."""
     if isinstance(name_or_path, str) and name_or_path.startswith(HF_PREFIX):
-        return kinds.encoder_class("hf").from_spec(name_or_path[len(HF_PREFIX):], download=download)
+        return kinds.encoder_class("hf").from_spec(name_or_path[len(HF_PREFIX) :], download=download)
     d = checkpoint.resolve(name_or_path)
     cfg = checkpoint.read_config(d)
     kind = cfg["kind"]
     if kind not in kinds.REGISTRY or kinds.get(kind).family == "any":
-        raise checkpoint.CheckpointError(f"{d / 'config.json'}: unknown model kind {kind!r} "
-                                         f"(expected one of {list(kinds.names(trainable=True))}).")
+        raise checkpoint.CheckpointError(
+            f"{d / 'config.json'}: unknown model kind {kind!r} (expected one of {list(kinds.names(trainable=True))})."
+        )
     return kinds.encoder_class(kind).from_checkpoint(d)
 
 

@@ -10,13 +10,15 @@ longer word contains it earlier (no "banks" or "embankment" before "bank"), so a
 (`tokens.find_all`, `Encoder.word_vectors`) lands on it. `ctxlib/data/eval/sense_en.tsv` holds the same
 sentences for the sense evaluation (tests/test_examples_en.py checks that the two agree).
 """
+
 from __future__ import annotations
 
 DEFAULT_SET_EN = "bank"
 
 EXAMPLE_SETS_EN: dict[str, dict] = {
     "bank": {
-        "word": "bank", "origin": "ctxlab",
+        "word": "bank",
+        "origin": "ctxlab",
         "title_zh": "bank：河岸 / 银行",
         "title_en": "bank: riverside / money",
         "sentences": [
@@ -43,7 +45,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "bat": {
-        "word": "bat", "origin": "ctxlab",
+        "word": "bat",
+        "origin": "ctxlab",
         "title_zh": "bat：蝙蝠 / 球棒",
         "title_en": "bat: the animal / the sports bat",
         "sentences": [
@@ -70,7 +73,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "cell": {
-        "word": "cell", "origin": "ctxlab",
+        "word": "cell",
+        "origin": "ctxlab",
         "title_zh": "cell：细胞 / 牢房",
         "title_en": "cell: a living cell / a prison cell",
         "sentences": [
@@ -97,7 +101,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "spring": {
-        "word": "spring", "origin": "ctxlab",
+        "word": "spring",
+        "origin": "ctxlab",
         "title_zh": "spring：春天 / 弹簧",
         "title_en": "spring: the season / a metal coil",
         "sentences": [
@@ -124,7 +129,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "play": {
-        "word": "play", "origin": "ctxlab",
+        "word": "play",
+        "origin": "ctxlab",
         "title_zh": "play：名词（戏剧）/ 动词（玩、演奏）",
         "title_en": "play: noun 'a stage play' / verb 'to play'",
         "sentences": [
@@ -151,7 +157,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "plant": {
-        "word": "plant", "origin": "ctxlab",
+        "word": "plant",
+        "origin": "ctxlab",
         "title_zh": "plant：植物 / 工厂",
         "title_en": "plant: a living plant / a factory",
         "sentences": [
@@ -178,7 +185,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "match": {
-        "word": "match", "origin": "ctxlab",
+        "word": "match",
+        "origin": "ctxlab",
         "title_zh": "match：火柴 / 比赛",
         "title_en": "match: a match to light / a game",
         "sentences": [
@@ -205,7 +213,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "crane": {
-        "word": "crane", "origin": "ctxlab",
+        "word": "crane",
+        "origin": "ctxlab",
         "title_zh": "crane：鹤 / 起重机",
         "title_en": "crane: the bird / the lifting machine",
         "sentences": [
@@ -232,7 +241,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "mouse": {
-        "word": "mouse", "origin": "ctxlab",
+        "word": "mouse",
+        "origin": "ctxlab",
         "title_zh": "mouse：老鼠 / 鼠标",
         "title_en": "mouse: the animal / the computer mouse",
         "sentences": [
@@ -259,7 +269,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "seal": {
-        "word": "seal", "origin": "ctxlab",
+        "word": "seal",
+        "origin": "ctxlab",
         "title_zh": "seal：海豹 / 密封（封口、密封圈）",
         "title_en": "seal: the animal / a tight closure",
         "sentences": [
@@ -286,7 +297,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "bark": {
-        "word": "bark", "origin": "ctxlab",
+        "word": "bark",
+        "origin": "ctxlab",
         "title_zh": "bark：树皮 / 狗叫声",
         "title_en": "bark: tree bark / a dog's bark",
         "sentences": [
@@ -313,7 +325,8 @@ EXAMPLE_SETS_EN: dict[str, dict] = {
         ],
     },
     "fan": {
-        "word": "fan", "origin": "ctxlab",
+        "word": "fan",
+        "origin": "ctxlab",
         "title_zh": "fan：风扇 / 粉丝（爱好者）",
         "title_en": "fan: a cooling fan / a supporter",
         "sentences": [

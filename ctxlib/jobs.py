@@ -31,6 +31,7 @@ Rules:
   pickled back; with one job at a time and torch releasing the GIL in its kernels, the thread is the smaller cost.
 Nothing here imports Streamlit: the page only reads a job's fields (it polls).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -90,7 +91,9 @@ _UNSET = object()
 class Job:
     """One queued run: its state, place, progress (0..1), the points it reported, its partial and final result."""
 
-    def __init__(self, kind: str, owner: str, work: Callable[["Job"], Any], threads: int | None, expected_s: float | None):
+    def __init__(
+        self, kind: str, owner: str, work: Callable[["Job"], Any], threads: int | None, expected_s: float | None
+    ):
         self.id, self.kind, self.owner = next(_IDS), kind, owner
         self.state, self.progress, self.phase = QUEUED, 0.0, ""
         self.points: list[dict] = []  # what `report` was given, in order (the page's live plot)
@@ -103,7 +106,9 @@ class Job:
         self.expected_s = expected_s
         self._work, self._threads = work, threads
         self._stop, self._done = threading.Event(), threading.Event()
-        self._first: tuple[float, float] | None = None  # (time, progress) after the first report that moved the progress
+        self._first: tuple[float, float] | None = (
+            None  # (time, progress) after the first report that moved the progress
+        )
         self._mark: tuple[float, float] | None = None  # the same at the current phase's first report
         self._thread: threading.Thread | None = None
 
@@ -123,7 +128,9 @@ class Job:
     def finished(self) -> bool:
         return self.state not in ACTIVE
 
-    def report(self, progress: float, point: dict | None = None, phase: str | None = None, partial: Any = _UNSET) -> None:
+    def report(
+        self, progress: float, point: dict | None = None, phase: str | None = None, partial: Any = _UNSET
+    ) -> None:
         """Record progress (0..1, never going back), an optional data point, phase and partial result; raises
         Cancelled when asked to stop (what was recorded stays on the job)."""
         before, now = self.progress, time.time()
@@ -212,7 +219,7 @@ class Job:
         with _COND:
             if self.state != QUEUED:
                 return 0.0
-            return _start_in(_LINE[:_LINE.index(self)])
+            return _start_in(_LINE[: _LINE.index(self)])
 
     def eta_s(self) -> float:
         """Seconds until the job ends, the wait in line counted; 0 once finished."""
@@ -255,7 +262,7 @@ class Job:
 def _start_in(ahead: list[Job]) -> float:
     """Seconds until a job behind `ahead` (in line order) starts, with MAX_RUNNING jobs computing at once."""
     free = sorted(j.remaining_s() for j in _RUNNING)
-    free = (free + [0.0] * max(1, MAX_RUNNING))[:max(1, MAX_RUNNING, len(free))]
+    free = (free + [0.0] * max(1, MAX_RUNNING))[: max(1, MAX_RUNNING, len(free))]
     heapq.heapify(free)
     for j in ahead:
         heapq.heappush(free, heapq.heappop(free) + j.expected_run_s())
@@ -289,8 +296,9 @@ def limit_torch_threads(n: int) -> None:
     restore.join()
 
 
-def start(kind: str, work: Callable[[Job], Any], *, owner: str = "", threads: int | None = 1,
-          expected_s: float | None = None) -> Job:
+def start(
+    kind: str, work: Callable[[Job], Any], *, owner: str = "", threads: int | None = 1, expected_s: float | None = None
+) -> Job:
     """Put `work(job)` in the line as a job of `kind` and return the job at once (it runs when its turn comes).
 
     An owner's second start of a kind while its first is queued or running (and not being cancelled) returns that

@@ -14,6 +14,7 @@ order. Adding a kind means one `Kind(...)` entry below plus its files (README: "
 
 This module imports nothing heavy: the classes and training modules are named as strings and imported on use.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -67,14 +68,48 @@ def unregister(name: str) -> None:
 
 
 for _k in (
-    Kind("word2vec", "ctxlib.models.word2vec:Word2VecEncoder", "static", 10, "ctxlib.training.word2vec",
-         shipped=True, live=True, uploadable=True),
-    Kind("elmo", "ctxlib.models.elmo:ElmoEncoder", "bilm", 20, "ctxlib.training.elmo",
-         shipped=True, live=True, uploadable=True, timeline=True),
-    Kind("bert", "ctxlib.models.bert_encoder:BertEncoder", "masked", 30, "ctxlib.training.bert",
-         shipped=True, live=True, uploadable=True, timeline=True),
-    Kind("gpt", "ctxlib.models.gpt:GptEncoder", "causal", 40, "ctxlib.training.gpt",
-         shipped=True, live=True, timeline=True),
+    Kind(
+        "word2vec",
+        "ctxlib.models.word2vec:Word2VecEncoder",
+        "static",
+        10,
+        "ctxlib.training.word2vec",
+        shipped=True,
+        live=True,
+        uploadable=True,
+    ),
+    Kind(
+        "elmo",
+        "ctxlib.models.elmo:ElmoEncoder",
+        "bilm",
+        20,
+        "ctxlib.training.elmo",
+        shipped=True,
+        live=True,
+        uploadable=True,
+        timeline=True,
+    ),
+    Kind(
+        "bert",
+        "ctxlib.models.bert_encoder:BertEncoder",
+        "masked",
+        30,
+        "ctxlib.training.bert",
+        shipped=True,
+        live=True,
+        uploadable=True,
+        timeline=True,
+    ),
+    Kind(
+        "gpt",
+        "ctxlib.models.gpt:GptEncoder",
+        "causal",
+        40,
+        "ctxlib.training.gpt",
+        shipped=True,
+        live=True,
+        timeline=True,
+    ),
     Kind("hf", "ctxlib.models.hf:HfEncoder", "any", 100),  # any Transformers checkpoint: `hf:PATH` or `hf:NAME`
 ):
     register(_k)
@@ -88,13 +123,28 @@ def get(name: str) -> Kind:
         raise KeyError(f"unknown model kind {name!r} (known: {', '.join(names())})") from None
 
 
-def names(*, shipped: bool | None = None, live: bool | None = None, uploadable: bool | None = None,
-          trainable: bool | None = None, timeline: bool | None = None, view: str | None = None) -> tuple[str, ...]:
+def names(
+    *,
+    shipped: bool | None = None,
+    live: bool | None = None,
+    uploadable: bool | None = None,
+    trainable: bool | None = None,
+    timeline: bool | None = None,
+    view: str | None = None,
+) -> tuple[str, ...]:
     """Kind names in display order, filtered by each flag given (None: either)."""
+
     def keep(k: Kind) -> bool:
-        return all(want is None or have == want for want, have in (
-            (shipped, k.shipped), (live, k.live), (uploadable, k.uploadable), (trainable, k.training is not None),
-            (timeline, k.timeline))) and (view is None or view in k.views)
+        return all(
+            want is None or have == want
+            for want, have in (
+                (shipped, k.shipped),
+                (live, k.live),
+                (uploadable, k.uploadable),
+                (trainable, k.training is not None),
+                (timeline, k.timeline),
+            )
+        ) and (view is None or view in k.views)
 
     return tuple(k.name for k in sorted(REGISTRY.values(), key=lambda k: (k.order, k.name)) if keep(k))
 
@@ -117,13 +167,17 @@ def views_of(encoder) -> frozenset[str]:
     """The views that take this loaded model: its kind's, or for a kind of family "any" (hf:) its own family's;
     "nsp" only where the model has that head."""
     k = REGISTRY.get(getattr(encoder, "kind", ""))
-    views = k.views if k is not None and k.family != "any" else FAMILY_VIEWS.get(getattr(encoder, "family", ""), frozenset())
+    views = (
+        k.views
+        if k is not None and k.family != "any"
+        else FAMILY_VIEWS.get(getattr(encoder, "family", ""), frozenset())
+    )
     if getattr(encoder, "has_nsp", k is not None and "nsp" in k.views) is False:
         views = views - {"nsp"}
     return views
 
 
 def family_of(encoder) -> str:
-    """"static", "bilm", "masked", "causal" or "encoder"."""
+    """ "static", "bilm", "masked", "causal" or "encoder"."""
     k = REGISTRY.get(getattr(encoder, "kind", ""))
     return k.family if k is not None and k.family != "any" else getattr(encoder, "family", "encoder")

@@ -14,6 +14,7 @@ message). `compute(step, load_model)` runs a step's view on real encoders and re
 from that data (ctxlib.lesson_facts), so an answer says what the model really does; a placeholder the view does not
 compute is refused when the file is read.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,35 +49,59 @@ KINDS: dict[str, dict[str, tuple[str, bool]]] = {
     "cove": {},
     "finetune": {},
 }
-KIND_MODELS = {"fill_mask": ("bert",), "elmo_lm": ("elmo",), "elmo_mix": ("elmo",), "mlm_example": ("bert",),
-               "nsp": ("bert",), "next_char": ("gpt",), "unseen_word": ("word2vec", "elmo"), "taglm": ("elmo",),
-               "finetune": ("bert", "elmo"), "cove": ()}  # cosine: its `models`; attention: its `model`
+KIND_MODELS = {
+    "fill_mask": ("bert",),
+    "elmo_lm": ("elmo",),
+    "elmo_mix": ("elmo",),
+    "mlm_example": ("bert",),
+    "nsp": ("bert",),
+    "next_char": ("gpt",),
+    "unseen_word": ("word2vec", "elmo"),
+    "taglm": ("elmo",),
+    "finetune": ("bert", "elmo"),
+    "cove": (),
+}  # cosine: its `models`; attention: its `model`
 STEP_FIELDS = {"kind": True, "title": True, "question": True, "answer": True, "note": False, "params": False}
 
 MESSAGES = {  # English text of each error code (the app's catalogue has the same ids under lesson.error.*)
     "not_utf8": "the file is not UTF-8 text (save it as UTF-8 JSON; GB18030 and binary files are not read)",
     "too_big": "the file is larger than {max_kb} KB",
     "bad_json": "the file is not valid JSON: {reason} at line {line}, column {col}",
-    "not_object": "the file must hold one JSON object with \"title\" and \"steps\"",
-    "missing": "the field \"{field}\" is missing",
-    "wrong_type": "the field \"{field}\" must be {expected}",
-    "unknown_field": "unknown field \"{field}\" (allowed: {allowed})",
-    "unknown_kind": "unknown view kind \"{kind}\" (known kinds: {kinds})",
+    "not_object": 'the file must hold one JSON object with "title" and "steps"',
+    "missing": 'the field "{field}" is missing',
+    "wrong_type": 'the field "{field}" must be {expected}',
+    "unknown_field": 'unknown field "{field}" (allowed: {allowed})',
+    "unknown_kind": 'unknown view kind "{kind}" (known kinds: {kinds})',
     "no_steps": "the lesson has no steps",
     "too_many": "the lesson has more than {max} steps",
-    "empty_text": "the field \"{field}\" has no {lang} text",
-    "too_long": "the field \"{field}\" is longer than {max} characters",
-    "bad_model": "\"{model}\" is no model of this app (models: {models})",
-    "word_missing": "the word \"{word}\" is not in the sentence \"{sentence}\"",
+    "empty_text": 'the field "{field}" has no {lang} text',
+    "too_long": 'the field "{field}" is longer than {max} characters',
+    "bad_model": '"{model}" is no model of this app (models: {models})',
+    "word_missing": 'the word "{word}" is not in the sentence "{sentence}"',
     "no_mask": "the text has no [MASK]; write e.g. 今天天气很[MASK]",
-    "bad_number": "the field \"{field}\" must be a whole number from {lo} to {hi}",
+    "bad_number": 'the field "{field}" must be a whole number from {lo} to {hi}',
     "unknown_fact": "the answer names {{{name}}}, which this view does not compute (it computes: {facts})",
 }
-JSON_REASONS = {"value": "Expecting value", "comma": "Expecting ',' delimiter", "colon": "Expecting ':' delimiter",
-                "name": "Expecting property name", "string": "Unterminated string", "extra": "Extra data",
-                "control": "Invalid control character", "escape": "Invalid \\"}  # json's messages, for translation
-TYPE_NAMES = {"text": "a text", "texts": "a list of 2 to 6 texts", "int": "a whole number", "models": "a list of model names",
-              "model": "a model name", "object": "an object", "list": "a list", "langs": "an object with \"zh\" and \"en\" texts"}
+JSON_REASONS = {
+    "value": "Expecting value",
+    "comma": "Expecting ',' delimiter",
+    "colon": "Expecting ':' delimiter",
+    "name": "Expecting property name",
+    "string": "Unterminated string",
+    "extra": "Extra data",
+    "control": "Invalid control character",
+    "escape": "Invalid \\",
+}  # json's messages, for translation
+TYPE_NAMES = {
+    "text": "a text",
+    "texts": "a list of 2 to 6 texts",
+    "int": "a whole number",
+    "models": "a list of model names",
+    "model": "a model name",
+    "object": "an object",
+    "list": "a list",
+    "langs": 'an object with "zh" and "en" texts',
+}
 
 
 class LessonError(ValueError):
@@ -225,8 +250,9 @@ def _param(name: str, v, typ: str, n: int) -> None:
         names = [v] if typ == "model" else v
         if not isinstance(names, list) or not names or not all(isinstance(x, str) for x in names):
             raise bad
-        allowed = (kinds.names(shipped=True, view="attention") if typ == "model"
-                   else (*kinds.names(shipped=True), ENGLISH))
+        allowed = (
+            kinds.names(shipped=True, view="attention") if typ == "model" else (*kinds.names(shipped=True), ENGLISH)
+        )
         for x in names:
             if x not in allowed:
                 raise LessonError("bad_model", n, model=x[:40], models=", ".join(allowed))

@@ -1,6 +1,7 @@
 """The lesson's live views: each step kind run on real encoders (or on the checkpoints' eval files), returning plain
 data for the page and for `lesson_facts` (the values a step's answer text names). `compute` is reached through
 `ctxlib.lesson_compute.compute`."""
+
 from __future__ import annotations
 
 import re
@@ -103,8 +104,12 @@ def _elmo_mix(p: dict, load_model, _=None) -> dict:
 def clean_pair(a: str, b: str) -> bool:
     """An everyday-looking NSP pair: no Latin letters, digits or runs of punctuation, each part at least MIN_CJK
     Chinese characters and ending at a punctuation mark (not cut mid-clause)."""
-    return (not _NOT_CLEAN.search(a + b) and all(len(_CJK.findall(t)) >= MIN_CJK for t in (a, b))
-            and a.endswith(_ENDS) and b.endswith(_ENDS))
+    return (
+        not _NOT_CLEAN.search(a + b)
+        and all(len(_CJK.findall(t)) >= MIN_CJK for t in (a, b))
+        and a.endswith(_ENDS)
+        and b.endswith(_ENDS)
+    )
 
 
 def _mlm_example(p: dict, load_model, paragraphs) -> dict:
@@ -146,8 +151,15 @@ def _attention(p: dict, load_model, _=None) -> dict:
     if not 1 <= head <= n_heads:
         raise LessonError("bad_number", field="head", lo=1, hi=n_heads)
     att = e.attentions[layer - 1, head - 1]
-    return {"model": m, "tokens": list(e.tokens), "att": att, "layer": layer, "head": head,
-            "n_layers": n_layers, "n_heads": n_heads}
+    return {
+        "model": m,
+        "tokens": list(e.tokens),
+        "att": att,
+        "layer": layer,
+        "head": head,
+        "n_layers": n_layers,
+        "n_heads": n_heads,
+    }
 
 
 def _next_char(p: dict, load_model, _=None) -> dict:
@@ -171,9 +183,16 @@ def _unseen_word(p: dict, load_model, _=None) -> dict:
     elmo = load_model("elmo")
     vecs = elmo.word_vectors([text], word)[0]  # (L, D)
     nearest = [elmo.nearest_words(vecs[j], j, topn=6, exclude=(word,)) for j in range(vecs.shape[0])]
-    return {"w2v_known": w2v_error is None, "w2v_error": w2v_error, "elmo_known": elmo.known(word),
-            "layer_names": list(elmo.layer_names), "norms": [float((v ** 2).sum() ** 0.5) for v in vecs],
-            "vector": vecs[0][:8].tolist(), "dim": int(vecs.shape[1]), "nearest": nearest}
+    return {
+        "w2v_known": w2v_error is None,
+        "w2v_error": w2v_error,
+        "elmo_known": elmo.known(word),
+        "layer_names": list(elmo.layer_names),
+        "norms": [float((v**2).sum() ** 0.5) for v in vecs],
+        "vector": vecs[0][:8].tolist(),
+        "dim": int(vecs.shape[1]),
+        "nearest": nearest,
+    }
 
 
 def _eval_files(p: dict, load_model, _=None) -> dict:
@@ -185,8 +204,12 @@ def _eval_files(p: dict, load_model, _=None) -> dict:
     paths = {m: getattr(load_model(m), "path", None) for m in ("bert", "elmo")}
     sent = {m: read_evals(paths[m], ["sentiment"])[0].get("sentiment") for m in paths}
     elmo_evals, missing = read_evals(paths["elmo"], ("pos", "ner", "sentiment"))
-    return {"full": fl.full_size_rows(sent["bert"], sent["elmo"]), "recipe": fl.finetune_recipe(sent["bert"]),
-            "elmo_evals": elmo_evals, "missing": missing}
+    return {
+        "full": fl.full_size_rows(sent["bert"], sent["elmo"]),
+        "recipe": fl.finetune_recipe(sent["bert"]),
+        "elmo_evals": elmo_evals,
+        "missing": missing,
+    }
 
 
 def _cove(p: dict, load_model, _=None) -> dict:
@@ -204,6 +227,18 @@ def _positions(p: dict, load_model, _=None) -> dict:
     return {"model": m, "scheme": mechanics.position_scheme(enc.model.cfg)["scheme"], **rep}
 
 
-_VIEWS = {"positions": _positions, "cosine": _cosine, "fill_mask": _fill_mask, "elmo_lm": _elmo_lm, "elmo_mix": _elmo_mix,
-          "mlm_example": _mlm_example, "nsp": _nsp, "attention": _attention, "next_char": _next_char,
-          "unseen_word": _unseen_word, "finetune": _eval_files, "taglm": _eval_files, "cove": _cove}
+_VIEWS = {
+    "positions": _positions,
+    "cosine": _cosine,
+    "fill_mask": _fill_mask,
+    "elmo_lm": _elmo_lm,
+    "elmo_mix": _elmo_mix,
+    "mlm_example": _mlm_example,
+    "nsp": _nsp,
+    "attention": _attention,
+    "next_char": _next_char,
+    "unseen_word": _unseen_word,
+    "finetune": _eval_files,
+    "taglm": _eval_files,
+    "cove": _cove,
+}

@@ -6,6 +6,7 @@ words)` computes them from `lesson_compute.compute`'s data, `fill(text, facts)` 
 the few words a fact may be (a verdict such as "right" / "wrong", the token layer's name) come from `words`, which
 the app takes from its catalogue (lesson.fact.*); WORDS holds the English ones.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,15 +15,31 @@ from . import kinds
 
 # a placeholder: {name}, not preceded by a letter, digit, backslash, ^ or _ (so LaTeX's \mathrm{x} and _{k} stay text)
 PLACEHOLDER = re.compile(r"(?<![\\\w^_]){([a-z][a-z0-9_]*)}")
-WORDS = {"right": "which is right", "wrong": "which is wrong", "same": "about the same (within 0.05)",
-         "lower": "clearly lower", "higher": "clearly higher", "none": "no model", "token_layer": "the token layer",
-         "oov": "has no vector for it: the word is not in its vocabulary",
-         "known": "has a vector for it: the word is in its vocabulary",
-         "elmo_oov": "is not in ELMo's word vocabulary either", "elmo_known": "is in ELMo's word vocabulary"}
+WORDS = {
+    "right": "which is right",
+    "wrong": "which is wrong",
+    "same": "about the same (within 0.05)",
+    "lower": "clearly lower",
+    "higher": "clearly higher",
+    "none": "no model",
+    "token_layer": "the token layer",
+    "oov": "has no vector for it: the word is not in its vocabulary",
+    "known": "has a vector for it: the word is in its vocabulary",
+    "elmo_oov": "is not in ELMo's word vocabulary either",
+    "elmo_known": "is in ELMo's word vocabulary",
+}
 MISSING = "?"  # a fact the data lacks (a model or eval file missing)
 TASKS = ("pos", "ner", "sentiment")
-FULL_KEYS = ("bert_finetuned", "bert_input", "bert_probe", "elmo_input", "elmo_concat", "elmo_probe", "w2v_input",
-             "w2v_probe")
+FULL_KEYS = (
+    "bert_finetuned",
+    "bert_input",
+    "bert_probe",
+    "elmo_input",
+    "elmo_concat",
+    "elmo_probe",
+    "w2v_input",
+    "w2v_probe",
+)
 USAGE = {"base": "baseline_score", "w2v": "word2vec_score", "input": "input_score", "concat": "concat_score"}
 SAME = 0.05  # NSP: a swap that moves P(IsNext) by less than this leaves it "about the same"
 CLOSER = 0.01  # cosine: a pair counts as closer by at least this much
@@ -98,8 +115,11 @@ def _f_cosine(p, d, w):
 def _top_and_answer(cands, ans) -> dict:
     out = {"top": cands[0][0], "top_p": pct(cands[0][1])} if cands else {}
     if ans and ans.get("char", ans.get("token")):
-        out.update(answer=ans.get("char", ans.get("token")), rank=str(ans["rank"]) if ans["rank"] else MISSING,
-                   p=pct(ans["prob"]))
+        out.update(
+            answer=ans.get("char", ans.get("token")),
+            rank=str(ans["rank"]) if ans["rank"] else MISSING,
+            p=pct(ans["prob"]),
+        )
     return out
 
 
@@ -141,9 +161,16 @@ def _f_mlm_example(p, d, w):
 
     ex, c = d["example"], example_counts(d["example"])
     right = (d["p_next"] >= 0.5) == bool(ex["is_next"])
-    return {"seed": str(d["seed"]), "chosen": str(c["chosen"]), "n_mask": str(c["mask"]), "n_random": str(c["random"]),
-            "n_kept": str(c["kept"]), "label": "IsNext" if ex["is_next"] else "NotNext", "p_next": _num(d["p_next"]),
-            "verdict": w["right" if right else "wrong"]}
+    return {
+        "seed": str(d["seed"]),
+        "chosen": str(c["chosen"]),
+        "n_mask": str(c["mask"]),
+        "n_random": str(c["random"]),
+        "n_kept": str(c["kept"]),
+        "label": "IsNext" if ex["is_next"] else "NotNext",
+        "p_next": _num(d["p_next"]),
+        "verdict": w["right" if right else "wrong"],
+    }
 
 
 def _f_nsp(p, d, w):
@@ -160,10 +187,16 @@ def _f_attention(p, d, w):
 
 def _f_unseen_word(p, d, w):
     near = d["nearest"]
-    return {"word": p["word"], "w2v": w["known" if d["w2v_known"] else "oov"],
-            "elmo_vocab": w["elmo_known" if d["elmo_known"] else "elmo_oov"], "dim": str(d["dim"]),
-            "token_near": near[0][0][0] if near[0] else MISSING, "token_cos": _num(near[0][0][1]) if near[0] else MISSING,
-            "top_near": near[-1][0][0] if near[-1] else MISSING, "top_cos": _num(near[-1][0][1]) if near[-1] else MISSING}
+    return {
+        "word": p["word"],
+        "w2v": w["known" if d["w2v_known"] else "oov"],
+        "elmo_vocab": w["elmo_known" if d["elmo_known"] else "elmo_oov"],
+        "dim": str(d["dim"]),
+        "token_near": near[0][0][0] if near[0] else MISSING,
+        "token_cos": _num(near[0][0][1]) if near[0] else MISSING,
+        "top_near": near[-1][0][0] if near[-1] else MISSING,
+        "top_cos": _num(near[-1][0][1]) if near[-1] else MISSING,
+    }
 
 
 def _f_finetune(p, d, w):
@@ -178,4 +211,6 @@ def _f_finetune(p, d, w):
 
 def _f_taglm(p, d, w):
     ev = d["elmo_evals"]
-    return {f"{t}_{k}": _num(getattr(ev[t], attr), 3) if t in ev else MISSING for t in TASKS for k, attr in USAGE.items()}
+    return {
+        f"{t}_{k}": _num(getattr(ev[t], attr), 3) if t in ev else MISSING for t in TASKS for k, attr in USAGE.items()
+    }

@@ -4,6 +4,7 @@ person names People's Daily's gold tags mark (PKU tag `nr`).
 The counts give nearest-word lists a frequency floor (a rare word's vector is mostly noise, so it should not be shown
 as a neighbour in class); the names let generated text leave real people out (GptEncoder.generate's `banned_names`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -11,7 +12,9 @@ from collections import Counter
 from collections.abc import Mapping
 
 NAME_TAG = "nr"  # PKU: person name; a Chinese name is split into surname and given name, both tagged nr
-BUILT_IN_SOURCES = "pd+reviews+supplement"  # what a model trained on the built-in corpus records in summary["run"]["sources"]
+BUILT_IN_SOURCES = (
+    "pd+reviews+supplement"  # what a model trained on the built-in corpus records in summary["run"]["sources"]
+)
 
 
 @functools.lru_cache(maxsize=1)

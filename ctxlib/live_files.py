@@ -9,6 +9,7 @@ and uploads, the cleanup of folders a crashed server left behind, and the zip a 
 
 The runs themselves (what to train, the training, the uploads' checks) are in ctxlib.live.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ class LiveSession:
     def __init__(self, root: str | Path | None = None):
         clean_stale_now_and_then(root)
         self.dir = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=root))
-        (self.dir / OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "start": _process_start(os.getpid()),
-                                                       "created": round(time.time(), 1)}), encoding="utf-8")
+        (self.dir / OWNER_FILE).write_text(
+            json.dumps({"pid": os.getpid(), "start": _process_start(os.getpid()), "created": round(time.time(), 1)}),
+            encoding="utf-8",
+        )
         self.runs: list[LiveRun] = []
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
 
@@ -70,7 +73,7 @@ def _process_start(pid: int) -> int | None:
     """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22), or None where unknown."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[19])
+        return int(stat[stat.rindex(")") + 2 :].split()[19])
     except (OSError, ValueError, IndexError):
         return None
 

@@ -11,6 +11,7 @@ operations (no call into the model's modules), so the tests can hold the numbers
 pass. `rotary_by_distance`, `sinusoidal_table`, `position_scheme` and `repeated_char_check` are the positions step:
 which scheme the model uses, and what that means for its embedding layer (measured, not asserted).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ FORMULAS = {  # one formula per step (LaTeX; the same in every language)
     "concat": r"\mathrm{MultiHead}(X) = [\mathrm{head}_1;\dots;\mathrm{head}_h]\, W_O^\top + b_O",
     "ffn": r"X' = X + \mathrm{MultiHead}(X),\quad \mathrm{out} = X' + W_2\,\mathrm{GELU}(W_1\,\mathrm{LN}_2(X') + b_1) + b_2",
     "positions": r"PE_{p,2i} = \sin\frac{p}{10000^{2i/d}},\ PE_{p,2i+1} = \cos\frac{p}{10000^{2i/d}};\quad"
-                 r"\ \mathrm{RoPE}: \langle R_m q, R_n k\rangle = \langle q, R_{n-m} k\rangle",
+    r"\ \mathrm{RoPE}: \langle R_m q, R_n k\rangle = \langle q, R_{n-m} k\rangle",
 }
 
 
@@ -51,6 +52,7 @@ class MechanicsInputError(ValueError):
 @dataclass
 class BlockTrace:
     """Every intermediate of block `layer` (0-based) for head `head` (0-based); T tokens, width D, head width d."""
+
     tokens: list[str]
     layer: int
     head: int
@@ -91,8 +93,12 @@ def check_text(text: str, max_chars: int = MAX_CHARS) -> str:
     if any(unicodedata.category(c) == "Cc" for c in text):
         raise MechanicsInputError("control", "the sentence holds control characters; type plain text")
     if len(text) > max_chars:
-        raise MechanicsInputError("too_long", f"the sentence is {len(text)} characters long; this view takes at most "
-                                  f"{max_chars}", n=len(text), max=max_chars)
+        raise MechanicsInputError(
+            "too_long",
+            f"the sentence is {len(text)} characters long; this view takes at most {max_chars}",
+            n=len(text),
+            max=max_chars,
+        )
     return text
 
 
@@ -101,8 +107,9 @@ def token_ids(enc, text: str) -> tuple[list[str], list[int]]:
     tok = enc.tokenizer
     chars = [t for t, _, _ in char_tokens(text)]
     if len(chars) + 2 > enc.model.cfg.max_len:
-        raise MechanicsInputError("too_long", f"{len(chars)} tokens is more than the model takes", n=len(chars),
-                                  max=enc.model.cfg.max_len - 2)
+        raise MechanicsInputError(
+            "too_long", f"{len(chars)} tokens is more than the model takes", n=len(chars), max=enc.model.cfg.max_len - 2
+        )
     ids = [tok.token_id(c) for c in chars]
     if chars and all(i == tok.unk_id for i in ids):
         raise MechanicsInputError("unknown", "no character of the sentence is in the model's vocabulary")
@@ -144,9 +151,25 @@ def _block(blk, x, keep, rope: bool, heads: int) -> dict[str, torch.Tensor]:
     lin1, lin2 = blk.mlp[0], blk.mlp[2]
     hidden = F.gelu(F.linear(h2, lin1.weight, lin1.bias))  # (T, ffn)
     ffn_out = F.linear(hidden, lin2.weight, lin2.bias)
-    return dict(ln1=h1, q_raw=q_raw, k_raw=k_raw, q=q, k=k, v=v, scores=scores, masked=masked, weights=weights,
-                head_out=head_out, heads=cat, attn_out=attn_out, resid=resid, ln2=h2, ffn_hidden=hidden,
-                ffn_out=ffn_out, out=resid + ffn_out)
+    return dict(
+        ln1=h1,
+        q_raw=q_raw,
+        k_raw=k_raw,
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        masked=masked,
+        weights=weights,
+        head_out=head_out,
+        heads=cat,
+        attn_out=attn_out,
+        resid=resid,
+        ln2=h2,
+        ffn_hidden=hidden,
+        ffn_out=ffn_out,
+        out=resid + ffn_out,
+    )
 
 
 def keep_mask(T: int, causal: bool) -> torch.Tensor:
@@ -171,16 +194,28 @@ def trace_block(enc, text: str, layer: int, head: int) -> BlockTrace:
         x = s["out"]
     D, d = cfg.hidden, cfg.hidden // cfg.heads
     w = model.blocks[layer].attn.qkv.weight  # (3D, D): rows [Q | K | V]
-    cols = [w[j * D + head * d: j * D + (head + 1) * d].t() for j in range(3)]  # 3 x (D, d)
+    cols = [w[j * D + head * d : j * D + (head + 1) * d].t() for j in range(3)]  # 3 x (D, d)
     b = model.blocks[layer].attn.qkv.bias.view(3, cfg.heads, d)[:, head]  # (3, d)
     hidden = _ln(x, model.ln_f) if layer == cfg.layers - 1 else x
     per_head = {n: s[n][head] for n in ("q_raw", "k_raw", "q", "k", "v", "scores", "masked", "weights", "head_out")}
     shared = {n: s[n] for n in ("ln1", "heads", "attn_out", "resid", "ln2", "ffn_hidden", "ffn_out", "out")}
     arrays = {n: t.float().numpy().copy() for n, t in {**per_head, **shared}.items()}
-    return BlockTrace(tokens=tokens, layer=layer, head=head, causal=cfg.causal, rotary=rope, x=x_in.numpy().copy(),
-                      w_q=cols[0].numpy().copy(), w_k=cols[1].numpy().copy(), w_v=cols[2].numpy().copy(), b_qkv=b.numpy().copy(),
-                      keep=keep.numpy(), w_o=model.blocks[layer].attn.proj.weight.numpy().copy(),
-                      hidden=hidden.numpy().copy(), **arrays)
+    return BlockTrace(
+        tokens=tokens,
+        layer=layer,
+        head=head,
+        causal=cfg.causal,
+        rotary=rope,
+        x=x_in.numpy().copy(),
+        w_q=cols[0].numpy().copy(),
+        w_k=cols[1].numpy().copy(),
+        w_v=cols[2].numpy().copy(),
+        b_qkv=b.numpy().copy(),
+        keep=keep.numpy(),
+        w_o=model.blocks[layer].attn.proj.weight.numpy().copy(),
+        hidden=hidden.numpy().copy(),
+        **arrays,
+    )
 
 
 # ----------------------------------------------------------------------------- positions
@@ -248,6 +283,12 @@ def repeated_char_check(enc, text: str) -> dict:
     a, b = pair
     l0, l1 = layers[0][0].double(), layers[1][0].double()
     cos = float(l0[a] @ l0[b] / (l0[a].norm() * l0[b].norm()))
-    return {"char": tokens[a], "positions": pair, "text": probe, "layer0_max_diff": float((l0[a] - l0[b]).abs().max()),
-            "layer1_max_diff": float((l1[a] - l1[b]).abs().max()), "layer0_cos": cos,
-            "layer0": layers[0][0, [a, b]].numpy().copy()}
+    return {
+        "char": tokens[a],
+        "positions": pair,
+        "text": probe,
+        "layer0_max_diff": float((l0[a] - l0[b]).abs().max()),
+        "layer1_max_diff": float((l1[a] - l1[b]).abs().max()),
+        "layer0_cos": cos,
+        "layer0": layers[0][0, [a, b]].numpy().copy(),
+    }

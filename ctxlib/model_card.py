@@ -2,6 +2,7 @@
 goes above any text a model writes or ranks (generation, fill-mask), so a class reads "1998 news and reviews" into
 the output rather than facts about the world.
 """
+
 from __future__ import annotations
 
 from .corpus import SOURCE_NAMES, SOURCES
@@ -34,9 +35,15 @@ def facts(enc) -> dict:
     "tokens_seen" (or None)}."""
     summary = enc.summary or {}
     cfg = enc.config or {}
-    return {"kind": enc.kind, "sources": training_sources(summary), "corpus": (summary.get("run") or {}).get("corpus"),
-            "parameters": parameter_count(enc), "layers": max(len(enc.layer_names) - 1, 1),
-            "hidden": cfg.get("hidden") or cfg.get("dim"), "tokens_seen": summary.get("tokens_seen")}
+    return {
+        "kind": enc.kind,
+        "sources": training_sources(summary),
+        "corpus": (summary.get("run") or {}).get("corpus"),
+        "parameters": parameter_count(enc),
+        "layers": max(len(enc.layer_names) - 1, 1),
+        "hidden": cfg.get("hidden") or cfg.get("dim"),
+        "tokens_seen": summary.get("tokens_seen"),
+    }
 
 
 def describe(enc) -> str:
@@ -44,5 +51,7 @@ def describe(enc) -> str:
     f = facts(enc)
     text = " + ".join(SOURCE_NAMES[s] for s in f["sources"]) or "unknown text (the checkpoint does not say)"
     size = f"{f['parameters']:,} parameters" if f["parameters"] else "size unknown"
-    return (f"note: {f['kind']} model trained on {text} (train split); {size}, {f['layers']} layers. "
-            f"It writes like its training text: not a source of facts.")
+    return (
+        f"note: {f['kind']} model trained on {text} (train split); {size}, {f['layers']} layers. "
+        f"It writes like its training text: not a source of facts."
+    )

@@ -9,6 +9,7 @@
   are typical of each cluster, used to label the clusters of the Polysemy atlas
   (after Coenen et al. 2019, "Visualizing and Measuring the Geometry of BERT").
 """
+
 from __future__ import annotations
 
 import logging
@@ -72,8 +73,9 @@ def tsne(X, seed: int = 0) -> np.ndarray:
 
     # one OpenMP thread: for a few hundred points, more threads only fight over a shared CPU (3 s vs 14 s measured)
     with threadpool_limits(limits=1):
-        return TSNE(n_components=2, perplexity=perplexity, init=init, random_state=seed, metric="cosine",
-                    max_iter=300).fit_transform(X)  # 300 of sklearn's 1000 default: enough for <= 1000 points
+        return TSNE(
+            n_components=2, perplexity=perplexity, init=init, random_state=seed, metric="cosine", max_iter=300
+        ).fit_transform(X)  # 300 of sklearn's 1000 default: enough for <= 1000 points
 
 
 _NUMBA_CACHED: list[int] = []  # how many of umap's/pynndescent's jitted functions got a disk cache (once a process)
@@ -99,8 +101,12 @@ def numba_disk_cache(prefixes: tuple[str, ...] = ("umap", "pynndescent")) -> int
         if mod is None or not name.startswith(prefixes):
             continue
         for obj in list(vars(mod).values()):
-            if (isinstance(obj, CPUDispatcher) and getattr(obj, "__module__", None) == name
-                    and isinstance(getattr(obj, "_cache", None), NullCache) and not obj.overloads):
+            if (
+                isinstance(obj, CPUDispatcher)
+                and getattr(obj, "__module__", None) == name
+                and isinstance(getattr(obj, "_cache", None), NullCache)
+                and not obj.overloads
+            ):
                 try:
                     obj.enable_caching()
                     n += 1
@@ -119,8 +125,13 @@ def umap(X, seed: int = 0) -> np.ndarray:
     if not _NUMBA_CACHED:
         _NUMBA_CACHED.append(numba_disk_cache())
 
-    reducer = umap_lib.UMAP(n_components=2, n_neighbors=max(2, min(15, n - 1)), metric="cosine",
-                            random_state=seed, init="random" if n < 10 else "spectral")
+    reducer = umap_lib.UMAP(
+        n_components=2,
+        n_neighbors=max(2, min(15, n - 1)),
+        metric="cosine",
+        random_state=seed,
+        init="random" if n < 10 else "spectral",
+    )
     return reducer.fit_transform(X)
 
 
@@ -182,8 +193,10 @@ def _is_content(word: str) -> bool:
 
 
 # function words that would label every cluster
-STOPWORDS = frozenset("的 了 在 是 和 与 及 也 就 都 而 又 很 对 把 被 为 以 这 那 一 个 有 我 你 他 她 它 们 我们 "
-                      "不 没 还 上 中 等 从 到 着 过 将 并 之 其 于 但 或 则 让 给 啊 吧 呢 吗 要 会 能 可以 说".split())
+STOPWORDS = frozenset(
+    "的 了 在 是 和 与 及 也 就 都 而 又 很 对 把 被 为 以 这 那 一 个 有 我 你 他 她 它 们 我们 "
+    "不 没 还 上 中 等 从 到 着 过 将 并 之 其 于 但 或 则 让 给 啊 吧 呢 吗 要 会 能 可以 说".split()
+)
 
 
 def cluster_top_words(contexts: list[list[str]], clusters, topn: int = 3, exclude: tuple[str, ...] = ()) -> dict:
@@ -203,7 +216,9 @@ def cluster_top_words(contexts: list[list[str]], clusters, topn: int = 3, exclud
         per.setdefault(c, Counter()).update(seen)
     out = {}
     for c, cnt in per.items():
-        scored = sorted(((n * n / overall[w], n, w) for w, n in cnt.items() if n >= 2 or len(cnt) < topn),
-                        key=lambda x: (-x[0], -x[1], x[2]))
+        scored = sorted(
+            ((n * n / overall[w], n, w) for w, n in cnt.items() if n >= 2 or len(cnt) < topn),
+            key=lambda x: (-x[0], -x[1], x[2]),
+        )
         out[c] = [w for _, _, w in scored[:topn]]
     return out

@@ -4,6 +4,7 @@
   trainer writes steps, tokens_seen, wall_s and device; the rest is model-specific and kept in `extra`).
 - `EvalResult`: an eval_<task>.json file written by `python -m ctxlib eval` (ScalarMix probes and task models).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,13 @@ class TrainingRecord:
     @classmethod
     def from_summary(cls, summary: dict | None) -> TrainingRecord:
         s = dict(summary or {})
-        return cls(steps=s.pop("steps", None), tokens_seen=s.pop("tokens_seen", None), wall_s=s.pop("wall_s", None),
-                   device=s.pop("device", None), extra=s)
+        return cls(
+            steps=s.pop("steps", None),
+            tokens_seen=s.pop("tokens_seen", None),
+            wall_s=s.pop("wall_s", None),
+            device=s.pop("device", None),
+            extra=s,
+        )
 
     def measures(self, most: int = 4) -> dict[str, float]:
         """Up to `most` numeric measures (validation perplexity, MLM accuracy, POS agreement, final loss ...),
@@ -42,9 +48,14 @@ class TrainingRecord:
         flat = {}
         for k, v in self.extra.items():
             flat.update({f"{k}.{k2}": v2 for k2, v2 in v.items()} if isinstance(v, dict) else {k: v})
-        found = {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                 and any(x in k.lower() for x in _MEASURE_HINTS)
-                 and not k.rsplit(".", 1)[-1].startswith("n_")}  # a count (valid.n_chars) is not a measure
+        found = {
+            k: v
+            for k, v in flat.items()
+            if isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and any(x in k.lower() for x in _MEASURE_HINTS)
+            and not k.rsplit(".", 1)[-1].startswith("n_")
+        }  # a count (valid.n_chars) is not a measure
         return dict(list(found.items())[:most])
 
 

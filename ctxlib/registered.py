@@ -12,6 +12,7 @@ A source is anything `ctxlib.load` takes: `hf:PATH` (a folder saved by Transform
 (a hub id already in the local cache) or a ctxlab checkpoint folder. Nothing is loaded here: `extra_models()` only
 reads the list, so a model that fails to load is reported by the page that loads it, and the others still work.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,13 +70,15 @@ def _read_entries(f: Path) -> tuple[list[tuple[str | None, str]], list[str]]:
                 raise ValueError("[[model]] tables expected")
             for i, r in enumerate(rows, 1):
                 if not isinstance(r, dict) or not isinstance(r.get("source"), str) or not r["source"].strip():
-                    problems.append(f"{f}: model {i} has no source = \"hf:PATH\"; it is left out")
+                    problems.append(f'{f}: model {i} has no source = "hf:PATH"; it is left out')
                     continue
                 name = r.get("name")
                 out.append((name.strip() if isinstance(name, str) and name.strip() else None, r["source"].strip()))
         except (OSError, UnicodeDecodeError, ValueError, tomllib.TOMLDecodeError) as e:
-            problems.append(f"{f} could not be read ({type(e).__name__}: {str(e).splitlines()[0][:120]}); "
-                            f"write [[model]] tables with source = \"hf:PATH\"")
+            problems.append(
+                f"{f} could not be read ({type(e).__name__}: {str(e).splitlines()[0][:120]}); "
+                f'write [[model]] tables with source = "hf:PATH"'
+            )
     return out, problems
 
 

@@ -13,6 +13,7 @@ and attention of two fixed sentences (BERT; GPT runs recorded after the GPT bran
 
 A field the timeline did not record gives None, never an error: the page says it was not recorded.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ SHARES = ("prev", "next", "self", "sep", "cls")  # head summary shares shown ove
 @dataclass
 class Replay:
     """One model's timeline: `data` is timeline.json, `arrays` timeline.npz; snapshot k is row k of every array."""
+
     name: str
     path: Path
     data: dict
@@ -156,14 +158,14 @@ def project_steps(V: np.ndarray, same_size: bool = True, noise: np.ndarray | Non
     S, n, D = V.shape
     U = unit_rows(V)
     C = U - U.mean(axis=1, keepdims=True)  # (S, n, D)
-    spread = np.sqrt((C ** 2).sum(-1).mean(1))  # (S,)
+    spread = np.sqrt((C**2).sum(-1).mean(1))  # (S,)
     spread = np.where(spread < 1e-9, 0.0, spread)  # one vector in every sentence (float noise aside)
     if same_size:
         C = np.where(spread[:, None, None] > 1e-9, C / np.maximum(spread, EPS)[:, None, None], 0.0)
     X = C.reshape(S * n, D)
     coords = np.zeros((S * n, 2))
     explained = [0.0, 0.0]
-    total = float((X ** 2).sum())
+    total = float((X**2).sum())
     if total > EPS:
         _, sv, Vt = np.linalg.svd(X, full_matrices=False)
         for j in range(min(2, len(sv))):
@@ -174,13 +176,22 @@ def project_steps(V: np.ndarray, same_size: bool = True, noise: np.ndarray | Non
             explained[j] = float(sv[j] ** 2 / total)
     coords = coords.reshape(S, n, 2)
     if same_size:  # and the same size on the map: a step whose differences lie mostly off the two axes is no dot
-        r = np.sqrt((coords ** 2).sum(-1).mean(1))  # (S,)
+        r = np.sqrt((coords**2).sum(-1).mean(1))  # (S,)
         coords = np.where(r[:, None, None] > 1e-9, coords / np.maximum(r, EPS)[:, None, None], 0.0)
     pad = 0.05 * max(float(np.ptp(coords[..., 0])), float(np.ptp(coords[..., 1])), 1e-6)
-    bounds = (float(coords[..., 0].min()) - pad, float(coords[..., 0].max()) + pad,
-              float(coords[..., 1].min()) - pad, float(coords[..., 1].max()) + pad)
-    return Projection(coords.astype(np.float32), (explained[0], explained[1]), bounds, spread,
-                      np.zeros(S) if noise is None else np.asarray(noise, dtype=np.float64))
+    bounds = (
+        float(coords[..., 0].min()) - pad,
+        float(coords[..., 0].max()) + pad,
+        float(coords[..., 1].min()) - pad,
+        float(coords[..., 1].max()) + pad,
+    )
+    return Projection(
+        coords.astype(np.float32),
+        (explained[0], explained[1]),
+        bounds,
+        spread,
+        np.zeros(S) if noise is None else np.asarray(noise, dtype=np.float64),
+    )
 
 
 def mostly_rounding(pr: Projection, k: int, factor: float = 3.0) -> bool:
@@ -192,8 +203,12 @@ def mostly_rounding(pr: Projection, k: int, factor: float = 3.0) -> bool:
 # -- series over steps -----------------------------------------------------------------------------------------
 def losses(rp: Replay) -> dict[str, list]:
     """{"step", "tokens", "train" (None before training), "valid"} per snapshot."""
-    return {"step": rp.steps, "tokens": [int(s.get("tokens") or 0) for s in rp.snapshots],
-            "train": [s.get("train_loss") for s in rp.snapshots], "valid": [s.get("valid_loss") for s in rp.snapshots]}
+    return {
+        "step": rp.steps,
+        "tokens": [int(s.get("tokens") or 0) for s in rp.snapshots],
+        "train": [s.get("train_loss") for s in rp.snapshots],
+        "valid": [s.get("valid_loss") for s in rp.snapshots],
+    }
 
 
 def sense_accuracy(rp: Replay, word: str | None = None) -> np.ndarray:
@@ -222,8 +237,10 @@ def fill_mask_rows(rp: Replay, k: int) -> list[dict] | None:
         return None
     sents = rp.data.get("fill_mask_sentences") or []
     answers = _answers(sents)
-    return [{"sentence": s, "answer": a, "top": [(str(t), float(p)) for t, p in top]}
-            for s, a, top in zip(sents, answers, got)]
+    return [
+        {"sentence": s, "answer": a, "top": [(str(t), float(p)) for t, p in top]}
+        for s, a, top in zip(sents, answers, got)
+    ]
 
 
 def _answers(sentences: list[str]) -> list[str]:
@@ -242,10 +259,15 @@ def lm_rows(rp: Replay, k: int) -> list[dict] | None:
     rows = []
     for item, r in zip(items, got):
         start = item.get("start")
-        rows.append({"text": item["text"], "word": item["word"],
-                     "prompt": item["text"][:start] if start is not None else None,
-                     "forward": [(str(w), float(p)) for w, p in r.get("forward") or []],
-                     "backward": [(str(w), float(p)) for w, p in r["backward"]] if r.get("backward") else None})
+        rows.append(
+            {
+                "text": item["text"],
+                "word": item["word"],
+                "prompt": item["text"][:start] if start is not None else None,
+                "forward": [(str(w), float(p)) for w, p in r.get("forward") or []],
+                "backward": [(str(w), float(p)) for w, p in r["backward"]] if r.get("backward") else None,
+            }
+        )
     return rows
 
 
@@ -256,8 +278,9 @@ def answer_hits(rp: Replay) -> tuple[dict[str, list[int]], int] | None:
     out: dict[str, list[int]] = {}
     if fill_mask_rows(rp, 0) is not None:
         rows = [fill_mask_rows(rp, k) or [] for k in range(len(rp.steps))]
-        out["fill_mask"] = [sum(bool(r["top"]) and r["answer"] != "" and r["top"][0][0] == r["answer"] for r in rs)
-                            for rs in rows]
+        out["fill_mask"] = [
+            sum(bool(r["top"]) and r["answer"] != "" and r["top"][0][0] == r["answer"] for r in rs) for rs in rows
+        ]
         total = sum(r["answer"] != "" for r in rows[0])
     elif lm_rows(rp, 0) is not None:
         rows = [lm_rows(rp, k) or [] for k in range(len(rp.steps))]

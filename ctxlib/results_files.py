@@ -1,5 +1,6 @@
 """Reading the Results page's figures: one side of a measure (`Fig`: which file, which key), the reader that records
 what a claim read or missed, and the outside models' folders (ctxlib.results builds the claims from these)."""
+
 from __future__ import annotations
 
 import json
@@ -89,8 +90,7 @@ class Reader:
         return value, f"{src}#{fig.key}"
 
 
-def compare(r: Reader, c, measure: str, where: str, a: Fig, b: Fig, margin=MARGIN,
-             outside: bool = False) -> Comparison:
+def compare(r: Reader, c, measure: str, where: str, a: Fig, b: Fig, margin=MARGIN, outside: bool = False) -> Comparison:
     """Append the measure "a above b" to the claim; with `outside`, also each outside model in a's place."""
     (av, asrc), (bv, bsrc) = r.figure(c, a), r.figure(c, b)
     cmp = make(measure, where, a.side, av, asrc, b.side, bv, bsrc, margin)
@@ -111,13 +111,20 @@ def make(measure, where, a, av, asrc, b, bv, bsrc, margin) -> Comparison:
 
 
 def parse_extra(text: str | None) -> tuple[dict[str, Path], list[str]]:
-    """"name=folder;name=folder" (EXTRA_ENV) -> ({name: folder}, [the entries that were not usable, as given])."""
+    """ "name=folder;name=folder" (EXTRA_ENV) -> ({name: folder}, [the entries that were not usable, as given])."""
     found, bad = {}, []
     for entry in (text or "").split(";"):
         name, sep, folder = (x.strip() for x in entry.partition("="))
         if not entry.strip():
             continue
-        if not sep or not name or not folder or name in kinds.names(shipped=True) or name in found or not Path(folder).is_dir():
+        if (
+            not sep
+            or not name
+            or not folder
+            or name in kinds.names(shipped=True)
+            or name in found
+            or not Path(folder).is_dir()
+        ):
             bad.append(entry.strip())
         else:
             found[name] = Path(folder)
@@ -126,5 +133,7 @@ def parse_extra(text: str | None) -> tuple[dict[str, Path], list[str]]:
 
 def outside_files(extra_dirs: Mapping[str, Path]) -> dict[str, list[str]]:
     """The eval files each outside model's folder holds (an empty list: nothing this page can read)."""
-    return {k: sorted(p.name for p in Path(v).glob("eval_*.json")) if Path(v).is_dir() else []
-            for k, v in extra_dirs.items()}
+    return {
+        k: sorted(p.name for p in Path(v).glob("eval_*.json")) if Path(v).is_dir() else []
+        for k, v in extra_dirs.items()
+    }

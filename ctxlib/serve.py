@@ -26,6 +26,7 @@ bigger class on several machines").
 Here: the command (`main`, `add_arguments`); the plan it checks and works out (ports, config, commands) is in
 ctxlib.serve_config, the processes it runs (Supervisor) in ctxlib.serve_proc.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,11 +68,16 @@ def main(args, say=print) -> int:
     if haproxy is None:
         say(f"error: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    busy = [p for p in [plan.port] + [b.port for b in plan.backends if b.local]
-            if port_in_use(plan.host if p == plan.port else "127.0.0.1", p)]
+    busy = [
+        p
+        for p in [plan.port] + [b.port for b in plan.backends if b.local]
+        if port_in_use(plan.host if p == plan.port else "127.0.0.1", p)
+    ]
     if busy:
-        say(f"error: port(s) {', '.join(map(str, busy))} already in use; choose --port / --backend-port-base",
-            file=sys.stderr)
+        say(
+            f"error: port(s) {', '.join(map(str, busy))} already in use; choose --port / --backend-port-base",
+            file=sys.stderr,
+        )
         return 2
     run_dir = Path(args.run_dir) if args.run_dir else Path(tempfile.mkdtemp(prefix="ctxlab-serve-"))
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -91,9 +97,14 @@ def main(args, say=print) -> int:
     try:
         sup.start(args.start_timeout)
         n_local = sum(b.local for b in plan.backends)
-        where = f"{n_local} local" + (f" + {len(plan.backends) - n_local} remote" if n_local < len(plan.backends) else "")
-        say(f"ctxlab is serving at {public_url(plan.host, plan.port)} ({where} Streamlit processes behind haproxy, "
-            f"{plan.threads} torch threads each; logs in {run_dir}; Ctrl-C stops)", flush=True)
+        where = f"{n_local} local" + (
+            f" + {len(plan.backends) - n_local} remote" if n_local < len(plan.backends) else ""
+        )
+        say(
+            f"ctxlab is serving at {public_url(plan.host, plan.port)} ({where} Streamlit processes behind haproxy, "
+            f"{plan.threads} torch threads each; logs in {run_dir}; Ctrl-C stops)",
+            flush=True,
+        )
         rc = sup.watch()
     except Stop:
         say("stopping: haproxy, then the backends (at most ~15 s)", file=sys.stderr)
@@ -134,12 +145,25 @@ def _config_rejected(haproxy: str, conf_path: Path) -> str | None:
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--workers", type=int, default=2, help="Streamlit processes on this machine (default 2)")
     s.add_argument("--port", type=int, default=8501, help="the port students open (default 8501)")
-    s.add_argument("--host", default="127.0.0.1", help="address the proxy listens on: 127.0.0.1 (this machine, "
-                                                       "the default) or 0.0.0.0 (every interface: a class)")
-    s.add_argument("--backend-port-base", type=int, default=None,
-                   help="first backend port on 127.0.0.1 (default --port + 1; worker i gets base + i)")
-    s.add_argument("--remote", type=parse_remote, action="append", metavar="HOST:PORT",
-                   help="also send students to a Streamlit started by hand on another machine (repeatable)")
+    s.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address the proxy listens on: 127.0.0.1 (this machine, "
+        "the default) or 0.0.0.0 (every interface: a class)",
+    )
+    s.add_argument(
+        "--backend-port-base",
+        type=int,
+        default=None,
+        help="first backend port on 127.0.0.1 (default --port + 1; worker i gets base + i)",
+    )
+    s.add_argument(
+        "--remote",
+        type=parse_remote,
+        action="append",
+        metavar="HOST:PORT",
+        help="also send students to a Streamlit started by hand on another machine (repeatable)",
+    )
     s.add_argument("--run-dir", default=None, help="where the config and logs go (default: a new temp dir)")
     s.add_argument("--start-timeout", type=float, default=180.0, help="seconds to wait for the backends' health")
     s.add_argument("--dry-run", action="store_true", help="print the proxy config and the commands; start nothing")

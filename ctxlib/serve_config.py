@@ -2,6 +2,7 @@
 for a user's mistake), the backends and their ports, the HAProxy config (`haproxy_config`: cookie stickiness, health
 checks, websocket tunnels) and the commands and environment of each process. Why HAProxy, and how a run goes: ctxlib.serve.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 COOKIE = "CTXLAB_BACKEND"  # the stickiness cookie HAProxy inserts
-INSTALL_HINT = ("haproxy is not installed: install it with `apt-get install haproxy` (Debian/Ubuntu); "
-                "one process needs no proxy: `streamlit run app.py`")
+INSTALL_HINT = (
+    "haproxy is not installed: install it with `apt-get install haproxy` (Debian/Ubuntu); "
+    "one process needs no proxy: `streamlit run app.py`"
+)
 HEALTH = "/_stcore/health"
 
 
@@ -43,8 +46,9 @@ def _hap_addr(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def haproxy_config(backends: list[Backend], *, host: str = "127.0.0.1", port: int = 8501,
-                   check_interval_s: float = 2.0) -> str:
+def haproxy_config(
+    backends: list[Backend], *, host: str = "127.0.0.1", port: int = 8501, check_interval_s: float = 2.0
+) -> str:
     """HAProxy config text: one frontend on host:port, one backend with a server per Backend, cookie-sticky.
 
     Pure function (no files, no processes), so it is tested directly and `serve --dry-run` prints it."""
@@ -56,7 +60,8 @@ def haproxy_config(backends: list[Backend], *, host: str = "127.0.0.1", port: in
     inter = f"{int(check_interval_s * 1000)}ms"
     servers = "\n".join(
         f"    server {b.name} {_hap_addr(b.host, b.port)} cookie {b.name} check inter {inter} fall 3 rise 1"
-        for b in backends)
+        for b in backends
+    )
     return f"""\
 # written by `python -m ctxlib serve` for this run only; see ctxlib/serve.py
 global
@@ -111,8 +116,21 @@ def threads_per_backend(workers: int, cores: int | None = None) -> int:
 
 
 def backend_command(port: int, *, python: str = sys.executable, app: Path = APP) -> list[str]:
-    return [python, "-m", "streamlit", "run", str(app), "--server.port", str(port), "--server.address", "127.0.0.1",
-            "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    return [
+        python,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
 
 
 def backend_env(threads: int, base: dict | None = None) -> dict:
@@ -164,8 +182,14 @@ def _check_port(p: int, what: str) -> None:
         raise ServeError(f"{what} must be between 1 and 65535, got {p}")
 
 
-def make_plan(workers: int, port: int, host: str, backend_port_base: int | None = None,
-              remotes: list[tuple[str, int]] | None = None, cores: int | None = None) -> Plan:
+def make_plan(
+    workers: int,
+    port: int,
+    host: str,
+    backend_port_base: int | None = None,
+    remotes: list[tuple[str, int]] | None = None,
+    cores: int | None = None,
+) -> Plan:
     """Check the options and work out backends, ports and the config; raises ServeError on bad options."""
     remotes = remotes or []
     if workers < 0:
@@ -178,14 +202,18 @@ def make_plan(workers: int, port: int, host: str, backend_port_base: int | None 
     try:
         ipaddress.ip_address(host)
     except ValueError:
-        raise ServeError(f"--host must be an IP address (127.0.0.1 for this machine, 0.0.0.0 for a class), got {host!r}")
+        raise ServeError(
+            f"--host must be an IP address (127.0.0.1 for this machine, 0.0.0.0 for a class), got {host!r}"
+        )
     base = port + 1 if backend_port_base is None else backend_port_base
     local_ports = list(range(base, base + workers))
     for p in local_ports:
         _check_port(p, "--backend-port-base + worker")
     if port in local_ports:
-        raise ServeError(f"the backends' ports {local_ports[0]}-{local_ports[-1]} include --port {port}; "
-                         "choose another --backend-port-base")
+        raise ServeError(
+            f"the backends' ports {local_ports[0]}-{local_ports[-1]} include --port {port}; "
+            "choose another --backend-port-base"
+        )
     backends = [Backend(f"s{i + 1}", "127.0.0.1", p) for i, p in enumerate(local_ports)]
     seen = {("127.0.0.1", p) for p in local_ports}
     for h, p in remotes:

@@ -2,6 +2,7 @@
 group), restarts a backend that dies and stops them all, and the checks it makes on the way (`port_in_use`,
 `healthy`: a backend's /_stcore/health, through no $http_proxy). The plan it runs comes from ctxlib.serve_config.
 """
+
 from __future__ import annotations
 
 import os
@@ -80,8 +81,16 @@ class Supervisor:
     def _spawn(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.plan.run_dir / f"{name}.log", "ab")
         self.logs.append(log)
-        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        p = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
         self.procs[name] = p
         return p
 
@@ -107,29 +116,40 @@ class Supervisor:
         while pending:
             for name, b in list(pending.items()):
                 if self.procs[name].poll() is not None:
-                    raise ServeError(f"backend {name} (port {b.port}) exited with code {self.procs[name].returncode}:\n"
-                                     f"{self.log_tail(name)}")
+                    raise ServeError(
+                        f"backend {name} (port {b.port}) exited with code {self.procs[name].returncode}:\n"
+                        f"{self.log_tail(name)}"
+                    )
                 if healthy(b.url, timeout=1.0):
                     del pending[name]
             if pending and time.monotonic() > deadline:
-                raise ServeError(f"backends {', '.join(pending)} did not answer {HEALTH} within {timeout:.0f} s "
-                                 f"(logs in {self.plan.run_dir})")
+                raise ServeError(
+                    f"backends {', '.join(pending)} did not answer {HEALTH} within {timeout:.0f} s "
+                    f"(logs in {self.plan.run_dir})"
+                )
             if pending:
                 time.sleep(0.3)
         for b in self.plan.backends:
             if not b.local and not healthy(b.url, timeout=2.0):
-                self.say(f"warning: remote backend {b.name} {b.host}:{b.port} does not answer {HEALTH} yet; "
-                         "haproxy sends students there once it does", file=sys.stderr)
+                self.say(
+                    f"warning: remote backend {b.name} {b.host}:{b.port} does not answer {HEALTH} yet; "
+                    "haproxy sends students there once it does",
+                    file=sys.stderr,
+                )
         self._spawn("proxy", self.plan.commands["proxy"])
         proxy_url = f"http://{url_host(self.plan.host)}:{self.plan.port}"
         pending = {b.name for b in local}
         while pending:
             if self.procs["proxy"].poll() is not None:
-                raise ServeError(f"haproxy exited with code {self.procs['proxy'].returncode}:\n{self.log_tail('proxy')}")
+                raise ServeError(
+                    f"haproxy exited with code {self.procs['proxy'].returncode}:\n{self.log_tail('proxy')}"
+                )
             pending = {name for name in pending if _served_by(proxy_url, name) != name}
             if pending and time.monotonic() > deadline:
-                raise ServeError(f"the proxy on {proxy_url} does not reach {', '.join(sorted(pending))} "
-                                 f"(log: {self.plan.run_dir / 'proxy.log'})")
+                raise ServeError(
+                    f"the proxy on {proxy_url} does not reach {', '.join(sorted(pending))} "
+                    f"(log: {self.plan.run_dir / 'proxy.log'})"
+                )
             if pending:
                 time.sleep(0.3)
 
@@ -138,8 +158,10 @@ class Supervisor:
         while True:
             time.sleep(0.5)
             if self.procs["proxy"].poll() is not None:
-                self.say(f"haproxy exited with code {self.procs['proxy'].returncode}:\n{self.log_tail('proxy')}",
-                         file=sys.stderr)
+                self.say(
+                    f"haproxy exited with code {self.procs['proxy'].returncode}:\n{self.log_tail('proxy')}",
+                    file=sys.stderr,
+                )
                 return 1
             for b in self.plan.backends:
                 p = self.procs.get(b.name)
@@ -149,12 +171,18 @@ class Supervisor:
                 if n >= MAX_RESTARTS:
                     if n == MAX_RESTARTS:
                         self.restarts[b.name] = n + 1
-                        self.say(f"backend {b.name} exited again with code {p.returncode}; not restarting it "
-                                 f"(log: {self.plan.run_dir / (b.name + '.log')}); the others go on", file=sys.stderr)
+                        self.say(
+                            f"backend {b.name} exited again with code {p.returncode}; not restarting it "
+                            f"(log: {self.plan.run_dir / (b.name + '.log')}); the others go on",
+                            file=sys.stderr,
+                        )
                     continue
                 self.restarts[b.name] = n + 1
-                self.say(f"backend {b.name} (port {b.port}) exited with code {p.returncode}; restarting it "
-                         f"({n + 1}/{MAX_RESTARTS}); log: {self.plan.run_dir / (b.name + '.log')}", file=sys.stderr)
+                self.say(
+                    f"backend {b.name} (port {b.port}) exited with code {p.returncode}; restarting it "
+                    f"({n + 1}/{MAX_RESTARTS}); log: {self.plan.run_dir / (b.name + '.log')}",
+                    file=sys.stderr,
+                )
                 self.start_backend(b)
 
     def stop(self, grace: float = 10.0) -> None:

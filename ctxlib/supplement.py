@@ -10,6 +10,7 @@ word stands (start / middle / end), exact duplicates, and near-duplicates (chara
 Jaccard similarity of two sentences of the same word). Run it with
 `python ctxlib/supplement.py FILE...` (standard library only, so it runs before the venv exists).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,7 +81,7 @@ def load(path: str | Path = SUPPLEMENT_PATH) -> list[Row]:
 
 
 def _bigrams(s: str) -> set[str]:
-    return {s[i:i + 2] for i in range(len(s) - 1)}
+    return {s[i : i + 2] for i in range(len(s) - 1)}
 
 
 def quality(rows: list[Row], near: float = NEAR_DUP) -> dict:
@@ -110,20 +111,32 @@ def quality(rows: list[Row], near: float = NEAR_DUP) -> dict:
         n_near += w_near
         senses = Counter(r.sense for r in rs)
         pos = Counter(r.position for r in rs)
-        out_words[w] = {"senses": dict(senses), "positions": dict(pos), "near_duplicate_pairs": w_near,
-                        "splits": dict(Counter(r.split for r in rs))}
+        out_words[w] = {
+            "senses": dict(senses),
+            "positions": dict(pos),
+            "near_duplicate_pairs": w_near,
+            "splits": dict(Counter(r.split for r in rs)),
+        }
     lens = sorted(len(r.sentence) for r in rows)
     worst.sort(reverse=True)
     return {
-        "sentences": len(rows), "words": len(by_word), "senses": sum(len(v["senses"]) for v in out_words.values()),
+        "sentences": len(rows),
+        "words": len(by_word),
+        "senses": sum(len(v["senses"]) for v in out_words.values()),
         "min_per_sense": min((c for v in out_words.values() for c in v["senses"].values()), default=0),
-        "length": {"min": lens[0] if lens else 0, "median": lens[len(lens) // 2] if lens else 0,
-                   "max": lens[-1] if lens else 0,
-                   "outside_6_40": sum(1 for n in lens if n < MIN_LEN or n > MAX_LEN)},
+        "length": {
+            "min": lens[0] if lens else 0,
+            "median": lens[len(lens) // 2] if lens else 0,
+            "max": lens[-1] if lens else 0,
+            "outside_6_40": sum(1 for n in lens if n < MIN_LEN or n > MAX_LEN),
+        },
         "positions": dict(Counter(r.position for r in rows)),
         "exact_duplicates": sum(c - 1 for c in seen.values() if c > 1),
-        "near_duplicate_threshold": near, "pairs_compared": n_pairs, "near_duplicate_pairs": n_near,
-        "worst_pairs": worst[:10], "per_word": out_words,
+        "near_duplicate_threshold": near,
+        "pairs_compared": n_pairs,
+        "near_duplicate_pairs": n_near,
+        "worst_pairs": worst[:10],
+        "per_word": out_words,
     }
 
 

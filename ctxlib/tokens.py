@@ -5,6 +5,7 @@ is always its own token (so 苹果 in 「苹果树」 is found). BERT uses chara
 each CJK character is one token, runs of ASCII letters or digits stay together.
 Spans always index the caller's original text.
 """
+
 from __future__ import annotations
 
 import logging

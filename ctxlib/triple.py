@@ -18,6 +18,7 @@ word as one token whatever jieba says: 苹果 is cut out of 苹果公司).
 `vocab_status` says how a model handles a word it may never have seen: word2vec has no vector; ELMo builds one from
 the characters; BERT and GPT read characters, some of which may be [UNK].
 """
+
 from __future__ import annotations
 
 import functools
@@ -165,14 +166,18 @@ def check_triple(word: str, a: str, b: str, c: str):
         return word, tuple(texts), [Note("error", "triple.input.fill_in")]
     missing = [lab for lab, s in zip("ABC", texts) if not find_all(s, word)]
     if missing:
-        return word, tuple(texts), [Note("error", "triple.input.word_missing", {"sentences": Numbers(tuple(missing)), "word": word})]
+        return (
+            word,
+            tuple(texts),
+            [Note("error", "triple.input.word_missing", {"sentences": Numbers(tuple(missing)), "word": word})],
+        )
     same = [f"{x}={y}" for x, y in ("AB", "AC", "BC") if texts["ABC".index(x)] == texts["ABC".index(y)]]
     if same:
         return word, tuple(texts), [Note("error", "triple.input.same", {"pairs": Numbers(tuple(same))})]
     notes, cut = [], []
     for i, s in enumerate(texts):
         if len(s) > MAX_CHARS:
-            (x, y), = find_all(s, word)[:1]
+            ((x, y),) = find_all(s, word)[:1]
             texts[i] = window(s, x, y, MAX_CHARS)
             cut.append("ABC"[i])
     if cut:
@@ -200,7 +205,9 @@ def null_margins(X: np.ndarray, labels: list) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def noise_band(kind: str, vectors: dict[str, np.ndarray], labels: dict[str, list], q: float = NOISE_Q) -> dict[View, float]:
+def noise_band(
+    kind: str, vectors: dict[str, np.ndarray], labels: dict[str, list], q: float = NOISE_Q
+) -> dict[View, float]:
     """{view: the `q` quantile of |margin| over the same-sense triples of every set} from {word: (n, n_layers, dim)}
     and {word: sense labels}: a margin whose size is at most this is within what context alone gives."""
     pooled: dict[View, list[np.ndarray]] = {}

@@ -4,6 +4,7 @@ training (`python -m ctxlib train KIND --corpus FILE_OR_DIR`).
 UTF-8 (with or without BOM) and GB18030 are accepted; empty, binary and other files are refused with a
 `CorpusError` that names the file and says what to do. Lines are NFKC-normalised like the shipped corpora.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,9 @@ def read_text_file(path: str | os.PathLike, cap: int = USER_FILE_CAP) -> str:
         raise CorpusError(f"{p}: file not found.")
     size = p.stat().st_size
     if size > cap:
-        raise CorpusError(f"{p}: {size / 1e6:.1f} MB is over the {cap // (1024 * 1024)} MB cap; split the file or use a sample.")
+        raise CorpusError(
+            f"{p}: {size / 1e6:.1f} MB is over the {cap // (1024 * 1024)} MB cap; split the file or use a sample."
+        )
     return decode_bytes(p.read_bytes(), name=str(p))
 
 
@@ -77,7 +80,7 @@ def _probe_encoding(path: Path) -> str:
     for enc in ("utf-8-sig", "gb18030"):
         for cut in range(1 if whole else 4):  # the probe may end inside a multi-byte character
             try:
-                text = head[:len(head) - cut].decode(enc)
+                text = head[: len(head) - cut].decode(enc)
             except UnicodeDecodeError:
                 continue
             ctrl = sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\n\r\t")
@@ -94,7 +97,9 @@ def user_files(path: str | os.PathLike) -> list[tuple[Path, str]]:
     if not p.exists():
         raise CorpusError(f"{p}: file or folder not found.")
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        files = sorted(
+            f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+        )
         if not files:
             raise CorpusError(f"{p}: the folder has no files; put UTF-8 or GB18030 text files in it.")
     else:
@@ -112,7 +117,9 @@ def iter_user_lines(files: list[tuple[Path, str]]):
                 try:
                     ln = fh.readline(1 << 20)  # a line longer than 1 MiB arrives in pieces
                 except UnicodeDecodeError as e:
-                    raise CorpusError(f"{f}: line {no + 1} is not valid {enc} text ({e.reason}); re-save the file as UTF-8.") from e
+                    raise CorpusError(
+                        f"{f}: line {no + 1} is not valid {enc} text ({e.reason}); re-save the file as UTF-8."
+                    ) from e
                 if not ln:
                     break
                 no += 1
@@ -172,8 +179,9 @@ class UserSentences:
 
     def __init__(self, files):
         self.files = files
-        key = hashlib.md5(repr([(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns, e) for f, e in files])
-                          .encode("utf-8")).hexdigest()[:16]
+        key = hashlib.md5(
+            repr([(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns, e) for f, e in files]).encode("utf-8")
+        ).hexdigest()[:16]
         self.path = cache_dir() / f"user-{key}.seg.txt"
         self._n: int | None = None
 

@@ -6,6 +6,7 @@ has cosine 0 with everything (where 0/0 would be nan) and every site agrees with
 `unit_rows` and `cosine` keep their input's dtype (float32 in, float32 out) and `cosine_matrix` works in float64, as
 the code they replaced did, so figures computed before this module existed come out the same.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -19,6 +19,7 @@ The verdict of a claim (`verdict`): every measure wins -> reproduced; some win a
 wins and none is missing -> not_reproduced; some figures missing -> incomplete (the page names them); every
 figure missing -> missing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

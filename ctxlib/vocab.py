@@ -1,4 +1,5 @@
 """A word (or character) vocabulary with counts, saved as plain JSON."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -8,7 +9,13 @@ from typing import Iterable
 class Vocab:
     """Index <-> token map. Specials come first; `unk` is the index of the unknown token (or None)."""
 
-    def __init__(self, itos: list[str], counts: list[int] | None = None, specials: list[str] | None = None, unk: str | None = None):
+    def __init__(
+        self,
+        itos: list[str],
+        counts: list[int] | None = None,
+        specials: list[str] | None = None,
+        unk: str | None = None,
+    ):
         self.itos = list(itos)
         self.counts = list(counts) if counts is not None else [0] * len(self.itos)
         if len(self.counts) != len(self.itos):
@@ -20,8 +27,14 @@ class Vocab:
         self.unk = self.stoi[unk] if unk is not None else None
 
     @classmethod
-    def build(cls, seqs: Iterable[Iterable[str]], min_count: int = 1, max_size: int | None = None,
-              specials: list[str] | None = None, unk: str | None = None) -> "Vocab":
+    def build(
+        cls,
+        seqs: Iterable[Iterable[str]],
+        min_count: int = 1,
+        max_size: int | None = None,
+        specials: list[str] | None = None,
+        unk: str | None = None,
+    ) -> "Vocab":
         c = Counter()
         for s in seqs:
             c.update(s)

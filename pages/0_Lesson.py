@@ -2,6 +2,7 @@
 shipped models with a question for the class; the answer and the plot stay hidden until revealed. ?step=3 links to a
 step, ?lesson=<name> picks a shipped lesson. In presentation mode the answer and the plot stand beside the question,
 the charts fit the screen's height, and keys move through the steps (ctxlib.app.present.keyboard)."""
+
 import time
 
 import streamlit as st
@@ -35,8 +36,9 @@ c1.button(msg("lesson.prev"), key="lesson_prev", on_click=go, args=(i - 1,), dis
 c2.markdown(f"**{escape_md(les.title[lang()])}** · " + msg("lesson.counter", i=i, n=n))
 with c2:
     screen_h = present.keyboard("lesson_prev", "lesson_next", "lesson_reveal_btn")  # None outside presentation mode
-c3.button(msg("lesson.next"), key="lesson_next", on_click=go, args=(i + 1,), disabled=i >= n, width="stretch",
-          type="primary")
+c3.button(
+    msg("lesson.next"), key="lesson_next", on_click=go, args=(i + 1,), disabled=i >= n, width="stretch", type="primary"
+)
 st.query_params["step"] = str(i)
 step = les.steps[i - 1]
 
@@ -59,8 +61,11 @@ if shown:
                 try:
                     data = lv.compute(step)
                 except Exception as e:  # a teacher's step the model cannot run: say so, keep the page
-                    widgets.show_error(lv.error_text(e) if isinstance(e, lv.lesson.LessonError) else
-                                       msg("lesson.view.failed", error=f"{type(e).__name__}: {e}"))
+                    widgets.show_error(
+                        lv.error_text(e)
+                        if isinstance(e, lv.lesson.LessonError)
+                        else msg("lesson.view.failed", error=f"{type(e).__name__}: {e}")
+                    )
             if data is not None:
                 lv.result(step, data)
     bottom.success(msg("lesson.answer") + " " + lv.answer(step, data))  # its {placeholders} from the model's output

@@ -1,4 +1,5 @@
 """GPT writing: a prompt continued one character at a time, with each step's top-5 candidates and the one chosen."""
+
 import time
 
 import streamlit as st
@@ -17,11 +18,28 @@ MAX_NEW = 120
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def write(model: str, prompt: str, max_new: int, temperature: float, top_k: int, seed: int, rp: float, ng: int,
-          names: bool, stamp: str) -> dict:
-    return loaders.load_encoder(model).generate(prompt, max_new=max_new, temperature=temperature, top_k=top_k, seed=seed,
-                                                repetition_penalty=rp, no_repeat_ngram=ng,
-                                                banned_names=lexicon.person_names() if names else None)
+def write(
+    model: str,
+    prompt: str,
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    seed: int,
+    rp: float,
+    ng: int,
+    names: bool,
+    stamp: str,
+) -> dict:
+    return loaders.load_encoder(model).generate(
+        prompt,
+        max_new=max_new,
+        temperature=temperature,
+        top_k=top_k,
+        seed=seed,
+        repetition_penalty=rp,
+        no_repeat_ngram=ng,
+        banned_names=lexicon.person_names() if names else None,
+    )
 
 
 state.init("gw_prompt", "prompt", vg.EXAMPLE_PROMPTS[0])
@@ -33,8 +51,12 @@ state.integer("gw_ng", "ng", writing.NO_REPEAT_NGRAM, 0, 8)
 n_new = state.integer("gw_n", "n", 30, 1, MAX_NEW)
 top_k = state.integer("gw_k", "k", 20, 1, 50)
 seed = state.integer("gw_seed", "seed", 0, 0, 10**6)
-st.pills(msg("textfit.examples"), vg.EXAMPLE_PROMPTS, key="gw_ex",
-         on_change=lambda: st.session_state.update(gw_prompt=st.session_state["gw_ex"] or st.session_state["gw_prompt"]))
+st.pills(
+    msg("textfit.examples"),
+    vg.EXAMPLE_PROMPTS,
+    key="gw_ex",
+    on_change=lambda: st.session_state.update(gw_prompt=st.session_state["gw_ex"] or st.session_state["gw_prompt"]),
+)
 prompt = st.text_input(msg("gpt.prompt"), key="gw_prompt", max_chars=5000)
 c1, c2, c3, c4 = st.columns(4)
 temperature = c1.slider(msg("gpt.temperature"), 0.1, 2.0, step=0.05, key="gw_temp", help=msg("gpt.temperature_help"))
@@ -46,15 +68,35 @@ rp = c5.slider(msg("textfit.penalty"), 1.0, 2.0, step=0.05, key="gw_rp", help=ms
 ngram = c6.number_input(msg("textfit.ngram"), 0, 8, key="gw_ng", help=msg("textfit.ngram_help"))
 with c7:
     names = text_fit.names_checkbox("gw_names")
-st.query_params.update({"prompt": prompt, "t": f"{temperature:g}", "n": str(n_new), "k": str(top_k), "seed": str(seed),
-                        "rp": f"{rp:g}", "ng": str(ngram)})
+st.query_params.update(
+    {
+        "prompt": prompt,
+        "t": f"{temperature:g}",
+        "n": str(n_new),
+        "k": str(top_k),
+        "seed": str(seed),
+        "rp": f"{rp:g}",
+        "ng": str(ngram),
+    }
+)
 
 problem = vg.prompt_problem(enc, prompt)
 if problem:
     st.warning(msg(f"gpt.problem.{problem[0]}", n=problem[1], cap=enc.max_len - 1))
     st.stop()
 with st.spinner(msg("gpt.writing")):
-    res = write(model or "gpt", prompt, int(n_new), float(temperature), int(top_k), int(seed), float(rp), int(ngram), bool(names), stamp)
+    res = write(
+        model or "gpt",
+        prompt,
+        int(n_new),
+        float(temperature),
+        int(top_k),
+        int(seed),
+        float(rp),
+        int(ngram),
+        bool(names),
+        stamp,
+    )
 st.subheader(msg("gpt.text_header"))
 text_fit.model_note(model or "gpt", stamp)
 st.html(vg.text_html(res))

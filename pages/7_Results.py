@@ -1,6 +1,7 @@
 """Results: the lecture's claims (the papers' findings) against this app's own models, read from the eval files in
 checkpoints/ each time the page opens (ctxlib.results builds the measures, ctxlib.verdict judges them). Outside
 pretrained models' eval files, named in CTXLAB_EXTRA_EVALS, sit beside ours and count in no verdict."""
+
 import time
 
 import streamlit as st
@@ -48,5 +49,10 @@ for i, c in enumerate(claims, 1):
             st.markdown(f"**{msg('results.outside_header')}**")
             st.dataframe(rv.outside_rows(c), hide_index=True)
         if c.files:  # where the figures come from: the teachers' expander
-            widgets.for_teachers([f"{i}. {msg(f'results.short.{c.key}')}: " + msg("results.files", files=", ".join(f"`{f}`" for f in c.files))])
+            widgets.for_teachers(
+                [
+                    f"{i}. {msg(f'results.short.{c.key}')}: "
+                    + msg("results.files", files=", ".join(f"`{f}`" for f in c.files))
+                ]
+            )
 widgets.record_time("results", _t0)

@@ -3,6 +3,7 @@
 `install(monkeypatch, names)` makes ctxlib.app.loaders load these instead of checkpoints, so the pages are
 exercised with three models whatever is in checkpoints/.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,13 +46,24 @@ class FakeEncoder(Encoder):
     def encode_tokens(self, batch, texts):
         out = []
         for toks, text in zip(batch, texts):
-            base = np.stack([_vec(w, self._dim) if (self._n > 1 or w in self._vocab) else np.zeros(self._dim, np.float32)
-                             for w, _, _ in toks]) if toks else np.zeros((0, self._dim), np.float32)
+            base = (
+                np.stack(
+                    [
+                        _vec(w, self._dim) if (self._n > 1 or w in self._vocab) else np.zeros(self._dim, np.float32)
+                        for w, _, _ in toks
+                    ]
+                )
+                if toks
+                else np.zeros((0, self._dim), np.float32)
+            )
             ctx = base.mean(0, keepdims=True) if len(base) else base
             layers = np.stack([base + 0.8 * j * ctx for j in range(self._n)]).astype(np.float32)  # (L, T, D)
             known = [w in self._vocab if self.word_level else w not in UNK_CHARS for w, _, _ in toks]
-            out.append(Encoded(text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names,
-                               known=known))
+            out.append(
+                Encoded(
+                    text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names, known=known
+                )
+            )
         return out
 
 
@@ -74,8 +86,17 @@ class FakeGpt(FakeEncoder):
             T = len(toks)
             att = np.tril(np.ones((T, T), np.float32)) / np.arange(1, T + 1, dtype=np.float32)[:, None]
             atts = np.broadcast_to(att, (self._n - 1, 2, T, T)).copy()
-            out.append(Encoded(text, [w for w, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names,
-                               attentions=atts, known=[w == "[CLS]" or w not in UNK_CHARS for w, _, _ in toks]))
+            out.append(
+                Encoded(
+                    text,
+                    [w for w, _, _ in toks],
+                    [(a, b) for _, a, b in toks],
+                    layers,
+                    self.layer_names,
+                    attentions=atts,
+                    known=[w == "[CLS]" or w not in UNK_CHARS for w, _, _ in toks],
+                )
+            )
         return out
 
     def next_char(self, text: str, topk: int = 5) -> list[tuple[str, float]]:
@@ -90,8 +111,9 @@ class FakeGpt(FakeEncoder):
         rank, p = ranks.get(char, (None, None))
         return {"token": char, "rank": rank, "prob": p}
 
-    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0,
-                 **settings) -> dict:
+    def generate(
+        self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0, **settings
+    ) -> dict:
         """`settings` (repetition_penalty, no_repeat_ngram, banned_names) are kept in `last_settings`, not applied."""
         self.last_settings = settings
         if not (prompt or "").strip():
@@ -103,12 +125,16 @@ class FakeGpt(FakeEncoder):
             k = int(rng.integers(len(cands)))
             steps.append({"char": cands[k][0], "prob": cands[k][1], "sample_prob": cands[k][1], "candidates": cands})
             text += cands[k][0]
-        return {"prompt": prompt, "text": text, "generated": text[len(prompt):], "steps": steps}
+        return {"prompt": prompt, "text": text, "generated": text[len(prompt) :], "steps": steps}
 
 
 def fakes() -> dict[str, FakeEncoder]:
-    return {"word2vec": FakeEncoder("word2vec", 1), "elmo": FakeEncoder("elmo", 3), "bert": FakeEncoder("bert", 4, chars=True),
-            "gpt": FakeGpt()}
+    return {
+        "word2vec": FakeEncoder("word2vec", 1),
+        "elmo": FakeEncoder("elmo", 3),
+        "bert": FakeEncoder("bert", 4, chars=True),
+        "gpt": FakeGpt(),
+    }
 
 
 def install(monkeypatch, names=("word2vec", "elmo", "bert", "gpt")):
@@ -122,7 +148,9 @@ def install(monkeypatch, names=("word2vec", "elmo", "bert", "gpt")):
     def load(name):
         if name in names:
             return encs[name]
-        raise checkpoint.CheckpointError(f"No checkpoint at checkpoints/{name}. Build one with: {checkpoint.rebuild_command(name)}")
+        raise checkpoint.CheckpointError(
+            f"No checkpoint at checkpoints/{name}. Build one with: {checkpoint.rebuild_command(name)}"
+        )
 
     monkeypatch.setattr(loaders, "load_encoder", load)
     st.cache_data.clear()

@@ -1,4 +1,5 @@
 """Helpers shared by the AppTests of the model pages: run a page, read its charts, pick the checkpoint folder."""
+
 import json
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Shared fixtures: tiny word2vec and ELMo checkpoints, trained once per test session on a corpus slice."""
+
 import sys
 
 import pytest

@@ -1,4 +1,5 @@
 """Worker for the DDP equivalence test (a module of its own so torch.multiprocessing's spawn can import it)."""
+
 import os
 
 import torch
@@ -11,8 +12,9 @@ STEPS = 4
 
 def tiny_model(seed: int = 0) -> BertModel:
     torch.manual_seed(seed)
-    return BertModel(BertConfig(vocab_size=40, hidden=32, layers=2, heads=2, ffn=64, max_len=32, dropout=0.0,
-                                attn_dropout=0.0))
+    return BertModel(
+        BertConfig(vocab_size=40, hidden=32, layers=2, heads=2, ffn=64, max_len=32, dropout=0.0, attn_dropout=0.0)
+    )
 
 
 def global_batches(n_steps: int = STEPS, per_rank: int = 4, T: int = 12, n_mask: int = 3, seed: int = 1):
@@ -30,8 +32,15 @@ def global_batches(n_steps: int = STEPS, per_rank: int = 4, T: int = 12, n_mask:
                 pos.append(b * T + int(i))
                 lab.append(int(ids[b, i]))
                 ids[b, i] = 4
-        out.append({"ids": ids, "segment_ids": torch.zeros_like(ids), "mlm_pos": torch.tensor(pos),
-                    "mlm_labels": torch.tensor(lab), "nsp": torch.randint(0, 2, (B,), generator=g)})
+        out.append(
+            {
+                "ids": ids,
+                "segment_ids": torch.zeros_like(ids),
+                "mlm_pos": torch.tensor(pos),
+                "mlm_labels": torch.tensor(lab),
+                "nsp": torch.randint(0, 2, (B,), generator=g),
+            }
+        )
     return out
 
 
@@ -40,8 +49,13 @@ def half(batch: dict, rank: int, world: int = 2) -> dict:
     per = B // world
     lo, hi = rank * per, (rank + 1) * per
     keep = (batch["mlm_pos"] >= lo * T) & (batch["mlm_pos"] < hi * T)
-    return {"ids": batch["ids"][lo:hi], "segment_ids": batch["segment_ids"][lo:hi],
-            "mlm_pos": batch["mlm_pos"][keep] - lo * T, "mlm_labels": batch["mlm_labels"][keep], "nsp": batch["nsp"][lo:hi]}
+    return {
+        "ids": batch["ids"][lo:hi],
+        "segment_ids": batch["segment_ids"][lo:hi],
+        "mlm_pos": batch["mlm_pos"][keep] - lo * T,
+        "mlm_labels": batch["mlm_labels"][keep],
+        "nsp": batch["nsp"][lo:hi],
+    }
 
 
 def config() -> TrainConfig:

@@ -1,6 +1,7 @@
 """Checks of one revealed lesson step against the shipped models, computed here without ctxlib.lesson_compute: the
 answer names what the model really says (its top guess, the true word's rank, the cosines, the eval figures), the
 charts show it, and the claims the shipped answers make in words hold for the shipped models."""
+
 import json
 import re
 
@@ -53,7 +54,7 @@ def cosine_step(step, at, answer, load, specs):
         # the shipped answers go on to say the vector follows the context: every contextual model must separate
         assert closer == [lesson_facts.label(m) for m in models if m != "word2vec"], closer
     bars = [y for tr in specs[0]["data"] for y in tr["y"]]
-    assert any(abs(b - 1) < 1e-5 for b in bars[:len(p["sentences"]) - 1])  # word2vec's bars, first
+    assert any(abs(b - 1) < 1e-5 for b in bars[: len(p["sentences"]) - 1])  # word2vec's bars, first
 
 
 def unseen_word_step(step, at, answer, load, specs):
@@ -126,7 +127,9 @@ def mlm_example_step(step, at, answer, load, specs, paragraphs):
     right = (p >= 0.5) == ex["is_next"]
     if found:
         assert right and lesson_compute.clean_pair(ex["a_text"], ex["b_text"]), (seed, ex["a_text"], ex["b_text"])
-    _has(answer, f"{p:.2f}", "IsNext" if ex["is_next"] else "NotNext", lesson_facts.WORDS["right" if right else "wrong"])
+    _has(
+        answer, f"{p:.2f}", "IsNext" if ex["is_next"] else "NotNext", lesson_facts.WORDS["right" if right else "wrong"]
+    )
 
 
 def nsp_step(step, at, answer, load, specs):
@@ -160,7 +163,9 @@ def next_char_step(step, at, answer, load, specs):
     gpt, prompt = load("gpt"), step.params["prompt"]
     top, p = gpt.next_char(prompt, 1)[0]
     r = gpt.char_rank(prompt, step.params["answer"])
-    _has(answer, f"top guess is {top} ({_pct(p)})", f"{step.params['answer']} is ranked {r['rank']} ({_pct(r['prob'])})")
+    _has(
+        answer, f"top guess is {top} ({_pct(p)})", f"{step.params['answer']} is ranked {r['rank']} ({_pct(r['prob'])})"
+    )
     assert top in _labels(specs[0])
 
 

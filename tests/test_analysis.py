@@ -24,8 +24,9 @@ def test_loo_matches_bruteforce():
     correct = 0
     for i in range(15):
         keep = np.arange(15) != i
-        best = max(range(3), key=lambda c: float(
-            (lambda m: m / np.linalg.norm(m))(unit[keep & (y == c)].mean(0)) @ unit[i]))
+        best = max(
+            range(3), key=lambda c: float((lambda m: m / np.linalg.norm(m))(unit[keep & (y == c)].mean(0)) @ unit[i])
+        )
         correct += best == y[i]
     assert analysis.loo_centroid_accuracy(X, y) == pytest.approx(correct / 15)
 
@@ -85,6 +86,7 @@ def test_loo_uses_cosine_to_the_normalised_centroid():
 
 # -- issue #17, item 4: what the mutation run showed untested ---------------------------------------------------------
 
+
 def test_loo_ties_go_to_the_majority_class_and_small_classes_count():
     """Identical vectors: every centroid ties, so a point goes to the majority class ("b", 3 of 5), whatever the names'
     order: 3/5 right. A class of two is left-one-out to one member; a lone member cannot be, and counts as an error."""
@@ -92,7 +94,9 @@ def test_loo_ties_go_to_the_majority_class_and_small_classes_count():
     assert analysis.loo_centroid_accuracy(np.ones((5, 3)), ["z", "b", "b", "z", "b"]) == pytest.approx(3 / 5)
     X = np.array([[1.0, 0.1], [1.0, -0.1], [-1.0, 0.1], [-1.0, -0.1], [-1.0, 0.0]])
     assert analysis.loo_centroid_accuracy(X, ["a", "a", "b", "b", "b"]) == 1.0  # "a" has two members
-    X = np.array([[1.0, 0.1, 0], [1.0, -0.1, 0], [1.0, 0, 0.1], [0.1, 1.0, 0], [-0.1, 1.0, 0], [0, 1.0, 0.1], [-1, -1, 0]])
+    X = np.array(
+        [[1.0, 0.1, 0], [1.0, -0.1, 0], [1.0, 0, 0.1], [0.1, 1.0, 0], [-0.1, 1.0, 0], [0, 1.0, 0.1], [-1, -1, 0]]
+    )
     assert analysis.loo_centroid_accuracy(X, list("aaabbbc")) == pytest.approx(6 / 7)  # "c" alone: an error
     with pytest.raises(ValueError, match="^need at least two labels$"):
         analysis.loo_centroid_accuracy(np.ones((3, 2)), ["a", "a", "a"])
@@ -121,7 +125,9 @@ def test_pair_ranking_counts_triples_with_ties_as_half():
     assert analysis.pair_ranking(X, y) == pytest.approx(_pair_ranking_reference(X, y))
     assert analysis.pair_ranking(np.ones((4, 2)), list("aabb")) == 0.5  # all ties
     sep = np.array([[1.0, 0], [1, 0.1], [0, 1], [0.1, 1]])
-    assert analysis.pair_ranking(sep, list("aabb")) == 1.0 and analysis.pair_ranking(sep, list("abab")) == 0.25  # 1 of 4
+    assert (
+        analysis.pair_ranking(sep, list("aabb")) == 1.0 and analysis.pair_ranking(sep, list("abab")) == 0.25
+    )  # 1 of 4
     assert np.isnan(analysis.pair_ranking(sep, list("aaaa")))  # no triple: no other sense
     assert np.isnan(analysis.pair_ranking(sep, list("abcd")))  # no triple: no same-sense partner
     assert analysis.pair_ranking(sep[:3], list("aab")) == 1.0  # "b" alone is skipped as an anchor
@@ -178,7 +184,8 @@ def test_pair_ranking_edge_cases():
     a = np.array([0.3, 0.7, 0.2], dtype=np.float32)
     X = np.stack([a, a * 3.3, a * 0.37, a * 7.1, np.array([1, 0, 0], np.float32)]).astype(np.float32)
     assert analysis.pair_ranking(X, list("aabab")) == pytest.approx(
-        _pair_ranking_reference(X.astype(np.float64), np.array(list("aabab"))))  # exact ties, even from float32
+        _pair_ranking_reference(X.astype(np.float64), np.array(list("aabab")))
+    )  # exact ties, even from float32
 
 
 def test_probe_standardises_features():

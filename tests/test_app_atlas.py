@@ -1,4 +1,5 @@
 """AppTest for the Polysemy atlas: corpus occurrences, layer slider, colourings, clusters, self-similarity."""
+
 import json
 from pathlib import Path
 
@@ -151,8 +152,11 @@ def test_atlas_with_gpt_selected(fakes):
     assert at.select_slider(key="at_layer").value == 4  # the top of its five layers
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert "活动 · gpt · layer 4" in specs[0]["layout"]["title"]["text"]
-    assert [tr["name"] for tr in specs[1]["data"] if tr.get("showlegend", True)] == ["gpt", "self-similarity",
-                                                                                     "random-token baseline"]
+    assert [tr["name"] for tr in specs[1]["data"] if tr.get("showlegend", True)] == [
+        "gpt",
+        "self-similarity",
+        "random-token baseline",
+    ]
     at.select_slider(key="at_layer").set_value(0).run()
     assert not at.exception and at.query_params["model"] in ("gpt", ["gpt"])
     at.checkbox(key="at_compare").check().run()
@@ -173,7 +177,11 @@ def test_atlas_without_gpt(monkeypatch):
         assert not at.error and len(at.get("plotly_chart")) == 2
     at.checkbox(key="at_compare").check().run()
     spec = json.loads(at.get("plotly_chart")[1].proto.spec)
-    assert {tr["legendgroup"] for tr in spec["data"] if not tr["legendgroup"].startswith("_")} == {"word2vec", "elmo", "bert"}
+    assert {tr["legendgroup"] for tr in spec["data"] if not tr["legendgroup"].startswith("_")} == {
+        "word2vec",
+        "elmo",
+        "bert",
+    }
 
 
 def test_atlas_default_model_with_gpt_present(fakes):
@@ -209,9 +217,16 @@ def test_atlas_tag_accuracy_at_chance_says_why(fakes, monkeypatch):
     assert "no better than always guessing" in warn and "(n) has only 9" in warn
 
 
-@pytest.mark.parametrize("word,expect", [
-    ("", "info"), ("龘靐", "warning"), ("活" * 5000, None), ("<script>alert(1)</script>", None), ("活动", None),
-])
+@pytest.mark.parametrize(
+    "word,expect",
+    [
+        ("", "info"),
+        ("龘靐", "warning"),
+        ("活" * 5000, None),
+        ("<script>alert(1)</script>", None),
+        ("活动", None),
+    ],
+)
 def test_atlas_bad_input_with_gpt(fakes, word, expect):
     at = _run(lang="en", model="gpt")
     at.text_input(key="at_word_w").set_value(word).run()
@@ -230,7 +245,9 @@ def test_atlas_model_switch_keeps_the_relative_depth(fakes):
     import json
 
     def shown(at):
-        return at.select_slider(key="at_layer").value, json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+        return at.select_slider(key="at_layer").value, json.loads(at.get("plotly_chart")[0].proto.spec)["layout"][
+            "title"
+        ]["text"]
 
     at = _run(lang="en", word="活动", model="elmo")  # fakes: elmo 3 layers, bert 4, gpt 5
     assert shown(at)[0] == 2
@@ -262,14 +279,26 @@ def test_atlas_tag_accuracy_counts_frequent_tags_only():
     from ctxlib import explore
 
     v = np.array([[1, 0], [1, 0.1], [0.9, 0], [0, 1], [0.1, 1], [0, 0.9], [1, 1]], np.float32)[:, None, :]
-    d = explore.AtlasSample(texts=[""] * 7, spans=[(0, 0)] * 7, tags=["u", "u", "u", "n", "n", "n", "v"],
-                            sources=["pd"] * 7, total=7, vecs=v, base=v, contexts=[[]] * 7, layer_names=["x"])
+    d = explore.AtlasSample(
+        texts=[""] * 7,
+        spans=[(0, 0)] * 7,
+        tags=["u", "u", "u", "n", "n", "n", "v"],
+        sources=["pd"] * 7,
+        total=7,
+        vecs=v,
+        base=v,
+        contexts=[[]] * 7,
+        layer_names=["x"],
+    )
     acc, majority, counts = explore.atlas_tag_accuracy(d, 0, min_count=2)
     assert counts == {"u": 3, "n": 3} and majority == 0.5 and acc == 1.0  # v (once) left out
     assert explore.atlas_tag_accuracy(d, 0, min_count=4) is None
     assert explore.at_chance([0.52, 0.55], 0.5) and not explore.at_chance([0.52, 0.56], 0.5)
-    rows = [{"source": "pd", "sense": None, "train": 3}, {"source": "reviews", "sense": None, "train": 2},
-            {"source": "supplement", "sense": "品牌", "train": 4}]
+    rows = [
+        {"source": "pd", "sense": None, "train": 3},
+        {"source": "reviews", "sense": None, "train": 2},
+        {"source": "supplement", "sense": "品牌", "train": 4},
+    ]
     diag = explore.chance_diagnosis(["水果", "品牌", "水果", None, "品牌", "品牌"], rows)
     assert diag["smallest"] == ("水果", 2) and diag["few"] and diag["corpus"] == {"pd": 3, "reviews": 2}
     assert diag["senses"] == {"品牌": 4} and diag["rare"]

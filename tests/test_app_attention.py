@@ -1,4 +1,5 @@
 """AppTest for the BERT attention page: defaults, head view HTML, pair input, bad input, missing model."""
+
 import base64
 import json
 
@@ -60,10 +61,17 @@ def test_selected_head_is_shareable_in_the_url(bert):
     at = _run(sel="1,2")
     big = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert big["layout"]["title"]["text"] == "layer 1, head 2"
-    np.testing.assert_allclose(_z(big["data"][0]), bert.encode(["苹果手机很好用"])[0].attentions[0, 1], atol=1e-3)  # the data too
+    np.testing.assert_allclose(
+        _z(big["data"][0]), bert.encode(["苹果手机很好用"])[0].attentions[0, 1], atol=1e-3
+    )  # the data too
     assert at.query_params["sel"] == ["1,2"] or at.query_params["sel"] == "1,2"
     n_layers, n_heads = bert.model.cfg.layers, bert.model.cfg.heads
-    for sel, shown in (("99,99", (n_layers, n_heads)), ("2,99", (2, n_heads)), ("x,<b>", (n_layers, 1)), ("0,0", (n_layers, 1))):
+    for sel, shown in (
+        ("99,99", (n_layers, n_heads)),
+        ("2,99", (2, n_heads)),
+        ("x,<b>", (n_layers, 1)),
+        ("0,0", (n_layers, 1)),
+    ):
         at = _run(sel=sel)  # out of range: the last layer/head; not a selection: the default (last layer, head 1)
         big = json.loads(at.get("plotly_chart")[1].proto.spec)
         assert big["layout"]["title"]["text"] == "layer {}, head {}".format(*shown), sel
@@ -181,8 +189,15 @@ def three_by_two(tiny_bert, tmp_path, monkeypatch):
 
     torch.manual_seed(3)
     model = BertModel(BertConfig(vocab_size=len(tiny_bert.tokenizer), hidden=32, layers=3, heads=2, ffn=64, max_len=80))
-    checkpoint.save(tmp_path / "bert", "bert", model.cfg.to_json(), tiny_bert.tokenizer.vocab.to_json(),
-                    model.state_dict(), {"steps": 1, "run": {"preset": "tiny", "seed": 0}}, half=False)
+    checkpoint.save(
+        tmp_path / "bert",
+        "bert",
+        model.cfg.to_json(),
+        tiny_bert.tokenizer.vocab.to_json(),
+        model.state_dict(),
+        {"steps": 1, "run": {"preset": "tiny", "seed": 0}},
+        half=False,
+    )
     use_checkpoint_dir(monkeypatch, tmp_path)
     st.cache_data.clear()
     import ctxlib

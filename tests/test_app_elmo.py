@@ -1,4 +1,5 @@
 """AppTest for the ELMo layers page: defaults, eval files present or missing, live mix as a queued job (result; cancel keeps the weights reached), bad input."""
+
 import json
 import threading
 import time
@@ -107,8 +108,12 @@ def test_live_mix_button_shows_history(elmo, monkeypatch, no_job_left):
         calls.append((task, l2, max_seconds))
         for s in range(1, 4):
             callback(s, 3, [0.5, 0.3, 0.2])
-        return {"mix_weights": [0.6, 0.3, 0.1], "gamma": 1.5, "score": 0.8,
-                "history": [[1 / 3] * 3, [0.5, 0.3, 0.2], [0.6, 0.3, 0.1]]}
+        return {
+            "mix_weights": [0.6, 0.3, 0.1],
+            "gamma": 1.5,
+            "score": 0.8,
+            "history": [[1 / 3] * 3, [0.5, 0.3, 0.2], [0.6, 0.3, 0.1]],
+        }
 
     monkeypatch.setattr(tasks, "train_mix_live", fake_train)
     at = _run()
@@ -122,7 +127,11 @@ def test_live_mix_button_shows_history(elmo, monkeypatch, no_job_left):
     assert not at.exception, at.exception
     assert calls == [("ner", 0.0, 20)]
     hist = [s for s in chart_specs(at) if s["layout"].get("xaxis", {}).get("title", {}).get("text") == "step"]
-    assert hist and len(hist[0]["data"]) == 3 and "(NER), λ = 0.0" in json.dumps(hist[0]["layout"]["title"], ensure_ascii=False)
+    assert (
+        hist
+        and len(hist[0]["data"]) == 3
+        and "(NER), λ = 0.0" in json.dumps(hist[0]["layout"]["title"], ensure_ascii=False)
+    )
     assert any("γ = 1.500" in m.value for m in at.markdown)
 
 

@@ -1,6 +1,7 @@
 """AppTest for the BERT fine-tuning page: the [CLS] head drawing, a live run with a tiny BERT (progress, the result
 beside the frozen baselines), Cancel (the steps done stay), a second and third session waiting in the server's job
 line with their places, the full-size figures read from the eval files, and the TagLM / CoVe sections."""
+
 import json
 import re
 import threading
@@ -52,7 +53,9 @@ def test_page_before_a_run(models):
     assert [s.value.split(".")[0] for s in at.subheader] == ["1", "2", "3", "4", "5"]
     specs = chart_specs(at)
     drawing = json.dumps(specs[0])
-    assert "[CLS]" in drawing and "pooler" in drawing and "layer 2" in drawing and "layer 3" not in drawing  # tiny: 2 layers
+    assert (
+        "[CLS]" in drawing and "pooler" in drawing and "layer 2" in drawing and "layer 3" not in drawing
+    )  # tiny: 2 layers
     assert "p = " not in drawing  # no fine-tuned head yet, no probabilities
     assert at.button(key="ft_start").disabled is False
     # the full-size figures are the eval files' numbers
@@ -85,7 +88,9 @@ def test_live_run_shows_progress_then_the_comparison(models):
     assert at.session_state["ft_result"] is res and "ft_job" not in at.session_state
     assert f"test accuracy {res['accuracy']:.3f} on 16 held-out reviews" in _texts(at, "success")
     specs = chart_specs(at)
-    bars = [s for s in specs if s["data"] and s["data"][0].get("type") == "bar" and s["data"][0].get("orientation") == "h"]
+    bars = [
+        s for s in specs if s["data"] and s["data"][0].get("type") == "bar" and s["data"][0].get("orientation") == "h"
+    ]
     assert bars, "the comparison chart"
     xs = bars[0]["data"][0]["x"][::-1]  # first row on top
     b = res["baselines"]

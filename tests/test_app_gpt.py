@@ -1,4 +1,5 @@
 """AppTest for the GPT writing page (fakes, and a real tiny GPT for the prompt checks), and its plot builders."""
+
 import json
 
 import numpy as np
@@ -50,7 +51,13 @@ def test_writes_one_character_at_a_time(monkeypatch):
     anim, grid = chart_specs(at)
     assert len(anim["frames"]) == 12 and len(grid["layout"]["shapes"]) == 12  # one frame and one red box per step
     first = anim["frames"][0]
-    assert "今" in first["layout"]["title"]["text"] and anim["layout"]["yaxis"]["ticktext"][:5] == ["#1", "#2", "#3", "#4", "#5"]
+    assert "今" in first["layout"]["title"]["text"] and anim["layout"]["yaxis"]["ticktext"][:5] == [
+        "#1",
+        "#2",
+        "#3",
+        "#4",
+        "#5",
+    ]
     assert "#d62728" in first["data"][0]["marker"]["color"]  # the chosen character is red
     text = FakeGpt().generate("今天天气", max_new=12, seed=3)["generated"]
     assert all(c in _htmls(at)[0] for c in text)
@@ -61,7 +68,9 @@ def test_writes_one_character_at_a_time(monkeypatch):
 def test_bad_prompts_give_translated_messages(monkeypatch):
     install(monkeypatch)
     at = _run(prompt="")
-    assert at.warning[0].value == "Please type the beginning of a text for GPT to continue." and not at.get("plotly_chart")
+    assert at.warning[0].value == "Please type the beginning of a text for GPT to continue." and not at.get(
+        "plotly_chart"
+    )
     at = _run(prompt="<script>alert(1)</script>")
     assert not at.exception and all("<script" not in h for h in _htmls(at))
     assert all("<script" not in json.dumps(s) for s in chart_specs(at))
@@ -91,8 +100,20 @@ def test_missing_gpt_names_the_command(monkeypatch, tmp_path):
 
 
 # -- the plot builders ----------------------------------------------------------------------------------
-STEPS = [{"char": "好", "prob": 0.5, "sample_prob": 0.6, "candidates": [("好", 0.5), ("不", 0.2), ("<", 0.1), ("的", 0.05), ("了", 0.01)]},
-         {"char": "&", "prob": 0.001, "sample_prob": 0.1, "candidates": [("。", 0.4), ("，", 0.3), ("的", 0.1), ("了", 0.05), ("是", 0.01)]}]
+STEPS = [
+    {
+        "char": "好",
+        "prob": 0.5,
+        "sample_prob": 0.6,
+        "candidates": [("好", 0.5), ("不", 0.2), ("<", 0.1), ("的", 0.05), ("了", 0.01)],
+    },
+    {
+        "char": "&",
+        "prob": 0.001,
+        "sample_prob": 0.1,
+        "candidates": [("。", 0.4), ("，", 0.3), ("的", 0.1), ("了", 0.05), ("是", 0.01)],
+    },
+]
 LABELS = {"play": "play", "pause": "pause", "step": "step", "outside": "drawn", "probability": "p"}
 
 
@@ -112,7 +133,9 @@ def test_writing_figure_frames_escape_and_mark_the_chosen():
     f0, f1 = fig.frames
     assert "&lt;b&gt;" in f0.layout.title.text and "<b>" not in f0.layout.title.text.replace("<b><span", "")
     assert list(f0.data[0].marker.color).count("#d62728") == 1 and "&lt;" in " ".join(f0.data[0].text)
-    assert list(f1.data[0].y) == [0, 1, 2, 3, 4, 5] and fig.layout.yaxis.ticktext[-1] == "drawn"  # outside the top 5: own bar
+    assert (
+        list(f1.data[0].y) == [0, 1, 2, 3, 4, 5] and fig.layout.yaxis.ticktext[-1] == "drawn"
+    )  # outside the top 5: own bar
     assert "&amp;" in f1.layout.title.text
     assert vg.writing_figure("x", [], LABELS).data == ()
 

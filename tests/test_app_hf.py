@@ -1,6 +1,7 @@
 """Every page with real-model registration: tiny Transformers models (built here from configs, random weights,
 tokenizers trained on a few lines; no network) listed in CTXLAB_MODELS appear beside the shipped models in the
 views their family takes, and no page raises."""
+
 from pathlib import Path
 
 import hf_tiny
@@ -17,8 +18,11 @@ PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf_app")
-    return {"tiny-zh-bert": hf_tiny.zh_bert(root / "tiny-zh-bert", nsp=True), "tiny-gpt2": hf_tiny.gpt2(root / "tiny-gpt2"),
-            "tiny-en-bert": hf_tiny.en_bert(root / "tiny-en-bert")}
+    return {
+        "tiny-zh-bert": hf_tiny.zh_bert(root / "tiny-zh-bert", nsp=True),
+        "tiny-gpt2": hf_tiny.gpt2(root / "tiny-gpt2"),
+        "tiny-en-bert": hf_tiny.en_bert(root / "tiny-en-bert"),
+    }
 
 
 @pytest.fixture
@@ -42,13 +46,17 @@ def _run(page: str, lang: str = "en", **qp) -> AppTest:
 
 def test_registration_reads_the_environment_and_the_file(tmp_path, monkeypatch):
     f = tmp_path / "models.toml"
-    f.write_text('[[model]]\nsource = "hf:/data/bert-base-chinese"\nname = "bbc"\n[[model]]\nname = "no source"\n',
-                 encoding="utf-8")
+    f.write_text(
+        '[[model]]\nsource = "hf:/data/bert-base-chinese"\nname = "bbc"\n[[model]]\nname = "no source"\n',
+        encoding="utf-8",
+    )
     monkeypatch.setenv(registered.ENV, "hf:/x/gpt2-chinese/, hf:/data/bert-base-chinese")
     monkeypatch.setenv(registered.FILE_ENV, str(f))
     assert [(e.name, e.source) for e in registered.extra_models()] == [
-        ("gpt2-chinese", "hf:/x/gpt2-chinese/"), ("bert-base-chinese", "hf:/data/bert-base-chinese")]  # each source once
-    assert registered.problems() == [f"{f}: model 2 has no source = \"hf:PATH\"; it is left out"]
+        ("gpt2-chinese", "hf:/x/gpt2-chinese/"),
+        ("bert-base-chinese", "hf:/data/bert-base-chinese"),
+    ]  # each source once
+    assert registered.problems() == [f'{f}: model 2 has no source = "hf:PATH"; it is left out']
     f.write_text("[[model]\nbroken", encoding="utf-8")
     assert "could not be read" in registered.problems()[0]
     monkeypatch.setenv(registered.ENV, "hf:/a/bert,hf:/b/bert,hf:/c/gpt")  # names never clash with shipped kinds
@@ -75,8 +83,13 @@ def test_a_broken_model_folder_shows_one_line_and_the_others_work(registered_env
     (bad / "config.json").write_text("{not json", encoding="utf-8")
     monkeypatch.setenv(registered.ENV, f"hf:{bad},hf:{registered_env['tiny-zh-bert']}")
     at = _run("app.py")
-    lines = [m.value.replace("\\", "") for e in at.expander if e.label == "For teachers" for m in e.markdown
-             if "is corrupt" in m.value]  # markdown-escaped, in the teachers' expander
+    lines = [
+        m.value.replace("\\", "")
+        for e in at.expander
+        if e.label == "For teachers"
+        for m in e.markdown
+        if "is corrupt" in m.value
+    ]  # markdown-escaped, in the teachers' expander
     assert len(lines) == 1 and "\n" not in lines[0] and lines[0].startswith("broken-model:")
     assert "config.json is corrupt" in lines[0] and "save_pretrained" in lines[0]
     assert any("broken-model model is not available" in c.value.replace("\\", "") for c in at.caption)
@@ -128,8 +141,10 @@ def test_the_app_without_registered_models_never_imports_transformers(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys\nfrom streamlit.testing.v1 import AppTest\nat = AppTest.from_file('app.py', default_timeout=120)\n"
-            "at.run()\nassert not at.exception, at.exception\nprint('transformers' in sys.modules, 'ctxlib.models.hf' in sys.modules)")
+    code = (
+        "import sys\nfrom streamlit.testing.v1 import AppTest\nat = AppTest.from_file('app.py', default_timeout=120)\n"
+        "at.run()\nassert not at.exception, at.exception\nprint('transformers' in sys.modules, 'ctxlib.models.hf' in sys.modules)"
+    )
     env = {**os.environ, registered.ENV: "", registered.FILE_ENV: str(tmp_path / "none.toml"), "CTXLAB_NO_PREWARM": "1"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -1,4 +1,5 @@
 """AppTest for the home page: lecture, live 苹果 demo (word2vec's cosine is exactly 1), models table, bad input."""
+
 import json
 from pathlib import Path
 
@@ -37,7 +38,9 @@ def _models_table(at):
 
 
 def _all_text(at):
-    return " ".join(e.value for kind in ("warning", "info", "caption", "markdown") for e in getattr(at, kind)).replace("\\", "")
+    return " ".join(e.value for kind in ("warning", "info", "caption", "markdown") for e in getattr(at, kind)).replace(
+        "\\", ""
+    )
 
 
 def test_home_renders_demo_and_models(monkeypatch):
@@ -45,7 +48,11 @@ def test_home_renders_demo_and_models(monkeypatch):
     at = _run()
     assert at.title[0].value == "ctxlab: contextual word embeddings"
     assert [at.text_input(key=f"home_{k}_w").value for k in ("word", "a", "b", "c")] == [
-        "苹果", "我每天吃一个苹果", "这个苹果又甜又脆", "苹果公司发布了新手机"]
+        "苹果",
+        "我每天吃一个苹果",
+        "这个苹果又甜又脆",
+        "苹果公司发布了新手机",
+    ]
     marks, ranks, labels = _demo(at)
     assert marks["word2vec"] == ["+0.000"] and ranks["word2vec"] == ["0.50"]  # one vector per type: a tie, always
     assert len(marks["elmo"]) == 3 + 2 * 2  # the token layer, then each biLSTM layer whole and as its two halves
@@ -82,14 +89,20 @@ def test_home_margin_matches_the_vectors(monkeypatch):
     live = [j for j, (ab, ac) in enumerate(cos) if not (ab > triple.SAME and ac > triple.SAME)]  # context-free: out
     best = max(live, key=want.__getitem__)
     band = triple.example_noise(encs["bert"])[triple.View(best)]
-    layer = ['embeddings', 'layer 1', 'layer 2', 'layer 3'][best]
-    verdict = [line for m in at.markdown for line in m.value.replace("\\", "").splitlines() if line.startswith("- bert")]
+    layer = ["embeddings", "layer 1", "layer 2", "layer 3"][best]
+    verdict = [
+        line for m in at.markdown for line in m.value.replace("\\", "").splitlines() if line.startswith("- bert")
+    ]
     if abs(want[best]) <= band:
-        assert verdict == [f"- bert: no clear answer: the largest margin among its layers, {want[best]:+.3f} at {layer}, "
-                           f"is inside the noise band (±{band:.3f})."]
+        assert verdict == [
+            f"- bert: no clear answer: the largest margin among its layers, {want[best]:+.3f} at {layer}, "
+            f"is inside the noise band (±{band:.3f})."
+        ]
     elif want[best] > 0:
-        assert verdict == [f"- bert: the largest margin among its layers is at {layer}: {want[best]:+.3f}, beyond the "
-                           f"noise band (±{band:.3f}): A is closer to B."]
+        assert verdict == [
+            f"- bert: the largest margin among its layers is at {layer}: {want[best]:+.3f}, beyond the "
+            f"noise band (±{band:.3f}): A is closer to B."
+        ]
     else:
         assert verdict and "every layer puts A closer to C" in verdict[0]
 
@@ -108,11 +121,17 @@ def test_home_sentence_initial_case_is_explained(monkeypatch):
 def test_home_url_with_three_sentences(monkeypatch):
     app_fakes.install(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"lang": "zh", "word": "小米", "a": "我用小米熬粥", "b": "一碗小米粥", "c": "小米手机很便宜"})
+    at.query_params.update(
+        {"lang": "zh", "word": "小米", "a": "我用小米熬粥", "b": "一碗小米粥", "c": "小米手机很便宜"}
+    )
     at.run()
     assert not at.exception
     assert [at.text_input(key=f"home_{k}_w").value for k in ("word", "a", "b", "c")] == [
-        "小米", "我用小米熬粥", "一碗小米粥", "小米手机很便宜"]
+        "小米",
+        "我用小米熬粥",
+        "一碗小米粥",
+        "小米手机很便宜",
+    ]
     assert at.query_params["c"] in ("小米手机很便宜", ["小米手机很便宜"])
     assert "「小米」" in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
     assert "不在词表里" in _all_text(at)  # 小米 is not in the fake word2vec's vocabulary
@@ -128,7 +147,9 @@ def test_home_in_chinese_and_missing_models(monkeypatch):
     assert len(teachers) == 1  # ... the page's one teachers' expander holds it
     assert "python -m ctxlib train elmo" in " ".join(m.value for m in teachers[0].markdown)
     inside = {id(m.proto) for m in teachers[0].markdown}
-    student = " ".join(e.value for k in ("warning", "info", "caption", "markdown") for e in getattr(at, k) if id(e.proto) not in inside)
+    student = " ".join(
+        e.value for k in ("warning", "info", "caption", "markdown") for e in getattr(at, k) if id(e.proto) not in inside
+    )
     assert "python -m ctxlib" not in student and "checkpoints/" not in student
 
 
@@ -149,15 +170,18 @@ def test_home_without_gpt(monkeypatch):
         assert "GPT" in " ".join(m.value for m in at.markdown)  # the lecture still explains it
 
 
-@pytest.mark.parametrize("changes,needle", [
-    ({"home_a_w": ""}, "Fill in the word and all three sentences"),
-    ({"home_word_w": ""}, "Fill in the word and all three sentences"),
-    ({"home_b_w": "香蕉很好吃"}, "Sentence B does not contain"),
-    ({"home_b_w": "香蕉很好吃", "home_c_w": "梨"}, "Sentence B, C does not contain"),
-    ({"home_b_w": "我每天吃一个苹果"}, "Sentences A=B are the same sentence"),
-    ({"home_c_w": "我每天吃一个苹果"}, "Sentences A=C are the same sentence"),
-    ({"home_word_w": "龘靐"}, "Sentence A, B, C does not contain"),
-])
+@pytest.mark.parametrize(
+    "changes,needle",
+    [
+        ({"home_a_w": ""}, "Fill in the word and all three sentences"),
+        ({"home_word_w": ""}, "Fill in the word and all three sentences"),
+        ({"home_b_w": "香蕉很好吃"}, "Sentence B does not contain"),
+        ({"home_b_w": "香蕉很好吃", "home_c_w": "梨"}, "Sentence B, C does not contain"),
+        ({"home_b_w": "我每天吃一个苹果"}, "Sentences A=B are the same sentence"),
+        ({"home_c_w": "我每天吃一个苹果"}, "Sentences A=C are the same sentence"),
+        ({"home_word_w": "龘靐"}, "Sentence A, B, C does not contain"),
+    ],
+)
 def test_home_bad_input(monkeypatch, changes, needle):
     app_fakes.install(monkeypatch)
     at = _run()
@@ -182,15 +206,21 @@ def test_home_unseen_word_flagged_per_model(monkeypatch):
     assert "word2vec" not in marks and {"elmo", "bert", "gpt"} <= set(marks)
     warnings = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "word2vec: '元宇宙龘' is not in the vocabulary" in warnings
-    assert "bert: reads characters and never saw 龘 in training" in warnings and "gpt: reads characters and never saw 龘 in training" in warnings
+    assert (
+        "bert: reads characters and never saw 龘 in training" in warnings
+        and "gpt: reads characters and never saw 龘 in training" in warnings
+    )
     assert "elmo: '元宇宙龘' is built from its characters" in " ".join(i.value for i in at.info).replace("\\", "")
 
 
-@pytest.mark.parametrize("field,value,shown", [
-    ("home_a_w", "苹果" + "很" * 4998, True),  # the box keeps 300 characters; the models get 120 around the word
-    ("home_c_w", "很" * 4998 + "苹果", False),  # the box's 300 characters end before the word: it says so
-    ("home_a_w", "苹果<script>alert(1)</script>", True),
-])
+@pytest.mark.parametrize(
+    "field,value,shown",
+    [
+        ("home_a_w", "苹果" + "很" * 4998, True),  # the box keeps 300 characters; the models get 120 around the word
+        ("home_c_w", "很" * 4998 + "苹果", False),  # the box's 300 characters end before the word: it says so
+        ("home_a_w", "苹果<script>alert(1)</script>", True),
+    ],
+)
 def test_home_long_and_html_input(monkeypatch, field, value, shown):
     for names in (("gpt",), ("word2vec", "elmo", "bert", "gpt")):
         app_fakes.install(monkeypatch, names=names)
@@ -203,7 +233,9 @@ def test_home_long_and_html_input(monkeypatch, field, value, shown):
         if not shown:
             assert "Sentence C does not contain" in " ".join(w.value for w in at.warning).replace("\\", "")
         elif len(value) > 300:
-            assert "only the 120 characters around the word are used" in " ".join(i.value for i in at.info).replace("\\", "")
+            assert "only the 120 characters around the word are used" in " ".join(i.value for i in at.info).replace(
+                "\\", ""
+            )
 
 
 def test_home_link_with_5000_characters(monkeypatch):
@@ -213,7 +245,9 @@ def test_home_link_with_5000_characters(monkeypatch):
     at.run()
     assert not at.exception
     assert len(at.text_input(key="home_a_w").value) <= 300 and len(at.text_input(key="home_word_w").value) <= 12
-    assert at.text_input(key="home_c_w").value == "苹果公司发布了新手机"  # too long for its box: the default, with a notice
+    assert (
+        at.text_input(key="home_c_w").value == "苹果公司发布了新手机"
+    )  # too long for its box: the default, with a notice
     assert "is longer than 300 characters" in " ".join(c.value for c in at.caption).replace("\\", "")
 
 
@@ -252,8 +286,17 @@ def test_word2vec_margin_with_the_real_checkpoint(monkeypatch):
         pytest.skip("checkpoints/word2vec missing: python -m ctxlib train word2vec")
     real = loaders.load_encoder("word2vec")
     encs = app_fakes.install(monkeypatch, names=("elmo",))
-    monkeypatch.setattr(loaders, "load_encoder", lambda m: real if m == "word2vec" else encs[m] if m == "elmo" else (
-        _ for _ in ()).throw(checkpoint.CheckpointError(f"no {m}")))
+    monkeypatch.setattr(
+        loaders,
+        "load_encoder",
+        lambda m: (
+            real
+            if m == "word2vec"
+            else encs[m]
+            if m == "elmo"
+            else (_ for _ in ()).throw(checkpoint.CheckpointError(f"no {m}"))
+        ),
+    )
     at = _run()
     sents = ["我每天吃一个苹果", "这个苹果又甜又脆", "苹果公司发布了新手机"]
     vs = []
@@ -290,8 +333,9 @@ def test_home_says_when_a_model_was_sense_tuned_and_on_which_words(monkeypatch):
     assert "道、深、跑、文件、刷" in text  # words to try instead: the frozen set's
     assert "elmo was sense-tuned" not in text
     at = AppTest.from_file(APP, default_timeout=60)  # 文件 (the frozen set's word) is not in the supplement
-    at.query_params.update({"lang": "zh", "word": "文件", "a": "他把文件交给了领导", "b": "这份文件需要盖章",
-                            "c": "我把电脑里的文件删了"})
+    at.query_params.update(
+        {"lang": "zh", "word": "文件", "a": "他把文件交给了领导", "b": "这份文件需要盖章", "c": "我把电脑里的文件删了"}
+    )
     at.run()
     assert not at.exception
     text = _all_text(at)

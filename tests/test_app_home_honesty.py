@@ -1,6 +1,7 @@
 """AppTest of the home demo's honesty notes (fake models): a target cut out of a longer jieba word is flagged under
 its sentence with both segmentations; the summary names whole layers only, with ELMo's halves on a line of their
 own; margins inside the noise band read "no clear answer"; the band is drawn; the notes sit in one expander."""
+
 import json
 import re
 from pathlib import Path
@@ -37,8 +38,12 @@ def _column_info(at, key):
 
 
 def _verdicts(at):
-    return [line for m in at.markdown for line in m.value.replace("\\", "").splitlines()
-            if line.lstrip().startswith("- ") and any(f"- {k}" in line for k in ("word2vec", "elmo", "bert", "gpt"))]
+    return [
+        line
+        for m in at.markdown
+        for line in m.value.replace("\\", "").splitlines()
+        if line.lstrip().startswith("- ") and any(f"- {k}" in line for k in ("word2vec", "elmo", "bert", "gpt"))
+    ]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -61,8 +66,9 @@ def test_default_triple_flags_sentence_c_and_reads_whole_layers(monkeypatch, lan
     # each line agrees with the library's verdict on the fakes' vectors and bands
     texts = [at.text_input(key=f"home_{k}_w").value for k in "abc"]
     for m, line in zip(("elmo", "bert", "gpt"), top):
-        v = triple.verdict(triple.margins(encs[m].word_vectors(texts, "苹果"), encs[m].kind),
-                           triple.example_noise(encs[m]))
+        v = triple.verdict(
+            triple.margins(encs[m].word_vectors(texts, "苹果"), encs[m].kind), triple.example_noise(encs[m])
+        )
         assert f"{v.row.margin:+.3f}" in line and f"±{v.band:.3f}" in line
         assert (UNCLEAR[lang] in line) == (v.outcome == "unclear")
     # the band is drawn behind every row that has one (context-free rows have none), and labelled

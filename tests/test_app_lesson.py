@@ -1,5 +1,6 @@
 """AppTest for the lesson page (the shipped lesson on the shipped models: every step, revealed) and for the
 presentation toggle, which holds across pages and in the URL."""
+
 import json
 import re
 from pathlib import Path
@@ -27,9 +28,17 @@ def _no_prewarm(monkeypatch):
 @pytest.fixture
 def small_corpus(monkeypatch):
     """The 80/10/10 step draws from a few paragraphs instead of the corpora (loading them takes ~10 s)."""
-    ps = [Paragraph("reviews", i, list(t)) for i, t in enumerate([
-        "今天天气很好，我们去公园散步吧。路上的行人都很高兴。", "这家酒店的服务很好，房间也很干净。早餐种类很多。",
-        "电脑的屏幕很清楚，电池也很耐用。就是有点重。", "经济发展很快，人民生活水平不断提高。城市变化很大。"])]
+    ps = [
+        Paragraph("reviews", i, list(t))
+        for i, t in enumerate(
+            [
+                "今天天气很好，我们去公园散步吧。路上的行人都很高兴。",
+                "这家酒店的服务很好，房间也很干净。早餐种类很多。",
+                "电脑的屏幕很清楚，电池也很耐用。就是有点重。",
+                "经济发展很快，人民生活水平不断提高。城市变化很大。",
+            ]
+        )
+    ]
     monkeypatch.setattr(lesson_views, "_paragraphs", lambda: ps)
     return ps
 
@@ -70,7 +79,7 @@ def _secrets(step, data) -> list[str]:
 
 def _strip_inputs(text: str, step) -> str:
     for v in step.params.values():
-        for x in (v if isinstance(v, list) else [v]):
+        for x in v if isinstance(v, list) else [v]:
             if isinstance(x, str):
                 text = text.replace(x, "")
     return text
@@ -111,7 +120,10 @@ def test_walk_every_step_revealed(small_corpus):
             assert said == bool(tuned and step.params["word"] in triple.supplement_words()), (i, tuned)
         if i < len(les.steps):
             _button(at, "lesson.next").click().run()
-    assert _button(at, "lesson.next").disabled and at.query_params["step"] in (str(len(les.steps)), [str(len(les.steps))])
+    assert _button(at, "lesson.next").disabled and at.query_params["step"] in (
+        str(len(les.steps)),
+        [str(len(les.steps))],
+    )
 
 
 def test_reveal_hides_again_on_another_step(monkeypatch):
@@ -143,7 +155,9 @@ def test_step_from_the_link_and_chinese(monkeypatch):
     at = _run(lang="zh", step="4")
     step = lesson.load("default").steps[3]
     assert at.header[0].value == step.text("title", "zh")
-    assert f"第 4 / {len(lesson.load('default').steps)} 步" in next(m.value for m in at.markdown if m.value not in teachers_text(at))
+    assert f"第 4 / {len(lesson.load('default').steps)} 步" in next(
+        m.value for m in at.markdown if m.value not in teachers_text(at)
+    )
 
 
 def test_unknown_lesson_name_falls_back_with_a_notice(monkeypatch):
@@ -153,12 +167,29 @@ def test_unknown_lesson_name_falls_back_with_a_notice(monkeypatch):
     assert any("lesson=" in c.value for c in at.caption)
 
 
-@pytest.mark.parametrize("content, code", [
-    ('{"title": {"zh": "课", "en": "L"}, "steps": [', "bad_json"),
-    (json.dumps({"title": {"zh": "课", "en": "L"}, "steps": [{"kind": "wordcloud"}]}), "unknown_kind"),
-    (json.dumps({"title": {"zh": "课", "en": "L"}, "steps": [{"kind": "cosine", "title": {"zh": "标题", "en": "T"},
-                 "question": {"zh": "问", "en": "Q"}, "answer": {"zh": "答", "en": "A"}}]}), "missing"),
-])
+@pytest.mark.parametrize(
+    "content, code",
+    [
+        ('{"title": {"zh": "课", "en": "L"}, "steps": [', "bad_json"),
+        (json.dumps({"title": {"zh": "课", "en": "L"}, "steps": [{"kind": "wordcloud"}]}), "unknown_kind"),
+        (
+            json.dumps(
+                {
+                    "title": {"zh": "课", "en": "L"},
+                    "steps": [
+                        {
+                            "kind": "cosine",
+                            "title": {"zh": "标题", "en": "T"},
+                            "question": {"zh": "问", "en": "Q"},
+                            "answer": {"zh": "答", "en": "A"},
+                        }
+                    ],
+                }
+            ),
+            "missing",
+        ),
+    ],
+)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_malformed_lesson_gives_a_message_not_a_crash(monkeypatch, tmp_path, content, code, lang):
     app_fakes.install(monkeypatch)
@@ -218,6 +249,7 @@ def test_present_off_by_default_and_in_the_lesson(monkeypatch):
 @pytest.mark.parametrize("text, hint", [("我今天很高[MASK]", True), ("我今天很高[MASK]。", False)])
 def test_fill_mask_step_with_the_mask_last_gets_the_hint(text, hint):
     """A teacher's fill-mask step whose [MASK] ends the text: the students read why the model will guess 。 there."""
+
     def page(text):
         from ctxlib import lesson
         from ctxlib.app import lesson_views

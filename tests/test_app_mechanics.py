@@ -1,6 +1,7 @@
 """AppTest for the Transformer mechanics page: opens for BERT and GPT in both languages, the shown numbers are the
 model's own and follow the layer/head pickers, the positions step shows the measured layer-0 check, bad input gets
 a message and the page recovers."""
+
 import json
 
 import numpy as np
@@ -51,8 +52,22 @@ def test_opens_with_the_models_own_numbers(model, lang):
     assert [t.value for t in at.title] == [i18n.lookup("mechanics.title", lang)]
     assert not at.warning and not at.error
     charts = _charts(at)
-    for key in ("mx_x", "mx_q", "mx_k", "mx_v", "mx_scores", "mx_masked", "mx_softmax", "mx_head_out", "mx_heads",
-                "mx_attn_out", "mx_norms", "mx_ffn_hidden", "mx_layer0", "mx_sinusoidal"):
+    for key in (
+        "mx_x",
+        "mx_q",
+        "mx_k",
+        "mx_v",
+        "mx_scores",
+        "mx_masked",
+        "mx_softmax",
+        "mx_head_out",
+        "mx_heads",
+        "mx_attn_out",
+        "mx_norms",
+        "mx_ffn_hidden",
+        "mx_layer0",
+        "mx_sinusoidal",
+    ):
         assert key in charts, key
     np.testing.assert_allclose(np.nan_to_num(_z(charts["mx_softmax"])), _model_attention(enc, TEXT, 0, 0), atol=1e-5)
     assert ("mx_rotary" in charts) == (model == "bert") and ("mx_learned" in charts) == (model == "gpt")
@@ -63,8 +78,9 @@ def test_opens_with_the_models_own_numbers(model, lang):
     upper = np.triu_indices(len(masked), 1)
     assert np.isnan(masked[upper]).all() == (model == "gpt") and not np.isnan(np.diag(masked)).any()
     steps = ("qkv", "scores", "mask", "softmax", "weighted", "concat", "ffn", "positions")
-    assert [t.label for t in at.tabs] == [f"{i}. {i18n.lookup(f'mechanics.steps.{s}.tab', lang)}"
-                                         for i, s in enumerate(steps, 1)]
+    assert [t.label for t in at.tabs] == [
+        f"{i}. {i18n.lookup(f'mechanics.steps.{s}.tab', lang)}" for i, s in enumerate(steps, 1)
+    ]
     if lang == "zh":  # titles, axis titles, ticks and legends in Chinese
         assert not _english(at), _english(at)
 
@@ -108,8 +124,11 @@ def test_bad_input_gives_a_message_and_the_page_recovers():
     shipped("bert")
     at = _open()
     box = lambda: at.text_input(key="mx_text")  # the element of the latest run
-    for bad, says in (("", "Please type a sentence"), ("好" * 5000, "5000 characters long"),
-                      ("苹果\x1b[31m很好吃", "control characters")):
+    for bad, says in (
+        ("", "Please type a sentence"),
+        ("好" * 5000, "5000 characters long"),
+        ("苹果\x1b[31m很好吃", "control characters"),
+    ):
         box().input(bad).run()
         assert not at.exception and says in at.warning[0].value, bad
         assert not at.get("plotly_chart")

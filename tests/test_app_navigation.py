@@ -5,6 +5,7 @@ st.navigation call. A session opened at a page's URL before that call starts und
 header notices (app.py has not run in the session) and reruns through app.py's translated navigation.
 
 The flag is Streamlit's internals: these tests set it only to recreate what a fresh server does."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """AppTest for the BERT pre-training page: fill-mask, a live example, NSP, ELMo vs BERT, bad input."""
+
 import pytest
 from app_pages import chart_specs, run_page, shipped, teachers_text, use_checkpoint_dir
 
@@ -29,7 +30,9 @@ def test_defaults_render(bert):
     assert "[CLS]" in example and "[SEP]" in example
     assert any("NSP label" in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["P(IsNext | A, B)"] == f"{bert.next_sentence('今天下了一场大雨。', '路上的行人都打着伞。'):.2f}"  # the defaults
+    assert (
+        metrics["P(IsNext | A, B)"] == f"{bert.next_sentence('今天下了一场大雨。', '路上的行人都打着伞。'):.2f}"
+    )  # the defaults
     assert len(at.get("plotly_chart")) == 2  # fill-mask, and one position guessed by each loaded model
     assert not at.error
 
@@ -126,7 +129,9 @@ def test_one_position_without_gpt_or_elmo(monkeypatch, bert):
     at = _run(lm="他在银行存了一笔钱。")
     titles, bars = _four_way(at)  # positions are jieba's words then
     assert [t.split(" ")[0] for t in titles] == ["GPT", "BERT"]
-    assert any("ELMo is not available" in i.value for i in at.info) and "python -m ctxlib train elmo" in teachers_text(at)
+    assert any("ELMo is not available" in i.value for i in at.info) and "python -m ctxlib train elmo" in teachers_text(
+        at
+    )
     at = _run(lm="<script>x</script>")
     assert not at.exception and all("<script" not in t for t in _four_way(at)[0])
     assert not at.error
@@ -151,8 +156,9 @@ def test_nsp_table_equals_the_eval_file_and_the_live_control_is_read(bert):
     at = _run(a="我饿了。", b="我们去吃饭吧。")
     nsp = next(d.value for d in at.dataframe if "mean P(IsNext)" in d.value.columns)
     assert list(nsp["mean P(IsNext)"]) == [f"{table['rows'][o]['mean_p']:.2f}" for o in ("true", "swapped", "random")]
-    assert list(nsp["called IsNext (P > 0.5)"]) == [f"{table['rows'][o]['share_is_next']:.0%}"
-                                                   for o in ("true", "swapped", "random")]
+    assert list(nsp["called IsNext (P > 0.5)"]) == [
+        f"{table['rows'][o]['share_is_next']:.0%}" for o in ("true", "swapped", "random")
+    ]
     text = " ".join(m.value for m in at.markdown)
     assert f"{table['order_share']:.0%} of the gap" in text
     assert ("topic, not order" in text) == (table["order_share"] >= 0.75)
@@ -164,8 +170,11 @@ def test_nsp_table_equals_the_eval_file_and_the_live_control_is_read(bert):
 def test_nsp_table_missing_names_its_command(monkeypatch, tmp_path, bert):
     import shutil
 
-    shutil.copytree(checkpoint.CHECKPOINT_DIR / "bert", tmp_path / "bert",
-                    ignore=shutil.ignore_patterns("eval_nsp.json", "timeline.*"))
+    shutil.copytree(
+        checkpoint.CHECKPOINT_DIR / "bert",
+        tmp_path / "bert",
+        ignore=shutil.ignore_patterns("eval_nsp.json", "timeline.*"),
+    )
     use_checkpoint_dir(monkeypatch, tmp_path)
     at = _run()
     assert "python -m ctxlib eval bert --task nsp" in teachers_text(at)
@@ -175,7 +184,11 @@ def test_nsp_table_missing_names_its_command(monkeypatch, tmp_path, bert):
 def test_nsp_control_really_swaps_a_and_b(bert):
     """The two metrics are the model's P(IsNext) for (A, B) and for (B, A), computed here straight from the model; the
     pair is one whose two orders differ in the second decimal, so a control that did not swap would show."""
-    pairs = [("今天下了一场大雨。", "路上的行人都打着伞。"), ("我饿了。", "我们去吃饭吧。"), ("他打开了门。", "屋里一片漆黑。")]
+    pairs = [
+        ("今天下了一场大雨。", "路上的行人都打着伞。"),
+        ("我饿了。", "我们去吃饭吧。"),
+        ("他打开了门。", "屋里一片漆黑。"),
+    ]
     a, b = max(pairs, key=lambda p: abs(bert.next_sentence(*p) - bert.next_sentence(p[1], p[0])))
     p_ab, p_ba = bert.next_sentence(a, b), bert.next_sentence(b, a)
     assert f"{p_ab:.2f}" != f"{p_ba:.2f}"

@@ -1,5 +1,6 @@
 """AppTest for the Results page: its figures equal the eval files, its verdicts follow the stated rule, a missing
 file names the command that writes it, and zh mode renders."""
+
 import json
 
 import pytest

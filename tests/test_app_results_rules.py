@@ -1,5 +1,6 @@
 """AppTest of the Results page's verdict rule: the shipped checkpoints' verdicts in English and Chinese, each
 claim's table of which figure sits on which side, a constructed tie, and an outside model's folder."""
+
 import json
 
 import pytest
@@ -36,8 +37,18 @@ def test_shipped_verdicts_in_both_languages(lang):
     for line, c in zip(lines, claims):
         assert f"[{i18n.lookup(f'results.verdict.{c.verdict}', lang)}]**" in line, (line, c.verdict)
         n = c.counts
-        assert i18n.lookup("results.held", lang, win=n["win"], n=len(c.comparisons), tie=n["tie"], loss=n["loss"],
-                           missing=n["missing"]) in line
+        assert (
+            i18n.lookup(
+                "results.held",
+                lang,
+                win=n["win"],
+                n=len(c.comparisons),
+                tie=n["tie"],
+                loss=n["loss"],
+                missing=n["missing"],
+            )
+            in line
+        )
     tables = [d.value for d in at.dataframe]
     assert len(tables) == 1 + len(claims)  # the overview, then one table of sides per claim
     for table, c in zip(tables[1:], claims):
@@ -45,8 +56,10 @@ def test_shipped_verdicts_in_both_languages(lang):
         outcomes = [i18n.lookup(f"results.outcome.{x.outcome}", lang) for x in c.comparisons]
         assert list(table.iloc[:, -1]) == outcomes
     bert = tables[1 + results.CLAIMS.index("bert_vs_elmo")]  # BERT on the winner's side, ELMo on the other
-    assert list(bert.iloc[0, [3, 5]]) == ["checkpoints/bert/eval_sentiment.json#/score",
-                                          "checkpoints/elmo/eval_sentiment.json#/score"]
+    assert list(bert.iloc[0, [3, 5]]) == [
+        "checkpoints/bert/eval_sentiment.json#/score",
+        "checkpoints/elmo/eval_sentiment.json#/score",
+    ]
     assert bert.iloc[0, 4].startswith("ELMo: ")
 
 
@@ -83,5 +96,8 @@ def test_a_tie_and_an_outside_model_on_the_page(tmp_path, monkeypatch):
     assert out.iloc[0, 2] == "bert-base-chinese (outside pretrained model): 0.9000" and out.iloc[0, 4] == "ELMo: 0.8100"
     assert out.iloc[0, -1] == "✓ win"
     w2v = tables[3]  # beside claim 2: the outside model against the same word2vec figure as ELMo's
-    assert list(w2v.iloc[0, [1, 2, 4]]) == ["sentiment", "bert-base-chinese (outside pretrained model): 0.9000",
-                                            "word2vec: 0.7800"]
+    assert list(w2v.iloc[0, [1, 2, 4]]) == [
+        "sentiment",
+        "bert-base-chinese (outside pretrained model): 0.9000",
+        "word2vec: 0.7800",
+    ]

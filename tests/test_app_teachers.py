@@ -1,5 +1,6 @@
 """The lecturer's zh leftovers: commands and checkpoint paths sit in one "for teachers" expander per page, the home
 table is narrow and names its measures, the ELMo mix names its metric, the Training page leaves <unk> out."""
+
 from pathlib import Path
 
 import app_fakes
@@ -23,8 +24,12 @@ def _no_prewarm(monkeypatch):
 def _student_text(at) -> str:
     """The page's text outside the teachers' expander."""
     inside = {id(m.proto) for e in at.expander if e.label in TITLE.values() for m in e.markdown}
-    return " ".join(e.value for kind in ("warning", "info", "caption", "markdown") for e in getattr(at, kind)
-                    if id(e.proto) not in inside)
+    return " ".join(
+        e.value
+        for kind in ("warning", "info", "caption", "markdown")
+        for e in getattr(at, kind)
+        if id(e.proto) not in inside
+    )
 
 
 def _teachers(at, lang) -> str:
@@ -51,13 +56,17 @@ def test_home_table_is_narrow_and_measures_are_named(monkeypatch):
     at.query_params["lang"] = "zh"
     at.run()
     assert not at.exception, at.exception
-    main, record = (next(d.value for d in at.dataframe if ("状态" in d.value.columns) == want) for want in (True, False))
+    main, record = (
+        next(d.value for d in at.dataframe if ("状态" in d.value.columns) == want) for want in (True, False)
+    )
     assert list(main.columns) == ["模型", "状态", "类别", "参数量", "层"]
     assert "checkpoints/<模型>/config.json" in _teachers(at, "zh")
     assert "checkpoints/" not in _student_text(at)
     assert [e.label for e in at.expander].count("给教师") == 1  # the record table is inside it (AppTest: by columns)
     assert list(record.iloc[:, 0]) == ["word2vec", "elmo", "bert", "gpt"]
-    assert "指标" in record.columns and "来源" in record.columns  # the fakes record no measures: named in the test below
+    assert (
+        "指标" in record.columns and "来源" in record.columns
+    )  # the fakes record no measures: named in the test below
 
 
 def test_measures_are_named_in_both_languages():
@@ -76,11 +85,18 @@ def test_measures_are_named_in_both_languages():
 
 
 def test_mix_result_names_its_metric():
-    zh = i18n.lookup("elmo.live.final", "zh", weights="0.3, 0.7", gamma=1.0, score=0.829,
-                     metric=i18n.lookup("labels.metric.accuracy", "zh"))
+    zh = i18n.lookup(
+        "elmo.live.final",
+        "zh",
+        weights="0.3, 0.7",
+        gamma=1.0,
+        score=0.829,
+        metric=i18n.lookup("labels.metric.accuracy", "zh"),
+    )
     assert "留出集准确率 = 0.829" in zh and "得分" not in zh
-    assert "held-out accuracy = 0.829" in i18n.lookup("elmo.live.final", "en", weights="", gamma=1.0, score=0.829,
-                                                      metric=i18n.lookup("labels.metric.accuracy", "en"))
+    assert "held-out accuracy = 0.829" in i18n.lookup(
+        "elmo.live.final", "en", weights="", gamma=1.0, score=0.829, metric=i18n.lookup("labels.metric.accuracy", "en")
+    )
 
 
 def test_unk_left_out_of_the_guesses():

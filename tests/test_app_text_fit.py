@@ -1,6 +1,7 @@
 """AppTests of what keeps free text classroom-fit: the GPT page's repetition controls, names switch (on by default in
 presentation mode) and training note; the fill-mask note; the nearest-word frequency floor with counts (Type vs token,
 ELMo layers)."""
+
 import re
 
 import pytest

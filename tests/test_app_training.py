@@ -1,5 +1,6 @@
 """AppTest for the training page: replay of a small timeline (written in the recorder's schema), a GPT timeline
 without answers or attention, and a checkpoint folder without any timeline."""
+
 import pytest
 from app_pages import PAGES, chart_specs, run_page, teachers_text, use_checkpoint_dir
 from streamlit.testing.v1 import AppTest
@@ -25,7 +26,9 @@ def _run(at=None, **qp):
 
 def _step_marks(at) -> list[float]:
     """The current-step line (the last shape) of every chart drawn over steps."""
-    return [s["layout"]["shapes"][-1]["x0"] for s in chart_specs(at) if s["layout"].get("xaxis", {}).get("type") == "log"]
+    return [
+        s["layout"]["shapes"][-1]["x0"] for s in chart_specs(at) if s["layout"].get("xaxis", {}).get("type") == "log"
+    ]
 
 
 def test_replay_of_a_small_timeline(timelines):
@@ -51,7 +54,9 @@ def test_replay_of_a_small_timeline(timelines):
 
     at.select_slider[0].set_value(0).run()  # back to the untrained model: the same axes, other points
     assert not at.exception and at.metric[0].value == "0" and at.metric[2].value == "—"
-    assert _step_marks(at) == [0.5] * 4 and chart_specs(at)[1]["layout"]["xaxis"]["range"] == pytest.approx(list(pr.bounds[:2]))
+    assert _step_marks(at) == [0.5] * 4 and chart_specs(at)[1]["layout"]["xaxis"]["range"] == pytest.approx(
+        list(pr.bounds[:2])
+    )
     at.selectbox(key="tr_att_head").set_value(1).run()
     assert "head 2" in chart_specs(at)[4]["layout"]["title"]["text"]
 
@@ -69,7 +74,9 @@ def test_gpt_timeline_without_answers_or_attention(timelines):
     at = _run(model="gpt", step="nonsense")
     assert at.select_slider[0].value == len(STEPS) - 1  # a bad ?step=: the last recorded step
     infos = [i.value for i in at.info]
-    assert any("recorded no next-character answers" in v for v in infos) and "python -m ctxlib train gpt" in teachers_text(at)
+    assert any(
+        "recorded no next-character answers" in v for v in infos
+    ) and "python -m ctxlib train gpt" in teachers_text(at)
     assert any("recorded no attention" in v for v in infos)
     assert len(chart_specs(at)) == 3 and not at.error
 
@@ -194,9 +201,13 @@ def _slow_work(session, spec):
         run = session.new_run(spec)
         for k in range(1, 100_000):
             time.sleep(0.01)
-            job.report(k / 100_000, {"s": k / 100, "step": k, "loss": 5.0 - k / 1000, "tokens": 10 * k, "tokens_s": 1000.0},
-                       phase="train")
+            job.report(
+                k / 100_000,
+                {"s": k / 100, "step": k, "loss": 5.0 - k / 1000, "tokens": 10 * k, "tokens_s": 1000.0},
+                phase="train",
+            )
         return run
+
     return work
 
 
@@ -231,6 +242,7 @@ def test_a_failed_run_says_why(live_short, monkeypatch):
         def work(job):
             session.new_run(spec)
             raise ValueError("only 1 words reach min_count=3; give more text or lower min_count")
+
         return work
 
     monkeypatch.setattr(live, "make_work", failing)
@@ -279,13 +291,16 @@ class _Upload:
         return self._data
 
 
-@pytest.mark.parametrize("case, data, want", [
-    ("empty", b"", "the file is empty"),
-    ("binary", b"\x00\x01\x02PNG" * 100, "looks like a binary file"),
-    ("oversized", "好".encode() * 400, "over the 20 MB cap"),
-    ("encoding", b"\x80\xff" * 50, "not UTF-8 or GB18030 text"),
-    ("gb18030", "今天天气很好，我们去公园散步吧。\n".encode("gb18030") * 20, None),
-])
+@pytest.mark.parametrize(
+    "case, data, want",
+    [
+        ("empty", b"", "the file is empty"),
+        ("binary", b"\x00\x01\x02PNG" * 100, "looks like a binary file"),
+        ("oversized", "好".encode() * 400, "over the 20 MB cap"),
+        ("encoding", b"\x80\xff" * 50, "not UTF-8 or GB18030 text"),
+        ("gb18030", "今天天气很好，我们去公园散步吧。\n".encode("gb18030") * 20, None),
+    ],
+)
 def test_uploads(case, data, want, live_short, monkeypatch):
     monkeypatch.setattr(user_text, "USER_FILE_CAP", 1000)
     monkeypatch.setattr(streamlit, "file_uploader", lambda *a, **k: _Upload(f"{case}.txt", data))
@@ -319,6 +334,7 @@ def test_live_in_chinese(live_short):
 
 def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, monkeypatch):
     """A run that leaves a checkpoint and a timeline (written here in the recorder's schema) gets the replay views."""
+
     def recorded(session, spec):
         def work(job):
             run = session.new_run(spec)
@@ -328,6 +344,7 @@ def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, 
             run.summary, run.state, run.first_step_s = {"steps": 1000, "tokens_seen": 5000}, "done", 2.0
             job.report(1.0, None, "save")
             return run
+
         return work
 
     monkeypatch.setattr(live, "make_work", recorded)
@@ -346,23 +363,32 @@ def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, 
     assert heads["layout"]["title"]["text"].startswith("The heads that form first")
     assert [t["name"] for t in heads["data"]][0].startswith("previous character: layer ") and len(heads["data"]) == 2
     assert all(len(t["y"]) == len(STEPS) for t in heads["data"])
-    assert "Previous-character head (layer " in _texts(at, "caption") and "Notice: at step 0 every head" in _texts(at, "info")
+    assert "Previous-character head (layer " in _texts(at, "caption") and "Notice: at step 0 every head" in _texts(
+        at, "info"
+    )
     # the notice says what this run shows: its random attention formed no head
     v = live.head_verdict(live.head_formation(replay.load(run.out)))
     assert v["state"] == "forming" and v["end"] < live.FORMED_SHARE
-    assert f"In this run's {STEPS[-1]:,} steps no head has formed yet: the strongest, layer {v['layer']}, head {v['head']}, " \
-           f"gives {v['end']:.2f} of its attention to the character just {'before' if v['which'] == 'prev' else 'after'}" in _texts(at, "info")
+    assert (
+        f"In this run's {STEPS[-1]:,} steps no head has formed yet: the strongest, layer {v['layer']}, head {v['head']}, "
+        f"gives {v['end']:.2f} of its attention to the character just {'before' if v['which'] == 'prev' else 'after'}"
+        in _texts(at, "info")
+    )
 
 
 def _timeline_work(session, spec):
     """A running job whose run folder holds a timeline (as a live BERT's saves leave it) until it is cancelled."""
+
     def work(job):
         run = session.new_run(spec)
         write_timeline(run.out)
         for k in range(1, 100_000):
             time.sleep(0.01)
-            job.report(k / 100_000, {"s": k / 100, "step": k, "loss": 5.0, "tokens": 10 * k, "tokens_s": 1000.0}, phase="train")
+            job.report(
+                k / 100_000, {"s": k / 100, "step": k, "loss": 5.0, "tokens": 10 * k, "tokens_s": 1000.0}, phase="train"
+            )
         return run
+
     return work
 
 
@@ -383,8 +409,10 @@ def test_a_running_bert_shows_its_heads_so_far(live_short, monkeypatch):
 
 def test_a_cancelled_word2vec_keeps_its_vectors(live_short, monkeypatch):
     """make_work marks the run cancelled; what word2vec saved at the cancel is offered like a finished model."""
+
     def save_then_wait(spec, run, report):
         from ctxlib.training import word2vec
+
         word2vec.train("tiny", device="cpu", out=run.out, paragraphs=corpus.load("all", "train")[:300])
         while True:
             time.sleep(0.01)
@@ -407,7 +435,10 @@ def test_a_cancelled_word2vec_keeps_its_vectors(live_short, monkeypatch):
 
 
 def test_a_link_to_another_sessions_live_model_says_whose_it_is(live_short):
-    for page, qp in (("1_Type_vs_token.py", {"models": "bert,live: bert-7"}), ("2_Polysemy_atlas.py", {"model": "live: gpt-2"})):
+    for page, qp in (
+        ("1_Type_vs_token.py", {"models": "bert,live: bert-7"}),
+        ("2_Polysemy_atlas.py", {"model": "live: gpt-2"}),
+    ):
         at = AppTest.from_file(str(PAGES / page), default_timeout=120)
         at.query_params["lang"] = "en"
         for k, v in qp.items():
@@ -415,7 +446,10 @@ def test_a_link_to_another_sessions_live_model_says_whose_it_is(live_short):
         at.run()
         assert not at.exception, at.exception
         said = _texts(at, "caption")
-        assert "names a model trained live in another browser session" in said and "belong to the session that trained them" in said
+        assert (
+            "names a model trained live in another browser session" in said
+            and "belong to the session that trained them" in said
+        )
         assert "not an available model" not in said and "unknown" not in said.lower()
 
 
@@ -428,10 +462,16 @@ def test_switching_the_language_keeps_the_choices_shown(live_short):
     assert not at.exception and at.session_state["tr_mode"] == "live" and at.session_state["lv_kind"] == "elmo"
     shown = {k: at.radio(key=k).proto for k in ("tr_mode", "lv_kind", "lv_source")}
     assert {k: (p.set_value, p.raw_value) for k, p in shown.items()} == {
-        "tr_mode": (True, "现场训练一个"), "lv_kind": (True, "ELMo（微型）"), "lv_source": (True, "内置语料（随机一部分）")}
+        "tr_mode": (True, "现场训练一个"),
+        "lv_kind": (True, "ELMo（微型）"),
+        "lv_source": (True, "内置语料（随机一部分）"),
+    }
     assert all(p.raw_value in p.options for p in shown.values())
     at.run()  # the next run (the browser now reports the new labels) keeps the choices
     assert not at.exception and at.radio(key="tr_mode").value == "live" and at.radio(key="lv_kind").value == "elmo"
     at.radio(key="tr_mode").set_value("replay").run()
     at.radio(key="ctxlab_lang_radio").set_value("English").run()
-    assert (at.radio(key="tr_mode").proto.set_value, at.radio(key="tr_mode").proto.raw_value) == (True, "Replay the shipped models")
+    assert (at.radio(key="tr_mode").proto.set_value, at.radio(key="tr_mode").proto.raw_value) == (
+        True,
+        "Replay the shipped models",
+    )

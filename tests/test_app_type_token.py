@@ -1,4 +1,5 @@
 """AppTest for the Type vs token page: default example, sense accuracy, bad input, URL state."""
+
 import json
 from pathlib import Path
 
@@ -72,21 +73,26 @@ def test_example_set_switch_and_url(fakes):
 
 
 def test_shared_link_restores_state(fakes):
-    at = _run(lang="en", word="打", s="我打电话 | a\n他打篮球 | b\n你打电话 | a\n她打排球 | b", models="elmo", proj="pca")
+    at = _run(
+        lang="en", word="打", s="我打电话 | a\n他打篮球 | b\n你打电话 | a\n她打排球 | b", models="elmo", proj="pca"
+    )
     assert at.text_input(key="tt_word").value == "打"
     assert at.multiselect(key="tt_models").value == ["elmo"]
     assert len(at.get("plotly_chart")) == 2 + 1
 
 
-@pytest.mark.parametrize("word,text,kind,needle", [
-    ("苹果", "", "error", "at least one sentence"),
-    ("", "苹果真好吃", "error", "target word"),
-    ("苹果", "香蕉很甜\n苹果真好吃 | 水果\n苹果手机 | 品牌", "warning", "Sentence 1 does not contain"),
-    ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
-    ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
-    ("龘靐", "龘靐真好吃\n我爱龘靐", "warning", "word2vec: '龘靐' is not in the vocabulary"),
-    ("苹果", "苹果真好吃\n苹果手机\n苹果真好吃", "info", "Sentence 3 repeats sentence 1"),
-])
+@pytest.mark.parametrize(
+    "word,text,kind,needle",
+    [
+        ("苹果", "", "error", "at least one sentence"),
+        ("", "苹果真好吃", "error", "target word"),
+        ("苹果", "香蕉很甜\n苹果真好吃 | 水果\n苹果手机 | 品牌", "warning", "Sentence 1 does not contain"),
+        ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
+        ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
+        ("龘靐", "龘靐真好吃\n我爱龘靐", "warning", "word2vec: '龘靐' is not in the vocabulary"),
+        ("苹果", "苹果真好吃\n苹果手机\n苹果真好吃", "info", "Sentence 3 repeats sentence 1"),
+    ],
+)
 def test_bad_input_gives_a_message(fakes, word, text, kind, needle):
     at = _run(lang="en")
     at.text_input(key="tt_word").set_value(word)
@@ -172,7 +178,10 @@ def test_type_token_numbers():
     assert explore.mean_type_cosine(d, 0) > cos  # layer 0 is context-free: every token equals the type vector
     assert np.isclose(explore.mean_type_cosine(d, 0), 1.0)
     rows = explore.accuracy_rows({"elmo": (["a", "b"], [0.5, 2 / 3])})
-    assert rows == [{"model": "elmo", "layer": "a", "accuracy": 0.5}, {"model": "elmo", "layer": "b", "accuracy": 0.667}]
+    assert rows == [
+        {"model": "elmo", "layer": "a", "accuracy": 0.5},
+        {"model": "elmo", "layer": "b", "accuracy": 0.667},
+    ]
 
 
 def test_gpt_selected(fakes):
@@ -199,8 +208,13 @@ def test_gpt_csv_and_left_context(fakes):
     d = explore.word_profile(fakes["gpt"], list(texts), "苹果")
     assert d.layer_names == ["embeddings", "layer 1", "layer 2", "layer 3", "layer 4"] and not d.word_level
     assert np.allclose(d.vecs[0], d.type_vec) and not np.allclose(d.vecs[1, 1:], d.type_vec[1:])
-    rows = explore.vectors_csv({"gpt": d, "elmo": explore.word_profile(fakes["elmo"], list(texts), "苹果")},
-                               texts, ["a", "b"], "苹果").decode("utf-8-sig").splitlines()
+    rows = (
+        explore.vectors_csv(
+            {"gpt": d, "elmo": explore.word_profile(fakes["elmo"], list(texts), "苹果")}, texts, ["a", "b"], "苹果"
+        )
+        .decode("utf-8-sig")
+        .splitlines()
+    )
     assert sum(r.startswith("gpt,") for r in rows) == 5 * 2 and sum(r.startswith("elmo,") for r in rows) == 3 * 2
 
 
@@ -209,20 +223,26 @@ def test_gpt_missing_the_other_three_work(monkeypatch):
     for lang in ("en", "zh"):
         at = _run(lang=lang, models="gpt,elmo")  # a shared link naming GPT, opened where it is not built
         assert at.multiselect(key="tt_models").value == ["elmo"] and at.multiselect(key="tt_models").options == [
-            "word2vec", "elmo", "bert"]
+            "word2vec",
+            "elmo",
+            "bert",
+        ]
         assert "python -m ctxlib train gpt" in teachers_text(at)
         assert not at.error and len(at.get("plotly_chart")) == 3
     at = _run(lang="en")
     assert at.multiselect(key="tt_models").value == ["word2vec", "elmo", "bert"] and len(at.get("plotly_chart")) == 7
 
 
-@pytest.mark.parametrize("word,text,kind,needle", [
-    ("苹果", "", "error", "at least one sentence"),
-    ("", "苹果真好吃", "error", "target word"),
-    ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
-    ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
-    ("苹果", "苹果<script>alert(1)</script>好吃 | a\n我的苹果<b>手机</b> | b", None, None),
-])
+@pytest.mark.parametrize(
+    "word,text,kind,needle",
+    [
+        ("苹果", "", "error", "at least one sentence"),
+        ("", "苹果真好吃", "error", "target word"),
+        ("苹果", "香蕉很甜\n梨很脆", "error", "No sentence contains"),
+        ("苹果", "苹果很甜" * 1300, "warning", "only the first 5,000"),
+        ("苹果", "苹果<script>alert(1)</script>好吃 | a\n我的苹果<b>手机</b> | b", None, None),
+    ],
+)
 def test_bad_input_with_gpt_selected(fakes, word, text, kind, needle):
     at = _run(lang="en", models="gpt")
     at.text_input(key="tt_word").set_value(word)
@@ -256,7 +276,10 @@ def test_layer_pickers_match_the_plots_after_an_input_error(fakes):
     at.text_input(key="tt_word").set_value("苹果").run()
     at.text_input(key="tt_word").set_value("香蕉").run()
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] == "elmo · layer 1"
-    assert _shown_layer(at, "elmo") == "1: layer 1" and at.query_params["layers"] in ("elmo:1,bert:3", ["elmo:1,bert:3"])
+    assert _shown_layer(at, "elmo") == "1: layer 1" and at.query_params["layers"] in (
+        "elmo:1,bert:3",
+        ["elmo:1,bert:3"],
+    )
 
 
 def test_layer_of_a_model_whose_data_failed_is_kept(fakes, monkeypatch):
@@ -289,10 +312,16 @@ def test_unseen_word_flagged_per_model(fakes):
     assert not at.exception and not at.error
     warnings = _texts(at, "warning").replace("\\", "")
     assert "word2vec: '龘靐' is not in the vocabulary" in warnings
-    assert "bert: reads characters and never saw 龘 靐 in training" in warnings and "gpt: reads characters and never saw 龘 靐 in training" in warnings
+    assert (
+        "bert: reads characters and never saw 龘 靐 in training" in warnings
+        and "gpt: reads characters and never saw 龘 靐 in training" in warnings
+    )
     assert "elmo: '龘靐' is built from its characters" in _texts(at, "info").replace("\\", "")
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert not any(t.startswith("word2vec") for t in titles) and sum(t.startswith(("elmo", "bert", "gpt")) for t in titles) == 3
+    assert (
+        not any(t.startswith("word2vec") for t in titles)
+        and sum(t.startswith(("elmo", "bert", "gpt")) for t in titles) == 3
+    )
     assert "0.000" not in _texts(at, "caption")
     acc = [tb for tb in (d.value for d in at.dataframe) if tb.columns.tolist() == ["model", "layer", "accuracy"]][0]
     assert "word2vec" not in set(acc["model"])
@@ -306,7 +335,11 @@ def test_known_word_is_not_flagged(fakes):
 
 def test_heatmaps_share_one_colour_scale(fakes):
     at = _run(lang="en")
-    heat = [json.loads(c.proto.spec)["data"][0] for c in at.get("plotly_chart") if json.loads(c.proto.spec)["data"][0]["type"] == "heatmap"]
+    heat = [
+        json.loads(c.proto.spec)["data"][0]
+        for c in at.get("plotly_chart")
+        if json.loads(c.proto.spec)["data"][0]["type"] == "heatmap"
+    ]
     assert len(heat) == 4 and len({h["zmin"] for h in heat}) == 1 and {h["zmax"] for h in heat} == {1.0}
     lows = [min(min(r) for r in h["z"]) if isinstance(h["z"], list) else None for h in heat]
     assert all(lo is None or lo >= heat[0]["zmin"] - 1e-6 for lo in lows)
@@ -338,11 +371,16 @@ def test_elmo_halves(fakes):
     word is named (its point sits on the type vector); the choice is kept in the URL; a bad ?half= gets a notice."""
     at = _run(lang="en", models="elmo,bert", half="forward", word="苹果", s="苹果真好吃\n我吃苹果\n这个苹果很甜")
     assert at.radio(key="tt_half_w").value == 1  # forward
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"].replace("<br>", " · ") for c in at.get("plotly_chart")[:4:2]]
+    titles = [
+        json.loads(c.proto.spec)["layout"]["title"]["text"].replace("<br>", " · ") for c in at.get("plotly_chart")[:4:2]
+    ]
     assert titles == ["elmo · layer 2 · forward half", "bert · layer 3"]  # (a long title wraps at its " · ")
     assert "Sentence 1 opens with the word" in _texts(at, "caption")
     at.radio(key="tt_half_w").set_value(2).run()
-    assert "Sentence 2 ends with the word" in _texts(at, "caption") and at.query_params["half"] in ("backward", ["backward"])
+    assert "Sentence 2 ends with the word" in _texts(at, "caption") and at.query_params["half"] in (
+        "backward",
+        ["backward"],
+    )
     at.radio(key="tt_half_w").set_value(0).run()
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"] == "elmo · layer 2"
     bad = _run(lang="en", half="<b>sideways</b>")
@@ -355,8 +393,11 @@ def test_sentences_at_chance_say_why(fakes, monkeypatch):
     smallest label, the word's counts in the training corpus, and a fix."""
     from ctxlib import corpus
 
-    monkeypatch.setattr(corpus, "word_table", lambda w: [{"source": "pd", "sense": None, "train": 7},
-                                                         {"source": "reviews", "sense": None, "train": 1}])
+    monkeypatch.setattr(
+        corpus,
+        "word_table",
+        lambda w: [{"source": "pd", "sense": None, "train": 7}, {"source": "reviews", "sense": None, "train": 1}],
+    )
     text = "\n".join(f"苹果很好吃。 | {lab}" for lab in ("甲", "乙", "甲", "乙"))  # the same context: no layer can tell
     at = _run(lang="en", word="苹果", s=text)
     warn = " ".join(w.value for w in at.warning).replace("\\", "")  # markdown escapes off
@@ -368,10 +409,13 @@ def test_sentences_at_chance_say_why(fakes, monkeypatch):
 
 # -- issue #17: what the page shows, against an independent computation ---------------------------------------------
 
+
 def _map_points(spec) -> tuple[np.ndarray, dict[str, tuple[float, float]]]:
     """(type point, {hover text: token point}) of a map's plotly spec (the marker traces; the star is the last one)."""
+
     def xy(tr):
         return list(zip(_xs(tr), _xs({"x": tr["y"]})))
+
     star = np.array(xy(spec["data"][-1])[0])
     pts = {h: p for tr in spec["data"][1:-1] for h, p in zip(tr["text"], xy(tr))}
     return star, pts

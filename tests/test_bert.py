@@ -1,4 +1,5 @@
 """BERT: attention, bidirectionality, training, save/load, fill-mask, the Encoder interface."""
+
 import numpy as np
 import pytest
 import torch
@@ -68,12 +69,18 @@ def test_packed_training_path_matches_padded():
         hp, rank = m.forward_packed(ids, seg)
     assert hp.shape == (11, 32)
     assert torch.allclose(hp, h.reshape(-1, 32)[ids.reshape(-1) != 0], atol=1e-5)
-    batch = {"ids": ids, "segment_ids": seg, "mlm_pos": torch.tensor([1, 8]), "mlm_labels": torch.tensor([7, 12]),
-             "nsp": torch.tensor([1, 0])}
+    batch = {
+        "ids": ids,
+        "segment_ids": seg,
+        "mlm_pos": torch.tensor([1, 8]),
+        "mlm_labels": torch.tensor([7, 12]),
+        "nsp": torch.tensor([1, 0]),
+    }
     with torch.no_grad():
         loss, n = m.loss(batch)
-        ref = F.cross_entropy(m.mlm_logits(h.reshape(-1, 32)[[1, 8]]), batch["mlm_labels"]) + \
-            F.cross_entropy(m.nsp_logits(h[:, 0]), batch["nsp"])
+        ref = F.cross_entropy(m.mlm_logits(h.reshape(-1, 32)[[1, 8]]), batch["mlm_labels"]) + F.cross_entropy(
+            m.nsp_logits(h[:, 0]), batch["nsp"]
+        )
     assert n == 11 and abs(float(loss) - float(ref)) < 1e-5
 
 
@@ -145,8 +152,14 @@ def test_fill_mask_distribution(enc):
         assert not any(t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") for t, _ in o["candidates"])
     # independently: the model's MLM logits at each [MASK], softmax over the vocabulary without the specials
     tk = enc.tokenizer
-    ids = [tk.cls_id] + [tk.token_id(c) for c in "今天"] + [tk.mask_id] + [tk.token_id(c) for c in "气很"] + [tk.mask_id] \
+    ids = (
+        [tk.cls_id]
+        + [tk.token_id(c) for c in "今天"]
+        + [tk.mask_id]
+        + [tk.token_id(c) for c in "气很"]
+        + [tk.mask_id]
         + [tk.token_id("。"), tk.sep_id]
+    )
     x = torch.tensor([ids])
     with torch.no_grad():
         (h,), _ = enc.model(x, torch.zeros_like(x))
@@ -202,8 +215,9 @@ def test_run_eval_schema(trained, tmp_path):
     from ctxlib.evaluation.bert_sentiment import SentimentEval, run_eval
 
     out = tmp_path / "eval.json"
-    rec = run_eval(str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2,
-                   feature_seeds=2)
+    rec = run_eval(
+        str(trained), "sentiment", device="cpu", out=out, max_train=64, max_test=32, finetune_seeds=2, feature_seeds=2
+    )
     assert isinstance(rec, SentimentEval) and len(rec.finetune_scores) == 2
     r = json.loads(out.read_text(encoding="utf-8"))  # the file as results.py and the pages read it
     assert {k: v for k, v in rec.to_json().items() if k != "seconds"} == {k: v for k, v in r.items() if k != "seconds"}

@@ -1,4 +1,5 @@
 """Pre-training data: the Devlin et al. masking proportions and NSP pairs."""
+
 import numpy as np
 import pytest
 
@@ -20,9 +21,9 @@ def test_example_structure(setup):
     pars, tok, docs = setup
     e = make_example(0, tok, pars, max_len=64)
     assert e["original_tokens"][0] == "[CLS]" and e["original_tokens"][-1] == "[SEP]"
-    n_a = len(e["original_tokens"][1:e["original_tokens"].index("[SEP]")])
+    n_a = len(e["original_tokens"][1 : e["original_tokens"].index("[SEP]")])
     assert len(e["tokens"]) == len(e["segment_ids"]) <= 64
-    assert list(e["segment_ids"][:n_a + 2]) == [0] * (n_a + 2) and set(e["segment_ids"][n_a + 2:]) == {1}
+    assert list(e["segment_ids"][: n_a + 2]) == [0] * (n_a + 2) and set(e["segment_ids"][n_a + 2 :]) == {1}
     assert e["a_text"] and e["b_text"]
     for m in e["masked"]:
         assert e["original_tokens"][m["index"]] == m["original"]

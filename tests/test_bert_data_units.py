@@ -6,6 +6,7 @@ proportions on real corpus text; this file needs no corpus and runs in a few sec
 
 Most corpora here give every character its own code point (only the clause marks repeat), so each token of an example
 says which document and position it came from."""
+
 import itertools
 
 import numpy as np
@@ -31,7 +32,7 @@ def _paragraphs(spec, source="s", first_char=0x4E00, word_len=2):
         words = []
         for k, n in enumerate(clauses):
             chars = [chr(next(code)) for _ in range(n)]
-            words += ["".join(chars[i:i + word_len]) for i in range(0, n, word_len)]
+            words += ["".join(chars[i : i + word_len]) for i in range(0, n, word_len)]
             if len(clauses) > 1:
                 words.append(END if k == len(clauses) - 1 else BREAK)
         out.append(corpus.Paragraph(source, d, words, split="train"))
@@ -69,7 +70,7 @@ def _layout(e, docs, where):
     assert orig[0] == tk.cls_id and orig[1 + n_a] == tk.sep_id and orig[-1] == tk.sep_id
     assert len(orig) == n_a + n_b + 3
     assert tk.cls_id not in orig[1:] and orig.count(tk.sep_id) == 2
-    a, b = orig[1:1 + n_a], orig[2 + n_a:-1]
+    a, b = orig[1 : 1 + n_a], orig[2 + n_a : -1]
 
     def start(part, doc):
         for k, t in enumerate(part):
@@ -81,18 +82,20 @@ def _layout(e, docs, where):
 
     a0, b0 = start(a, e["a_doc"]), start(b, e["b_doc"])
     if a0 is not None:
-        assert docs.docs[e["a_doc"]].ids[a0:a0 + n_a].tolist() == a
+        assert docs.docs[e["a_doc"]].ids[a0 : a0 + n_a].tolist() == a
     if b0 is not None:
-        assert docs.docs[e["b_doc"]].ids[b0:b0 + n_b].tolist() == b
+        assert docs.docs[e["b_doc"]].ids[b0 : b0 + n_b].tolist() == b
     return n_a, n_b, a0, None if a0 is None else a0 + n_a, b0
 
 
 # ----------------------------------------------------------------------------- Documents
 def test_documents_token_ids_spans_words_and_clause_starts():
-    pars = [corpus.Paragraph("news", 0, ["我们", "喜欢", "，", "BERT", "模型", "X光", "。", "好"], split="train"),
-            corpus.Paragraph("news", 1, [], split="train"),  # empty: skipped
-            corpus.Paragraph("review", 2, ["读书", "。"], split="train"),
-            corpus.Paragraph("news", 3, ["书"], split="train")]  # one token: a document, never an A side
+    pars = [
+        corpus.Paragraph("news", 0, ["我们", "喜欢", "，", "BERT", "模型", "X光", "。", "好"], split="train"),
+        corpus.Paragraph("news", 1, [], split="train"),  # empty: skipped
+        corpus.Paragraph("review", 2, ["读书", "。"], split="train"),
+        corpus.Paragraph("news", 3, ["书"], split="train"),
+    ]  # one token: a document, never an A side
     tok = CharTokenizer.build(pars, min_count=1)
     docs = Documents(pars, tok)
     assert len(docs) == 3 and [d.source for d in docs.docs] == ["news", "review", "news"]
@@ -100,8 +103,20 @@ def test_documents_token_ids_spans_words_and_clause_starts():
     toks = ["我", "们", "喜", "欢", "，", "BERT", "模", "型", "X", "光", "。", "好"]
     assert d.text == "我们喜欢，BERT模型X光。好" and d.ids.tolist() == [tok.token_id(t) for t in toks]
     assert d.ids.dtype == np.int64 and tok.unk_id not in d.ids.tolist()
-    assert d.spans == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 9), (9, 10), (10, 11), (11, 12), (12, 13), (13, 14),
-                       (14, 15)]
+    assert d.spans == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 4),
+        (4, 5),
+        (5, 9),
+        (9, 10),
+        (10, 11),
+        (11, 12),
+        (12, 13),
+        (13, 14),
+        (14, 15),
+    ]
     assert d.words.tolist() == [0, 0, 1, 1, 2, 3, 4, 4, 5, 5, 6, 7]  # the paragraph's words, one index per token
     assert d.starts.tolist() == [0, 5, 11]  # a clause starts at 0 and after ， and 。 (not after the X of X光)
     assert docs.docs[1].starts.tolist() == [0]  # a final 。 starts nothing
@@ -156,8 +171,11 @@ def test_span_text():
 def clauses():
     """Two sources, documents of clauses of 3 to 9 characters (one source with a single short document)."""
     rng = np.random.default_rng(0)
-    spec = {"news": [list(rng.integers(3, 10, rng.integers(2, 12))) for _ in range(12)],
-            "one": [[3, 4]], "two": [[3, 4], [5]]}
+    spec = {
+        "news": [list(rng.integers(3, 10, rng.integers(2, 12))) for _ in range(12)],
+        "one": [[3, 4]],
+        "two": [[3, 4], [5]],
+    }
     pars, tok, docs = _setup(spec)
     return pars, tok, docs, _where(docs)
 
@@ -174,8 +192,8 @@ def test_example_frame_segments_word_groups_and_texts(clauses):
         assert e["ids"].dtype == np.int64 and e["segment_ids"].dtype == np.int64
         assert e["tokens"] == [tok.itos[t] for t in e["ids"]]
         assert e["original_tokens"] == [tok.itos[t] for t in e["original_ids"]]
-        assert norm_token(e["a_text"]) == "".join(e["original_tokens"][1:1 + n_a])  # the vocabulary has "," for "，"
-        assert norm_token(e["b_text"]) == "".join(e["original_tokens"][2 + n_a:-1])
+        assert norm_token(e["a_text"]) == "".join(e["original_tokens"][1 : 1 + n_a])  # the vocabulary has "," for "，"
+        assert norm_token(e["b_text"]) == "".join(e["original_tokens"][2 + n_a : -1])
         w = e["word_ids"]
         assert len(w) == len(e["ids"]) and w[0] == w[1 + n_a] == w[-1] == -1  # specials are in no word
         if a0 is None or b0 is None:
@@ -183,11 +201,11 @@ def test_example_frame_segments_word_groups_and_texts(clauses):
         located += 1
         at_doc_start += a0 == 0
         ad, bd = docs.docs[e["a_doc"]], docs.docs[e["b_doc"]]
-        assert e["a_text"] == ad.text[ad.spans[a0][0]:ad.spans[s - 1][1]]
-        assert e["b_text"] == bd.text[bd.spans[b0][0]:bd.spans[b0 + n_b - 1][1]]
-        assert w[1:1 + n_a] == ad.words[a0:s].tolist()
-        assert w[2 + n_a:-1] == (bd.words[b0:b0 + n_b] + 10_000_000).tolist()  # B's words never merge with A's
-        assert not set(w[1:1 + n_a]) & set(w[2 + n_a:-1])
+        assert e["a_text"] == ad.text[ad.spans[a0][0] : ad.spans[s - 1][1]]
+        assert e["b_text"] == bd.text[bd.spans[b0][0] : bd.spans[b0 + n_b - 1][1]]
+        assert w[1 : 1 + n_a] == ad.words[a0:s].tolist()
+        assert w[2 + n_a : -1] == (bd.words[b0 : b0 + n_b] + 10_000_000).tolist()  # B's words never merge with A's
+        assert not set(w[1 : 1 + n_a]) & set(w[2 + n_a : -1])
         if e["is_next"]:
             assert e["b_doc"] == e["a_doc"] and b0 == s  # B is the true continuation
         else:
@@ -357,8 +375,10 @@ def test_default_length_is_128(long_docs):
 
 
 def test_a_clause_start_right_after_the_first_token_is_a_split_point():
-    pars = [corpus.Paragraph("s", 0, ["：", "甲乙", "丙丁", "戊己"], split="train"),
-            corpus.Paragraph("s", 1, ["庚辛", "壬癸"], split="train")]
+    pars = [
+        corpus.Paragraph("s", 0, ["：", "甲乙", "丙丁", "戊己"], split="train"),
+        corpus.Paragraph("s", 1, ["庚辛", "壬癸"], split="train"),
+    ]
     tok = CharTokenizer.build(pars, min_count=1)
     docs = Documents(pars, tok)
     assert docs.docs[0].starts.tolist() == [0, 1]
@@ -483,7 +503,7 @@ def test_each_epoch_visits_the_documents_once_in_a_new_order_grouped_by_length(p
             ids, seg = b["ids"], b["segment_ids"]
             assert (ids[:, 0] == tok.cls_id).all() and ((ids == 0) <= (seg == 0)).all()
         for c in range(0, 6, pool):  # each chunk of `pool` batches is sorted by length: their lengths do not interleave
-            for b1, b2 in itertools.combinations(batches[c:c + pool], 2):
+            for b1, b2 in itertools.combinations(batches[c : c + pool], 2):
                 l1, l2 = _lengths(b1), _lengths(b2)
                 assert max(l1) <= min(l2) or max(l2) <= min(l1)
     assert epochs[0] != epochs[1] and epochs[1] != epochs[2]
@@ -519,7 +539,7 @@ def test_ranks_share_one_permutation_and_split_it(plain26):
     perm = np.random.default_rng([3, 7919]).permutation(docs.a_docs)  # the permutation every rank draws
     assert set(rows[0]) == set(perm[0::2][:12].tolist()) and set(rows[1]) == set(perm[1::2][:12].tolist())
     # pool 1: each batch is the next 4 documents of the shard, in order (no pooling and regrouping by length)
-    assert per_batch == [[set(perm[r::2][4 * i:4 * i + 4].tolist()) for i in range(3)] for r in (0, 1)]
+    assert per_batch == [[set(perm[r::2][4 * i : 4 * i + 4].tolist()) for i in range(3)] for r in (0, 1)]
     for rank, world in ((2, 2), (-1, 2), (1, 1)):
         with pytest.raises(ValueError, match=f"^rank {rank} outside world size {world}$"):
             PretrainBatches(docs, 4, 24, rank=rank, world=world)
@@ -534,8 +554,9 @@ def test_same_seed_same_batches_other_seed_other_batches(plain26):
 
     a, b, c = first(5), first(5), first(6)
     assert all(torch.equal(x["ids"], y["ids"]) for x, y in zip(a, b))
-    assert not all(torch.equal(x["ids"], y["ids"]) for x, y in zip(a, c) if x["ids"].shape == y["ids"].shape) or \
-        any(x["ids"].shape != y["ids"].shape for x, y in zip(a, c))
+    assert not all(torch.equal(x["ids"], y["ids"]) for x, y in zip(a, c) if x["ids"].shape == y["ids"].shape) or any(
+        x["ids"].shape != y["ids"].shape for x, y in zip(a, c)
+    )
     z = first(5, pool=0)  # pool 0 is one batch at a time
     assert len(z) == 3 and all(x["ids"].shape[0] == 4 for x in z)
 
@@ -579,8 +600,9 @@ def _stream_files(tmp_path, n_lines, length=12, first=0x4E00):
     return files, tok, line_of
 
 
-@pytest.mark.parametrize("pool, n_lines, n_batches, n_rows", [(1, 40, 10, 40), (2, 40, 10, 40), (1, 44, 11, 44),
-                                                                (2, 43, 10, 40)])
+@pytest.mark.parametrize(
+    "pool, n_lines, n_batches, n_rows", [(1, 40, 10, 40), (2, 40, 10, 40), (1, 44, 11, 44), (2, 43, 10, 40)]
+)
 def test_stream_epochs_cover_every_line_once(tmp_path, pool, n_lines, n_batches, n_rows):
     """Buffers of 16 lines, batches of 4 made `pool` batches at a time: 40 lines are 4 + 4 + 2 batches, each line once
     as an A side; of a last buffer of 11 lines, 8 are used (the rest do not fill a batch)."""
@@ -594,7 +616,7 @@ def test_stream_epochs_cover_every_line_once(tmp_path, pool, n_lines, n_batches,
         assert s.state_dict()["epoch"] == epoch
         if pool == 1 and epoch == 0:  # one batch at a time: the next 4 lines of the buffer's shuffled order
             perm = np.random.default_rng([1, 0]).permutation(16)
-            assert [set(b) for b in batches[:4]] == [set(perm[4 * i:4 * i + 4].tolist()) for i in range(4)]
+            assert [set(b) for b in batches[:4]] == [set(perm[4 * i : 4 * i + 4].tolist()) for i in range(4)]
     s2 = StreamPretrainBatches(files, tok, 4, 20, seed=1, pool=2, buffer=16, rank=1, world=2)
     rows = [line_of[int(r[1])] for _ in range(5) for r in _originals(next(iter(s2)))]
     assert set(rows) <= set(range(1, 40, 2))
@@ -639,8 +661,14 @@ def _adjacent_share(batches):
 def test_stream_whole_word_masks_jieba_words(tmp_path):
     """Whole-word masking of a user corpus uses jieba words (今天/天气/公园...): most masked characters have a masked
     neighbour, few with character masking."""
-    lines = ["今天天气很好，我们去公园散步。", "苹果手机的电池不太耐用。", "妈妈在市场买了一斤苹果。", "他每天早上喝一杯牛奶。",
-             "这家酒店的服务很周到，房间也干净。", "我们明天上午九点在学校门口见面。"] * 6
+    lines = [
+        "今天天气很好，我们去公园散步。",
+        "苹果手机的电池不太耐用。",
+        "妈妈在市场买了一斤苹果。",
+        "他每天早上喝一杯牛奶。",
+        "这家酒店的服务很周到，房间也干净。",
+        "我们明天上午九点在学校门口见面。",
+    ] * 6
     f = tmp_path / "w.txt"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     files = user_text.user_files(f)
@@ -656,7 +684,10 @@ def test_stream_errors(tmp_path):
     files, tok, _ = _stream_files(tmp_path, 3)
     with pytest.raises(ValueError, match="^buffer must hold at least two batches of documents$"):
         StreamPretrainBatches(files, tok, 4, 20, buffer=7)
-    with pytest.raises(ValueError, match="^the corpus gives this process fewer than 4 documents per pass; use a bigger corpus or a smaller batch$"):
+    with pytest.raises(
+        ValueError,
+        match="^the corpus gives this process fewer than 4 documents per pass; use a bigger corpus or a smaller batch$",
+    ):
         next(iter(StreamPretrainBatches(files, tok, 4, 20, buffer=8)))
     b = next(iter(StreamPretrainBatches(files, tok, 1, 20, buffer=2)))  # buffer == 2 batches is enough
     assert b["ids"].shape[0] == 1
@@ -672,8 +703,10 @@ def test_stream_last_short_buffer_is_used_from_two_lines(tmp_path, n_lines, used
 
 
 def test_collate_pads_with_id_0_by_default():
-    ex = [{"ids": np.array([2, 7, 3]), "segment_ids": np.zeros(3, np.int64), "is_next": True, "masked": []},
-          {"ids": np.array([2, 3]), "segment_ids": np.zeros(2, np.int64), "is_next": False, "masked": []}]
+    ex = [
+        {"ids": np.array([2, 7, 3]), "segment_ids": np.zeros(3, np.int64), "is_next": True, "masked": []},
+        {"ids": np.array([2, 3]), "segment_ids": np.zeros(2, np.int64), "is_next": False, "masked": []},
+    ]
     b = bert_data.collate(ex)
     assert b["ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
     # no masked position in the batch: still integer index tensors (torch.tensor([]) alone would be float)

@@ -4,6 +4,7 @@ Skips (with the reason) when Playwright or a Chromium binary is missing, except 
 (`.ci/run` sets it and installs chromium): then a browser that cannot run fails the test. A page that says a
 shipped model could not be loaded fails it too, warning or error.
 """
+
 import os
 import shutil
 import socket
@@ -18,8 +19,15 @@ import pytest
 from ctxlib import checkpoint, kinds
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _skip_or_fail(reason: str):
@@ -29,8 +37,13 @@ def _skip_or_fail(reason: str):
 
 
 def _chromium() -> str | None:
-    for p in (os.environ.get("CTXLAB_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-              shutil.which("chromium-browser"), shutil.which("google-chrome")):
+    for p in (
+        os.environ.get("CTXLAB_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+        shutil.which("google-chrome"),
+    ):
         if p and os.path.exists(p):
             return p
     return None
@@ -54,9 +67,24 @@ def page_paths() -> list[str]:
 @pytest.fixture(scope="module")
 def server():
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-                             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -108,12 +136,24 @@ def test_every_page_renders_without_error(server, browser):
         wait_rendered(page)
         took[path] = round(time.perf_counter() - t0, 1)
         page.wait_for_timeout(300)
-        errors = [e.inner_text()[:300] for e in page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')]
+        errors = [
+            e.inner_text()[:300]
+            for e in page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')
+        ]
         assert not errors, f"/{path}: {errors}"
         body = page.inner_text("body")
-        for m in kinds.names(shipped=True):  # a shipped model that did not load shows as a warning or caption, not an error
-            said = [t for t in (f"{m} model is not available", f"{m} not available", f"missing: {checkpoint.rebuild_command(m)}")
-                    if t.lower() in body.lower()]
+        for m in kinds.names(
+            shipped=True
+        ):  # a shipped model that did not load shows as a warning or caption, not an error
+            said = [
+                t
+                for t in (
+                    f"{m} model is not available",
+                    f"{m} not available",
+                    f"missing: {checkpoint.rebuild_command(m)}",
+                )
+                if t.lower() in body.lower()
+            ]
             assert not said, f"/{path}: the shipped model {m} did not load: {said}"
         assert "no model is available" not in body.lower(), f"/{path}: no model loaded"
         titles[path] = page.inner_text("h1").strip()

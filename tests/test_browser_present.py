@@ -4,6 +4,7 @@ scrolling; → goes to the next step and ← back.
 
 Skips like tests/test_browser.py (no Playwright or Chromium) unless CTXLAB_REQUIRE_BROWSER=1; uses its server and
 browser fixtures (a fresh browser profile: Playwright's own temporary one)."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,8 +54,10 @@ def test_a_step_fits_the_screen_and_the_keys_work(server, browser, step):  # noq
         page.goto(f"{server}/Lesson?lang=en&present=1&step={step}")
         wait_rendered(page)
         page.wait_for_selector('[data-testid="stCaptionContainer"]:has-text("Keys:")')
-        page.wait_for_function("() => document.querySelector('[data-testid=\"stSidebar\"]')"
-                               ".getBoundingClientRect().right <= 0", timeout=10_000)  # it slides away
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect().right <= 0",
+            timeout=10_000,
+        )  # it slides away
         _settle(page)
         b = page.evaluate(BOXES)
         assert b["sidebar"] == "true" and b["sidebar_right"] <= 0, b
@@ -74,8 +77,11 @@ def test_a_step_fits_the_screen_and_the_keys_work(server, browser, step):  # noq
         title = page.inner_text("h2").strip()
         assert title == STEPS[step - 1].text("title", "en")
         page.keyboard.press("ArrowRight")
-        page.wait_for_function("t => document.querySelector('h2') && document.querySelector('h2').innerText.trim() !== t",
-                               arg=title, timeout=90_000)
+        page.wait_for_function(
+            "t => document.querySelector('h2') && document.querySelector('h2').innerText.trim() !== t",
+            arg=title,
+            timeout=90_000,
+        )
         _settle(page)
         assert page.inner_text("h2").strip() == STEPS[step].text("title", "en")
         assert f"step={step + 1}" in page.url
@@ -99,7 +105,9 @@ def test_keys_do_nothing_outside_presentation_mode(server, browser):  # noqa: F8
         wait_rendered(page)
         assert page.inner_text("h2").strip() == STEPS[COSINE - 1].text("title", "en")
         assert page.query_selector('[data-testid="stAlertContentSuccess"]') is None
-        assert page.evaluate("document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed')") \
+        assert (
+            page.evaluate("document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed')")
             == "false"
+        )
     finally:
         page.close()

@@ -1,5 +1,6 @@
 """The disk cache for derived data (ctxlib.cache) and what uses it: vocabulary type vectors, task features, atlas
 samples, the parsed corpus; and the server's background warm-up."""
+
 import json
 import os
 import sys
@@ -42,7 +43,10 @@ def test_cached_hit_and_json_part(tmp_path):
 
     def build():
         calls.append(1)
-        return {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "w": np.array(["苹果", "手机"])}, {"n": 2, "名": "值"}
+        return {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "w": np.array(["苹果", "手机"])}, {
+            "n": 2,
+            "名": "值",
+        }
 
     a1, d1 = cache.cached("demo", cache.key("a", 1), build)
     a2, d2 = cache.cached("demo", cache.key("a", 1), build)
@@ -140,8 +144,11 @@ def test_atlas_sample_from_disk_equals_computed(tmp_path):
     from ctxlib.corpus import Occurrence
 
     d = _checkpoint(tmp_path)
-    occ = [Occurrence("我吃苹果了", 2, 4, "n", "pd", "train"), Occurrence("苹果手机很好", 0, 2, None, "reviews", "test"),
-           Occurrence("他买苹果", 2, 4, "n", "pd", "train")]
+    occ = [
+        Occurrence("我吃苹果了", 2, 4, "n", "pd", "train"),
+        Occurrence("苹果手机很好", 0, 2, None, "reviews", "test"),
+        Occurrence("他买苹果", 2, 4, "n", "pd", "train"),
+    ]
     enc = Counting(d)
     a = explore._atlas_cached(enc, "苹果", occ, 7, 0)
     enc2 = Counting(d)
@@ -149,15 +156,24 @@ def test_atlas_sample_from_disk_equals_computed(tmp_path):
     assert enc.encoded == 3 and enc2.encoded == 0
     assert np.array_equal(a.vecs, b.vecs) and np.array_equal(a.base, b.base)
     assert (a.texts, a.spans, a.tags, a.sources, a.total, a.contexts, a.layer_names) == (
-        b.texts, b.spans, b.tags, b.sources, b.total, b.contexts, b.layer_names)
+        b.texts,
+        b.spans,
+        b.tags,
+        b.sources,
+        b.total,
+        b.contexts,
+        b.layer_names,
+    )
     assert b.tags[1] is None and b.spans[0] == (2, 4)
 
 
 def test_corpus_json_cache_round_trips(monkeypatch, _cache_dir):
     from ctxlib import corpus
 
-    pars = (corpus.Paragraph("supplement", 0, ["我", "吃", "苹果"], sense=("苹果", "fruit")),
-            corpus.Paragraph("supplement", 1, ["苹果", "公司"], sense=("苹果", "company")))
+    pars = (
+        corpus.Paragraph("supplement", 0, ["我", "吃", "苹果"], sense=("苹果", "fruit")),
+        corpus.Paragraph("supplement", 1, ["苹果", "公司"], sense=("苹果", "company")),
+    )
     calls = []
 
     def build():
@@ -261,8 +277,10 @@ def test_numba_disk_cache_gives_uncached_jitted_functions_a_disk_cache(tmp_path,
     from ctxlib import projection
 
     src = tmp_path / "ctxlab_nbtest_mod.py"
-    src.write_text("import numba\n\n@numba.njit\ndef twice(x):\n    return 2 * x\n\n"
-                   "@numba.njit\ndef thrice(x):\n    return 3 * x\n\n@numba.njit(cache=True)\ndef own(x):\n    return x\n")
+    src.write_text(
+        "import numba\n\n@numba.njit\ndef twice(x):\n    return 2 * x\n\n"
+        "@numba.njit\ndef thrice(x):\n    return 3 * x\n\n@numba.njit(cache=True)\ndef own(x):\n    return x\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "nbcache"))
     import ctxlab_nbtest_mod as mod

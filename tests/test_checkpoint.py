@@ -47,12 +47,15 @@ def test_missing_checkpoint_names_file_and_command(tmp_path):
         checkpoint.load(tmp_path / "nothing")
 
 
-@pytest.mark.parametrize("name,data,pattern", [
-    ("config.json", b"{not json", r"config\.json is corrupt.*python -m ctxlib train"),
-    ("config.json", b'{"config": {}}', r"config\.json is corrupt.*python -m ctxlib train"),
-    ("vocab.json", b"\xff\xfe garbage", r"vocab\.json is corrupt.*python -m ctxlib train word2vec"),
-    ("model.pt", b"PK\x03\x04 truncated zip", r"model\.pt is corrupt.*python -m ctxlib train word2vec"),
-])
+@pytest.mark.parametrize(
+    "name,data,pattern",
+    [
+        ("config.json", b"{not json", r"config\.json is corrupt.*python -m ctxlib train"),
+        ("config.json", b'{"config": {}}', r"config\.json is corrupt.*python -m ctxlib train"),
+        ("vocab.json", b"\xff\xfe garbage", r"vocab\.json is corrupt.*python -m ctxlib train word2vec"),
+        ("model.pt", b"PK\x03\x04 truncated zip", r"model\.pt is corrupt.*python -m ctxlib train word2vec"),
+    ],
+)
 def test_corrupt_files_raise_checkpoint_error(tmp_path, name, data, pattern):
     _save(tmp_path / "word2vec")
     (tmp_path / "word2vec" / name).write_bytes(data)
@@ -64,7 +67,9 @@ def test_corrupt_files_raise_checkpoint_error(tmp_path, name, data, pattern):
 def test_missing_files_raise_checkpoint_error(tmp_path, name):
     _save(tmp_path / "m")
     (tmp_path / "m" / name).unlink()
-    with pytest.raises(CheckpointError, match=rf"{name.replace('.', '[.]')} is missing.*python -m ctxlib train word2vec"):
+    with pytest.raises(
+        CheckpointError, match=rf"{name.replace('.', '[.]')} is missing.*python -m ctxlib train word2vec"
+    ):
         checkpoint.load(tmp_path / "m")
 
 
@@ -76,7 +81,9 @@ def test_state_dict_that_is_not_a_dict(tmp_path):
 
 
 def test_mismatched_state_dict_names_both_files(tmp_path):
-    checkpoint.save(tmp_path / "m", "bert", {"hidden": 4}, {}, {"weight": torch.zeros(2, 4), "bias": torch.zeros(2)}, {})
+    checkpoint.save(
+        tmp_path / "m", "bert", {"hidden": 4}, {}, {"weight": torch.zeros(2, 4), "bias": torch.zeros(2)}, {}
+    )
     _, _, sd = checkpoint.load(tmp_path / "m")
     model = torch.nn.Linear(5, 2)
     with pytest.raises(CheckpointError, match=r"model\.pt does not match .*config\.json.*python -m ctxlib train bert"):
@@ -158,10 +165,14 @@ def test_saved_files_are_readable_by_others(tmp_path):
 
 # -- issue #17, item 4: what the mutation run showed untested ---------------------------------------------------------
 
+
 def test_rebuild_command_and_resolve(tmp_path, monkeypatch):
     assert checkpoint.rebuild_command("elmo") == "python -m ctxlib train elmo"
-    assert checkpoint.rebuild_command(None) == checkpoint.rebuild_command("lstm") == \
-        "python -m ctxlib train word2vec|elmo|bert|gpt"
+    assert (
+        checkpoint.rebuild_command(None)
+        == checkpoint.rebuild_command("lstm")
+        == "python -m ctxlib train word2vec|elmo|bert|gpt"
+    )
     monkeypatch.setattr(checkpoint, "CHECKPOINT_DIR", tmp_path / "ckpts")
     monkeypatch.chdir(tmp_path)
     assert checkpoint.resolve("bert") == tmp_path / "ckpts" / "bert"  # a bare name: a folder under checkpoints/
@@ -185,7 +196,7 @@ def test_atomic_write_bytes_makes_folders_and_writes_beside_the_target(tmp_path,
     finally:
         os.umask(old)
     assert target.read_bytes() == b"xyz" and stat.S_IMODE(target.stat().st_mode) == 0o644
-    (tmp, dst), = seen
+    ((tmp, dst),) = seen
     assert dst == target and tmp.parent == target.parent  # same folder: the rename is atomic
     assert tmp.name.startswith("out.json.") and tmp.name.endswith(".tmp") and not tmp.exists()
 
@@ -209,13 +220,19 @@ def test_messages_name_the_fix(tmp_path):
         checkpoint.read_config(tmp_path / "mine")
     (tmp_path / "elmo").mkdir()
     (tmp_path / "elmo" / "config.json").write_text('{"kind": "elmo"}', encoding="utf-8")
-    with pytest.raises(CheckpointError, match=r"is corrupt \(missing 'kind' or 'config'\)\. Rebuild it with: "
-                                              r"python -m ctxlib train elmo$"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"is corrupt \(missing 'kind' or 'config'\)\. Rebuild it with: "
+        r"python -m ctxlib train elmo$",
+    ):
         checkpoint.read_config(tmp_path / "elmo")
     _save(tmp_path / "m", kind="bert")
     torch.save([1, 2], tmp_path / "m" / "model.pt")  # loads, but is no state dict
-    with pytest.raises(CheckpointError, match=r"corrupt or not a state dict \(ValueError\)\. Rebuild with: "
-                                              r"python -m ctxlib train bert$"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"corrupt or not a state dict \(ValueError\)\. Rebuild with: "
+        r"python -m ctxlib train bert$",
+    ):
         checkpoint.load(tmp_path / "m")
 
 
@@ -226,5 +243,7 @@ def test_load_state_into_is_strict_and_names_both_files(tmp_path):
     assert torch.equal(model.weight, torch.ones(2, 2))
     with pytest.raises(CheckpointError) as err:  # a key missing: strict loading refuses it
         checkpoint.load_state_into(model, {"weight": torch.ones(2, 2)}, tmp_path / "m")
-    assert str(err.value) == (f"{tmp_path / 'm' / 'model.pt'} does not match {tmp_path / 'm' / 'config.json'} "
-                              f"(Error(s) in loading state_dict for Linear:). Rebuild with: python -m ctxlib train elmo")
+    assert str(err.value) == (
+        f"{tmp_path / 'm' / 'model.pt'} does not match {tmp_path / 'm' / 'config.json'} "
+        f"(Error(s) in loading state_dict for Linear:). Rebuild with: python -m ctxlib train elmo"
+    )

@@ -2,6 +2,7 @@
 built): which members and paths are refused (other names, paths escaping the folder, links, duplicates, two top
 folders), the size and ratio caps at their exact edges, damaged data, the folder it unpacks to, unpacking once per
 file, and cleaning up. Added for issue #17, item 4 (mutation testing)."""
+
 import io
 import os
 import stat
@@ -37,7 +38,7 @@ def _zip(path, entries, compress=zipfile.ZIP_STORED):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns on a duplicate name
         with zipfile.ZipFile(path, "w", compression=compress) as zf:
-            for name, data in (entries.items() if isinstance(entries, dict) else entries):
+            for name, data in entries.items() if isinstance(entries, dict) else entries:
                 zf.writestr(name, data)
     return path
 
@@ -49,8 +50,10 @@ def _unpacked(tmp_path):
 def _refused(z, why):
     with pytest.raises(CheckpointError) as e:
         checkpoint.unzip(z)
-    assert str(e.value) == (f"{z.resolve()} is corrupt or not a checkpoint zip ({why}). Download it again, or rebuild "
-                            f"with: python -m ctxlib train word2vec|elmo|bert|gpt")
+    assert str(e.value) == (
+        f"{z.resolve()} is corrupt or not a checkpoint zip ({why}). Download it again, or rebuild "
+        f"with: python -m ctxlib train word2vec|elmo|bert|gpt"
+    )
 
 
 def test_a_good_zip_unpacks_to_a_folder_named_after_it(members, tmp_path):
@@ -59,13 +62,24 @@ def test_a_good_zip_unpacks_to_a_folder_named_after_it(members, tmp_path):
     assert out.name == "run" and out.parent.parent == tmp_path / "tmp" and out.parent.name.startswith("ctxlab-zip-")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == members
     cfg, vocab, sd = checkpoint.load(z)
-    assert cfg["kind"] == "word2vec" and vocab["itos"] == ["<unk>", "苹果"] and torch.equal(sd["w"], torch.arange(4.0).reshape(2, 2))
+    assert (
+        cfg["kind"] == "word2vec"
+        and vocab["itos"] == ["<unk>", "苹果"]
+        and torch.equal(sd["w"], torch.arange(4.0).reshape(2, 2))
+    )
 
 
-@pytest.mark.parametrize("file,folder", [
-    ("my model (2).zip", "my_model__2_"), ("模型.zip", "模型"), (".hidden.zip", "hidden"), ("....zip", "checkpoint"),
-    (".Xrun-1.zip", "Xrun-1"), ("a" * 80 + ".zip", "a" * 64),
-])
+@pytest.mark.parametrize(
+    "file,folder",
+    [
+        ("my model (2).zip", "my_model__2_"),
+        ("模型.zip", "模型"),
+        (".hidden.zip", "hidden"),
+        ("....zip", "checkpoint"),
+        (".Xrun-1.zip", "Xrun-1"),
+        ("a" * 80 + ".zip", "a" * 64),
+    ],
+)
 def test_the_folder_name_is_the_files_stem_made_safe(members, tmp_path, file, folder):
     assert checkpoint.unzip(_zip(tmp_path / file, members)).name == folder
 
@@ -75,17 +89,27 @@ def test_one_top_folder_is_allowed(members, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted(members)
 
 
-@pytest.mark.parametrize("entries,why", [
-    # every member under "..": stripping the one top folder would leave allowed names
-    (lambda m: {f"../{k}": v for k, v in m.items()}, "unexpected member '../config.json'"),
-    (lambda m: {f"/{k}": v for k, v in m.items()}, "unexpected member '/config.json'"),  # absolute
-    (lambda m: {f"a\\b/{k}": v for k, v in m.items()}, "unexpected member 'a\\\\b/config.json'"),  # a Windows path
-    (lambda m: {"a/config.json": m["config.json"], "b/vocab.json": m["vocab.json"]}, "unexpected member 'a/config.json'"),
-    (lambda m: {"w/config.json": m["config.json"], "w/x/vocab.json": m["vocab.json"]}, "unexpected member 'w/config.json'"),
-    (lambda m: {**m, "resume.pt": b"optimizer state"}, "unexpected member 'resume.pt'"),
-    (lambda m: [*m.items(), ("config.json", b"{}")], "unexpected member 'config.json'"),  # a duplicate
-    (lambda m: {k: v for k, v in m.items() if k != "config.json"}, "no config.json"),
-], ids=["dotdot", "absolute", "backslash", "two_tops", "nested", "other_name", "duplicate", "no_config"])
+@pytest.mark.parametrize(
+    "entries,why",
+    [
+        # every member under "..": stripping the one top folder would leave allowed names
+        (lambda m: {f"../{k}": v for k, v in m.items()}, "unexpected member '../config.json'"),
+        (lambda m: {f"/{k}": v for k, v in m.items()}, "unexpected member '/config.json'"),  # absolute
+        (lambda m: {f"a\\b/{k}": v for k, v in m.items()}, "unexpected member 'a\\\\b/config.json'"),  # a Windows path
+        (
+            lambda m: {"a/config.json": m["config.json"], "b/vocab.json": m["vocab.json"]},
+            "unexpected member 'a/config.json'",
+        ),
+        (
+            lambda m: {"w/config.json": m["config.json"], "w/x/vocab.json": m["vocab.json"]},
+            "unexpected member 'w/config.json'",
+        ),
+        (lambda m: {**m, "resume.pt": b"optimizer state"}, "unexpected member 'resume.pt'"),
+        (lambda m: [*m.items(), ("config.json", b"{}")], "unexpected member 'config.json'"),  # a duplicate
+        (lambda m: {k: v for k, v in m.items() if k != "config.json"}, "no config.json"),
+    ],
+    ids=["dotdot", "absolute", "backslash", "two_tops", "nested", "other_name", "duplicate", "no_config"],
+)
 def test_members_other_than_a_checkpoints_are_refused(members, tmp_path, entries, why):
     z = _zip(tmp_path / "bad.zip", entries(members))
     _refused(z, why)
@@ -98,7 +122,9 @@ def test_a_link_is_refused(members, tmp_path):
     _refused(_zip(tmp_path / "link.zip", [*members.items(), (link, b"/etc/passwd")]), "'timeline.json' is a link")
     plain = zipfile.ZipInfo("timeline.json")
     plain.external_attr = (stat.S_IFREG | 0o644) << 16
-    assert (checkpoint.unzip(_zip(tmp_path / "ok.zip", [*members.items(), (plain, b"[]")])) / "timeline.json").read_bytes() == b"[]"
+    assert (
+        checkpoint.unzip(_zip(tmp_path / "ok.zip", [*members.items(), (plain, b"[]")])) / "timeline.json"
+    ).read_bytes() == b"[]"
 
 
 def test_size_cap_counts_all_members_together_at_its_exact_edge(members, tmp_path, monkeypatch):

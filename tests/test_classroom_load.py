@@ -1,5 +1,6 @@
 """bench/classroom_load.py: the protocol parser on crafted messages, the students' inputs, and a live server with 2
 students (the shipped word2vec checkpoint alone, so the server starts and runs in seconds)."""
+
 import importlib.util
 import json
 import shutil
@@ -53,8 +54,10 @@ def test_scan_counts_exceptions_error_alerts_and_bad_endings():
     assert cl.scan(compile_err, t) == "done" and t["page_errors"] == 2
     clean = cl.new_tally()
     assert cl.scan(ok, clean) == "done" and clean == cl.new_tally()
-    s = cl.summary([{"s": 1.0, "run": 1, "timed_out": False, **t}, {"s": 9.0, "run": 2, "timed_out": True, **clean}],
-                   ["OSError: refused"])
+    s = cl.summary(
+        [{"s": 1.0, "run": 1, "timed_out": False, **t}, {"s": 9.0, "run": 2, "timed_out": True, **clean}],
+        ["OSError: refused"],
+    )
     assert s["errors"] == 1 + 1 + 2 + 1 + 1 and s["timeouts"] == 1 and s["connect_errors"] == 1
     assert s["p50_s"] == s["max_s"] == 1.0 and s["p50_by_run_s"] == [1.0, None]  # a timed-out run has no time
 
@@ -64,7 +67,10 @@ def test_rerun_message_carries_the_query_and_page():
     b.ParseFromString(cl.rerun_msg("lang=zh&word=%E8%8B%B9", "Type_vs_token", "abc"))
     assert b.WhichOneof("type") == "rerun_script"
     assert (b.rerun_script.query_string, b.rerun_script.page_name, b.rerun_script.page_script_hash) == (
-        "lang=zh&word=%E8%8B%B9", "Type_vs_token", "abc")
+        "lang=zh&word=%E8%8B%B9",
+        "Type_vs_token",
+        "abc",
+    )
 
 
 def test_each_student_has_its_own_valid_sentences():
@@ -76,8 +82,11 @@ def test_each_student_has_its_own_valid_sentences():
     for t in tts:  # what the page's own check makes of it: 10 sentences kept, no note at all
         word, kept, notes = examples.check_inputs(t["word"], t["s"])
         assert len(kept) == 10 and notes == [] and {lab for _, lab in kept} == {"水果", "品牌"}
-    assert cl.student_params("Type_vs_token", 3, 0) == cl.student_params("Type_vs_token", 3, 0) != cl.student_params(
-        "Type_vs_token", 3, 1)
+    assert (
+        cl.student_params("Type_vs_token", 3, 0)
+        == cl.student_params("Type_vs_token", 3, 0)
+        != cl.student_params("Type_vs_token", 3, 1)
+    )
     assert cl.page_names()["Type vs token"] == cl.page_names()["1_Type_vs_token"] == "Type_vs_token"
 
 
@@ -103,8 +112,12 @@ def server(tmp_path_factory):
     shutil.copytree(src, ck / "word2vec")
     port = cl.free_port()
     try:
-        proc = cl.start_server("app.py", port, wait_s=60, env={"CTXLIB_CHECKPOINTS": str(ck), "CTXLAB_NO_PREWARM": "1",
-                                                               "OMP_NUM_THREADS": "1"})
+        proc = cl.start_server(
+            "app.py",
+            port,
+            wait_s=60,
+            env={"CTXLIB_CHECKPOINTS": str(ck), "CTXLAB_NO_PREWARM": "1", "OMP_NUM_THREADS": "1"},
+        )
     except (RuntimeError, OSError) as e:
         pytest.skip(f"the app server could not start here: {e}")
     yield port, proc.pid
@@ -118,15 +131,37 @@ def _bench(capsys, *argv) -> dict:
 
 def test_two_students_on_the_home_page(server, capsys):
     port, pid = server
-    r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--timeout", "60",
-               "--until-idle", "60")
+    r = _bench(
+        capsys,
+        "--port",
+        str(port),
+        "--page",
+        "Home",
+        "--students",
+        "2",
+        "--runs",
+        "1",
+        "--timeout",
+        "60",
+        "--until-idle",
+        "60",
+    )
     assert r["n_runs"] == 2 and r["errors"] == 0, r
     assert r["idle_wait_s"] is not None and 0 <= r["idle_wait_s"] < 60
     assert 0 < r["p50_s"] <= r["p95_s"] <= r["max_s"] < 60
     assert r["server_pid"] == pid  # found from the port through /proc
     assert r["rss_before_mb"] > 50 and r["rss_after_mb"] > 50 and r["rss_peak_mb"] >= r["rss_after_mb"]
     assert r["elements_per_run"] > 10  # the page was drawn, not just connected to
-    assert set(r) >= {"p50_s", "p95_s", "max_s", "errors", "exceptions", "error_alerts", "rss_before_mb", "rss_after_mb"}
+    assert set(r) >= {
+        "p50_s",
+        "p95_s",
+        "max_s",
+        "errors",
+        "exceptions",
+        "error_alerts",
+        "rss_before_mb",
+        "rss_after_mb",
+    }
 
 
 class _FakeProcess:
@@ -177,8 +212,23 @@ def test_cpu_s_reads_this_process():
 def test_an_error_on_the_page_is_counted(server, capsys):
     """A word that no student's sentence holds: Type vs token shows its error box to every student."""
     port, _ = server
-    r = _bench(capsys, "--port", str(port), "--page", "Type vs token", "--students", "2", "--runs", "1",
-               "--query", "word=龘靐", "--warmup", "0", "--timeout", "60")
+    r = _bench(
+        capsys,
+        "--port",
+        str(port),
+        "--page",
+        "Type vs token",
+        "--students",
+        "2",
+        "--runs",
+        "1",
+        "--query",
+        "word=龘靐",
+        "--warmup",
+        "0",
+        "--timeout",
+        "60",
+    )
     assert r["n_runs"] == 2 and r["error_alerts"] == 2 and r["errors"] == 2 and r["exceptions"] == 0, r
     assert "龘靐" in r["first_error"]
 
@@ -192,11 +242,30 @@ def test_cycles_report_rss_along_the_way(server, capsys):
 
 def test_runs_are_bounded_in_count_and_time(server, capsys):
     port, _ = server
-    for bad in (["--students", "0"], ["--students", "201"], ["--runs", "0"], ["--timeout", "0"], ["--page", "Nope"],
-                ["--pause", "601"]):
+    for bad in (
+        ["--students", "0"],
+        ["--students", "201"],
+        ["--runs", "0"],
+        ["--timeout", "0"],
+        ["--page", "Nope"],
+        ["--pause", "601"],
+    ):
         assert cl.main(["--port", str(port), *bad]) == 2
-    r = _bench(capsys, "--port", str(port), "--page", "Home", "--students", "2", "--runs", "1", "--warmup", "0",
-               "--max-seconds", "0.05")
+    r = _bench(
+        capsys,
+        "--port",
+        str(port),
+        "--page",
+        "Home",
+        "--students",
+        "2",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--max-seconds",
+        "0.05",
+    )
     assert r["n_runs"] == 0 and r["connect_errors"] == 1 and "max-seconds" in r["first_error"], r
 
 

@@ -38,16 +38,31 @@ def test_embed_reads_stdin(w2v_tiny, tmp_path, monkeypatch):
     assert np.load(out)["vectors"].shape == (1, 1, 32)
 
 
-@pytest.mark.parametrize("text,word,model,pattern", [
-    ("苹果很甜\n今天天气很好\n", "苹果", None, r"line 2 does not contain '苹果'"),
-    ("\n\n苹果很甜\n我爱苹果\n\n没有水果\n", "苹果", None, r"line 6 does not contain"),
-    ("龘靐很甜\n我爱龘靐\n", "龘靐", None, r"'龘靐' is not in the .* vocabulary"),
-    ("苹果很甜\n", "苹果", "no_such_model", r"cannot load model 'no_such_model'.*python -m ctxlib train"),
-    ("\n \n", "苹果", None, r"empty"),
-])
+@pytest.mark.parametrize(
+    "text,word,model,pattern",
+    [
+        ("苹果很甜\n今天天气很好\n", "苹果", None, r"line 2 does not contain '苹果'"),
+        ("\n\n苹果很甜\n我爱苹果\n\n没有水果\n", "苹果", None, r"line 6 does not contain"),
+        ("龘靐很甜\n我爱龘靐\n", "龘靐", None, r"'龘靐' is not in the .* vocabulary"),
+        ("苹果很甜\n", "苹果", "no_such_model", r"cannot load model 'no_such_model'.*python -m ctxlib train"),
+        ("\n \n", "苹果", None, r"empty"),
+    ],
+)
 def test_embed_user_errors_exit_2_with_one_line(w2v_tiny, tmp_path, capsys, text, word, model, pattern):
     out = tmp_path / "v.npz"
-    rc = main(["embed", "--model", model or str(w2v_tiny), "--word", word, "--input", _lines(tmp_path, text), "--out", str(out)])
+    rc = main(
+        [
+            "embed",
+            "--model",
+            model or str(w2v_tiny),
+            "--word",
+            word,
+            "--input",
+            _lines(tmp_path, text),
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and not out.exists()
     assert len(err.splitlines()) == 1 and err.startswith("error: ")
@@ -55,7 +70,19 @@ def test_embed_user_errors_exit_2_with_one_line(w2v_tiny, tmp_path, capsys, text
 
 
 def test_embed_missing_input_file(w2v_tiny, tmp_path, capsys):
-    rc = main(["embed", "--model", str(w2v_tiny), "--word", "苹果", "--input", str(tmp_path / "no.txt"), "--out", str(tmp_path / "o.npz")])
+    rc = main(
+        [
+            "embed",
+            "--model",
+            str(w2v_tiny),
+            "--word",
+            "苹果",
+            "--input",
+            str(tmp_path / "no.txt"),
+            "--out",
+            str(tmp_path / "o.npz"),
+        ]
+    )
     assert rc == 2 and "not found" in capsys.readouterr().err and not (tmp_path / "o.npz").exists()
 
 
@@ -63,12 +90,50 @@ def test_embed_end_to_end_subprocess(w2v_tiny, tmp_path):
     src = _lines(tmp_path, "苹果很甜\n我爱苹果\n")
     out = tmp_path / "p.npz"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    r = subprocess.run([sys.executable, "-m", "ctxlib", "embed", "--model", str(w2v_tiny), "--word", "苹果", "--input", src,
-                        "--out", str(out)], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctxlib",
+            "embed",
+            "--model",
+            str(w2v_tiny),
+            "--word",
+            "苹果",
+            "--input",
+            src,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert np.load(out, allow_pickle=False)["vectors"].shape == (2, 1, 32)
-    r = subprocess.run([sys.executable, "-m", "ctxlib", "embed", "--model", str(w2v_tiny), "--word", "梨", "--input", src,
-                        "--out", str(tmp_path / "q.npz")], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctxlib",
+            "embed",
+            "--model",
+            str(w2v_tiny),
+            "--word",
+            "梨",
+            "--input",
+            src,
+            "--out",
+            str(tmp_path / "q.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 2 and "line 1" in r.stderr and not (tmp_path / "q.npz").exists()
 
 
@@ -132,14 +197,21 @@ def test_init_from_mistakes_exit_2_with_what_to_do(tmp_path, capsys):
     source's, together with --resume, for word2vec. Each is one line saying what to do; nothing is trained."""
     src = tmp_path / "src"
     src.mkdir()
-    (src / "config.json").write_text(json.dumps({"kind": "bert", "config": {}, "summary": {"steps": 100, "run": {"preset": "tiny", "seed": 0}}}))
-    cases = [(["--init-from", str(tmp_path / "none"), "--out", str(tmp_path / "o"), "--steps", "200"], "config.json"),
-             (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "200", "--kind-elmo"], "of kind bert; train elmo --init-from needs"),
-             (["--init-from", str(src), "--steps", "200"], "needs --out"),
-             (["--init-from", str(src), "--out", str(src), "--steps", "200"], "new folder"),
-             (["--init-from", str(src), "--out", str(tmp_path / "o")], "--steps 2100"),
-             (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "100"], "beyond it"),
-             (["--init-from", str(src), "--resume", str(src), "--out", str(tmp_path / "o"), "--steps", "200"], "give one")]
+    (src / "config.json").write_text(
+        json.dumps({"kind": "bert", "config": {}, "summary": {"steps": 100, "run": {"preset": "tiny", "seed": 0}}})
+    )
+    cases = [
+        (["--init-from", str(tmp_path / "none"), "--out", str(tmp_path / "o"), "--steps", "200"], "config.json"),
+        (
+            ["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "200", "--kind-elmo"],
+            "of kind bert; train elmo --init-from needs",
+        ),
+        (["--init-from", str(src), "--steps", "200"], "needs --out"),
+        (["--init-from", str(src), "--out", str(src), "--steps", "200"], "new folder"),
+        (["--init-from", str(src), "--out", str(tmp_path / "o")], "--steps 2100"),
+        (["--init-from", str(src), "--out", str(tmp_path / "o"), "--steps", "100"], "beyond it"),
+        (["--init-from", str(src), "--resume", str(src), "--out", str(tmp_path / "o"), "--steps", "200"], "give one"),
+    ]
     for extra, want in cases:
         kind = "elmo" if "--kind-elmo" in extra else "bert"
         assert main(["train", kind, *[a for a in extra if a != "--kind-elmo"]]) == 2, extra
@@ -151,10 +223,20 @@ def test_init_from_mistakes_exit_2_with_what_to_do(tmp_path, capsys):
 
 
 # -- every command against the pages' bad inputs (issue #14, part 6): exit 0 or 2, never a traceback ----------------
-BAD_TEXT = {"empty": "", "missing": "今天天气很好", "unseen": "龘靐", "5000": "苹果" * 2500,
-            "html": "<script>alert(1)</script>苹果", "control": "苹果\x07\x1b[31m很\x7f甜"}
-BAD_FILE = {"gb18030": "苹果很甜\n我爱苹果\n".encode("gb18030"), "binary": b"\x00\x01PK\x03\x04" * 50, "empty": b"",
-            "control": ("苹果" + "\x07\x1b" * 20 + "\n").encode()}
+BAD_TEXT = {
+    "empty": "",
+    "missing": "今天天气很好",
+    "unseen": "龘靐",
+    "5000": "苹果" * 2500,
+    "html": "<script>alert(1)</script>苹果",
+    "control": "苹果\x07\x1b[31m很\x7f甜",
+}
+BAD_FILE = {
+    "gb18030": "苹果很甜\n我爱苹果\n".encode("gb18030"),
+    "binary": b"\x00\x01PK\x03\x04" * 50,
+    "empty": b"",
+    "control": ("苹果" + "\x07\x1b" * 20 + "\n").encode(),
+}
 
 
 def _text_cases():
@@ -171,10 +253,14 @@ def _text_cases():
         yield f"file-{k}", ["embed", "--model", "elmo", "--word", "苹果", "--input", f"<file:{k}>", "--out", "<out>"]
         yield f"file-{k}", ["train", "word2vec", "--corpus", f"<file:{k}>"]  # no --out: stops before training
     for k in ("model.pt", "config.json"):
-        for c in (["embed", "--model", "<bad>", "--word", "苹果", "--input", "<file:gb18030>", "--out", "<out>"],
-                  ["eval", "<bad>", "--task", "senses", "--out", "<out>"], ["eval", "<bad>", "--task", "pos", "--out", "<out>"],
-                  ["fill-mask", "今天[MASK]", "--model", "<bad>"], ["generate", "今天", "--model", "<bad>"],
-                  ["train", "bert", "--resume", "<bad>"]):
+        for c in (
+            ["embed", "--model", "<bad>", "--word", "苹果", "--input", "<file:gb18030>", "--out", "<out>"],
+            ["eval", "<bad>", "--task", "senses", "--out", "<out>"],
+            ["eval", "<bad>", "--task", "pos", "--out", "<out>"],
+            ["fill-mask", "今天[MASK]", "--model", "<bad>"],
+            ["generate", "今天", "--model", "<bad>"],
+            ["train", "bert", "--resume", "<bad>"],
+        ):
             yield f"corrupt-{k}", [a.replace("<bad>", f"<bad:{k}>") for a in c]
     yield "info", ["info"]
     for k in ("0", "-3"):
@@ -193,7 +279,9 @@ def shipped_once():
     real = encoder.load
     cached = functools.lru_cache(maxsize=None)(real)
     mp = pytest.MonkeyPatch()
-    mp.setattr(encoder, "load", lambda name: cached(name) if name in ("word2vec", "elmo", "bert", "gpt") else real(name))
+    mp.setattr(
+        encoder, "load", lambda name: cached(name) if name in ("word2vec", "elmo", "bert", "gpt") else real(name)
+    )
     yield
     mp.undo()
 
@@ -231,8 +319,14 @@ def test_fill_mask_over_long_text_subprocess():
     if not (checkpoint.CHECKPOINT_DIR / "bert" / "config.json").is_file():
         pytest.skip("checkpoints/bert missing: python -m ctxlib train bert")
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-m", "ctxlib", "fill-mask", "今天天气很[MASK]" + "好" * 250, "--model", "bert"],
-                       capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxlib", "fill-mask", "今天天气很[MASK]" + "好" * 250, "--model", "bert"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     [line] = r.stderr.strip().splitlines()
     assert line.startswith("error: the text is 256 tokens long; fill-mask takes at most"), line

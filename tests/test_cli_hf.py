@@ -1,5 +1,6 @@
 """The command line on equal terms for Transformers models (tiny ones built here, no network): embed, fill-mask,
 generate, info, eval --task senses|cloze and download; bad models exit 2 with one line."""
+
 import json
 
 import hf_tiny
@@ -26,7 +27,9 @@ def test_embed_writes_every_layer(models, tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_text("我买了苹果手机\n苹果真好吃\n", encoding="utf-8")
     out = tmp_path / "v.npz"
-    assert main(["embed", "--model", f"hf:{models['zh']}", "--word", "苹果", "--input", str(src), "--out", str(out)]) == 0
+    assert (
+        main(["embed", "--model", f"hf:{models['zh']}", "--word", "苹果", "--input", str(src), "--out", str(out)]) == 0
+    )
     z = np.load(out)
     assert z["vectors"].shape == (2, 3, 32) and list(z["layer_names"]) == ["embeddings", "layer 1", "layer 2"]
 
@@ -93,7 +96,9 @@ def test_bad_models_exit_2_with_one_line(models, tmp_path, monkeypatch, capsys, 
     _one_line_error(capsys)
     src = tmp_path / "in.txt"
     src.write_text("x y\n", encoding="utf-8")
-    assert main(["embed", "--model", f"hf:{d}", "--word", "x", "--input", str(src), "--out", str(tmp_path / "o.npz")]) == 2
+    assert (
+        main(["embed", "--model", f"hf:{d}", "--word", "x", "--input", str(src), "--out", str(tmp_path / "o.npz")]) == 2
+    )
     _one_line_error(capsys)
     assert not (tmp_path / "o.npz").exists()
 

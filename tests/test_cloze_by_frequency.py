@@ -1,4 +1,5 @@
 """bench/cloze_by_frequency.py: cloze hits grouped by how often the answer's word occurs in the training text."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -46,4 +47,5 @@ def test_a_missing_or_foreign_eval_file_exits_2_with_one_line(tmp_path, capsys, 
 def test_the_shipped_eval_file_matches_the_cloze_set():
     ranks = json.loads((ROOT / "checkpoints/bert/eval_cloze.json").read_text(encoding="utf-8"))["ranks"]
     from ctxlib.evaluation.heldout import cloze_items
+
     assert len(ranks) == len(cloze_items())

@@ -1,5 +1,6 @@
 """bench/compare_evals.py: paired bootstrap intervals of held-out differences between two checkpoints' eval files,
 and the cloze eval's per-item ranks it reads."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -16,7 +17,9 @@ _spec.loader.exec_module(ce)
 
 
 def _senses(per_word: dict) -> dict:
-    return {"sets": {"frozen": {"per_word": {w: {"n": 14, "accuracy": v, "pair_ranking": v} for w, v in per_word.items()}}}}
+    return {
+        "sets": {"frozen": {"per_word": {w: {"n": 14, "accuracy": v, "pair_ranking": v} for w, v in per_word.items()}}}
+    }
 
 
 def _write(d: Path, senses=None, ranks=None):
@@ -60,7 +63,7 @@ def test_files_that_cannot_be_paired_exit_2(tmp_path, capsys):
     c = _write(tmp_path / "c", None, None)
     assert ce.main([str(a), str(c)]) == 2
     d = _write(tmp_path / "d", None, [1])
-    e = (tmp_path / "e")
+    e = tmp_path / "e"
     e.mkdir()
     (e / "eval_cloze.json").write_text(json.dumps({"all": {"top1": 0.5}}))  # written before per-item ranks
     assert ce.main([str(d), str(e)]) == 2
@@ -68,7 +71,11 @@ def test_files_that_cannot_be_paired_exit_2(tmp_path, capsys):
 
 
 def test_cloze_eval_records_each_items_rank(monkeypatch):
-    items = [("今天天气很[MASK]。", "好", "daily"), ("北[MASK]是首都。", "京", "news"), ("房间很干[MASK]。", "净", "review")]
+    items = [
+        ("今天天气很[MASK]。", "好", "daily"),
+        ("北[MASK]是首都。", "京", "news"),
+        ("房间很干[MASK]。", "净", "review"),
+    ]
     monkeypatch.setattr(heldout, "cloze_items", lambda: items)
 
     class Fake:

@@ -76,8 +76,15 @@ def test_user_corpus_utf8_and_gb18030(tmp_path):
     assert user_text.read_text_file(fb) == text
 
 
-@pytest.mark.parametrize("data,msg", [(b"", "empty"), (b"  \n\n", "empty"), (b"\x00\x01PK\x03\x04" * 50, "binary"),
-                                      (bytes(range(1, 32)) * 40, "binary")])
+@pytest.mark.parametrize(
+    "data,msg",
+    [
+        (b"", "empty"),
+        (b"  \n\n", "empty"),
+        (b"\x00\x01PK\x03\x04" * 50, "binary"),
+        (bytes(range(1, 32)) * 40, "binary"),
+    ],
+)
 def test_user_corpus_bad_files(tmp_path, data, msg):
     f = tmp_path / "x.txt"
     f.write_bytes(data)
@@ -98,5 +105,5 @@ def test_user_corpus_cap_and_missing(tmp_path):
 def test_occurrences_give_spans_and_gold_tags():
     occ, total = corpus.occurrences("发展", source="pd", cap=50)
     assert total > 500 and len(occ) == 50
-    assert all(o.text[o.start:o.end] == "发展" and o.tag in {"v", "vn", "n", "a", "an"} for o in occ)
+    assert all(o.text[o.start : o.end] == "发展" and o.tag in {"v", "vn", "n", "a", "an"} for o in occ)
     assert {"v", "vn"} <= {o.tag for o in corpus.occurrences("发展", source="pd", cap=10**6)[0]}

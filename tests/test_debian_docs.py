@@ -1,5 +1,6 @@
 """bench/debian_docs.py (more real text from Debian's Chinese documentation): the groff and HTML paragraph
 splitters, the prose filter, and extraction with deduplication, on tiny made-up files (no download)."""
+
 import gzip
 import importlib.util
 from pathlib import Path
@@ -30,9 +31,11 @@ def test_groff_joins_wrapped_lines_and_drops_escapes():
 
 
 def test_html_blocks_skip_code_and_scripts():
-    page = ("<html><head><title>标题</title><script>var x='脚本里的中文不要';</script></head><body>"
-            "<p>选择「文件 - 打开」，然后<b>选中</b>要打开的文件。</p><pre>代码块里的中文也不要</pre>"
-            "<ul><li>第一项说明文字</li><li>第二项</li></ul></body></html>")
+    page = (
+        "<html><head><title>标题</title><script>var x='脚本里的中文不要';</script></head><body>"
+        "<p>选择「文件 - 打开」，然后<b>选中</b>要打开的文件。</p><pre>代码块里的中文也不要</pre>"
+        "<ul><li>第一项说明文字</li><li>第二项</li></ul></body></html>"
+    )
     paras = dd.html_paragraphs(page)
     assert "选择「文件 - 打开」，然后选中要打开的文件。" in paras and "第一项说明文字" in paras
     assert not any("不要" in p for p in paras)
@@ -49,10 +52,14 @@ def test_extract_dedups_after_nfkc(tmp_path):
     man = tmp_path / "manpages-zh/usr/share/man/zh_CN/man1"
     man.mkdir(parents=True)
     (man / "a.1.gz").write_bytes(gzip.compress(".SH 描述\n这个命令列出目录中的所有文件和子目录。\n".encode()))
-    (man / "b.1.gz").write_bytes(gzip.compress(".SH 描述\n这个命令列出目录中的所有文件和子目录。\n".replace("。", "。").encode()))
+    (man / "b.1.gz").write_bytes(
+        gzip.compress(".SH 描述\n这个命令列出目录中的所有文件和子目录。\n".replace("。", "。").encode())
+    )
     lo = tmp_path / "libreoffice-help-zh-cn/usr/share/libreoffice/help/zh-CN/text/swriter"
     lo.mkdir(parents=True)
-    (lo / "x.html").write_text("<p>这个命令列出目录中的所有文件和子目录。</p><p>在对话框中选择要插入的图片文件。</p>", encoding="utf-8")
+    (lo / "x.html").write_text(
+        "<p>这个命令列出目录中的所有文件和子目录。</p><p>在对话框中选择要插入的图片文件。</p>", encoding="utf-8"
+    )
     paras, stats = dd.extract(tmp_path)
     assert paras == ["这个命令列出目录中的所有文件和子目录。", "在对话框中选择要插入的图片文件。"]
     assert stats["manpages-zh"] == {"files": 2, "paragraphs": 1, "characters": 19}

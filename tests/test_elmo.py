@@ -1,4 +1,5 @@
 """ELMo: shapes, direction, learning, save/load, unseen words, the LM API."""
+
 import math
 
 import numpy as np
@@ -145,8 +146,9 @@ def test_lm_topk_each_direction_reads_only_its_side(enc):
     assert toks[2][-n_right - 1] != toks[3][-n_right - 1]
     assert _same_topk(*bwd)
     # and each does read its side: another left context changes the forward prediction at the same word
-    assert not _same_topk(enc.lm_topk(texts[0], n_left, k=8)["forward"],
-                          enc.lm_topk(texts[2], len(toks[2]) - n_right - 1, k=8)["forward"])
+    assert not _same_topk(
+        enc.lm_topk(texts[0], n_left, k=8)["forward"], enc.lm_topk(texts[2], len(toks[2]) - n_right - 1, k=8)["forward"]
+    )
 
 
 def test_untrained_differs(enc):

@@ -1,6 +1,7 @@
 """The Encoder base class: batching and truncation in encode(), pooling a word's tokens into one vector per layer,
 the context-free type vectors and their nearest words, cosine and rank_in, loading by kind. A tiny character
 encoder whose vectors are known by construction stands in for a model, so every number is checked exactly."""
+
 import json
 
 import numpy as np
@@ -44,7 +45,9 @@ class CharEncoder(Encoder):
         self.batches.append(list(texts))
         out = []
         for toks, text in zip(batch, texts):
-            layers = np.array([[char_vec(t, j) for t, _, _ in toks] for j in range(3)], np.float32).reshape(3, len(toks), DIM)
+            layers = np.array([[char_vec(t, j) for t, _, _ in toks] for j in range(3)], np.float32).reshape(
+                3, len(toks), DIM
+            )
             out.append(Encoded(text, [t for t, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names))
         return out
 
@@ -69,7 +72,9 @@ def test_word_vectors_mean_pool_the_words_tokens_at_every_layer():
 def test_occurrence_picks_the_nth_and_falls_back_to_the_last():
     enc = CharEncoder()
     e = enc.encode(["苹果和苹果"])[0]
-    assert e.word_indices("苹果") == [0, 1] and e.word_indices("苹果", 1) == [3, 4] and e.word_indices("苹果", 7) == [3, 4]
+    assert (
+        e.word_indices("苹果") == [0, 1] and e.word_indices("苹果", 1) == [3, 4] and e.word_indices("苹果", 7) == [3, 4]
+    )
     assert e.word_indices("香蕉") == [] and e.token_indices(1, 4) == [1, 2, 3]
     _, toks = enc.word_vectors_with_tokens(["苹果和苹果树"], "苹果", occurrence=1)
     assert toks == [["苹", "果"]]
@@ -94,7 +99,7 @@ def test_encode_batches_in_order_and_marks_truncation():
     assert [e.text for e in out] == texts and enc.batches == [texts[0:2], texts[2:4], texts[4:5]]
     assert not any(e.truncated for e in out)
     long = "苹" * (MAX_CHARS + 1)
-    e, = enc.encode([long])
+    (e,) = enc.encode([long])
     assert e.truncated and len(e.tokens) == MAX_CHARS
     assert not enc.encode(["苹" * MAX_CHARS])[0].truncated
     with pytest.raises(TypeError):
@@ -152,8 +157,15 @@ def test_defaults_info_and_base_methods():
     assert Encoder("x", {"hidden": 8, "max_len": 64}, {}).dim == 8 and Encoder("x", {"max_len": 64}, {}).max_len == 64
     assert Encoder("x", {}, {}).dim == 0
     info = enc.info()
-    assert info == {"name": "chars", "kind": "chars", "layers": enc.layer_names, "dim": DIM, "config": {"dim": DIM},
-                    "summary": {}, "path": None}
+    assert info == {
+        "name": "chars",
+        "kind": "chars",
+        "layers": enc.layer_names,
+        "dim": DIM,
+        "config": {"dim": DIM},
+        "summary": {},
+        "path": None,
+    }
     base = Encoder("x", {}, {})
     for call in (lambda: base.layer_names, lambda: base.vocab_words(), lambda: base.encode_tokens([], [])):
         with pytest.raises(NotImplementedError):
@@ -165,8 +177,11 @@ def test_load_by_kind_and_unknown_kind(tmp_path):
     d = tmp_path / "odd"
     d.mkdir()
     (d / "config.json").write_text(json.dumps({"kind": "lstm9", "config": {}}), encoding="utf-8")
-    with pytest.raises(checkpoint.CheckpointError, match=r"unknown model kind 'lstm9' \(expected one of \['word2vec', "
-                                                         r"'elmo', 'bert', 'gpt'\]\)"):
+    with pytest.raises(
+        checkpoint.CheckpointError,
+        match=r"unknown model kind 'lstm9' \(expected one of \['word2vec', "
+        r"'elmo', 'bert', 'gpt'\]\)",
+    ):
         encoder.load(d)
     with pytest.raises(checkpoint.CheckpointError, match="No checkpoint"):
         encoder.load(tmp_path / "none")
@@ -193,11 +208,19 @@ class PosEncoder(CharEncoder):
     def encode_tokens(self, batch, texts):
         out = []
         for toks, text in zip(batch, texts):
-            toks = list(toks)[:self.keep]
+            toks = list(toks)[: self.keep]
             if self.specials:
                 toks = [("[CLS]", 0, 0)] + toks + [("[SEP]", len(text), len(text))]
-            layers = np.array([[[(i + 1) * 10.0 ** -j] * DIM if t[0] not in ("[CLS]", "[SEP]") else [5.0] + [0.0] * (DIM - 1)
-                                for i, t in enumerate(toks)] for j in range(3)], np.float32)
+            layers = np.array(
+                [
+                    [
+                        [(i + 1) * 10.0**-j] * DIM if t[0] not in ("[CLS]", "[SEP]") else [5.0] + [0.0] * (DIM - 1)
+                        for i, t in enumerate(toks)
+                    ]
+                    for j in range(3)
+                ],
+                np.float32,
+            )
             out.append(Encoded(text, [t for t, _, _ in toks], [(a, b) for _, a, b in toks], layers, self.layer_names))
         return out
 
@@ -208,7 +231,9 @@ def test_occurrence_default_and_choice_reach_the_pooling():
     np.testing.assert_allclose(v[0, 0], [1.5] * DIM)
     np.testing.assert_allclose(enc.word_vectors(["苹果和苹果"], "苹果", occurrence=1)[0, 0], [4.5] * DIM)
     np.testing.assert_allclose(enc.word_vectors(["苹果和苹果"], "苹果", 1)[0, 2], [0.045] * DIM, rtol=1e-5)
-    np.testing.assert_allclose(enc.word_vectors_with_tokens(["苹果和苹果"], "苹果")[0][0, 0], [1.5] * DIM)  # default: first
+    np.testing.assert_allclose(
+        enc.word_vectors_with_tokens(["苹果和苹果"], "苹果")[0][0, 0], [1.5] * DIM
+    )  # default: first
 
 
 def test_word_past_the_models_length_is_not_found():
@@ -245,6 +270,7 @@ def test_small_vectors_are_normalised_too():
 
 def test_word_models_keep_the_target_whole_through_encode_and_word_vectors():
     """Word-level models (the base tokenize: jieba) keep the target span as one token, however jieba would cut it."""
+
     class Words(CharEncoder):
         word_level = True
         tokenize = Encoder.tokenize

@@ -1,4 +1,5 @@
 """Held-out figures: pair ranking against a brute-force reference, the three sense sets, the cloze set."""
+
 import itertools
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Built-in example sets, the "sentence | label" parser and the input checks (message ids + values)."""
+
 from collections import Counter
 
 import pytest
@@ -41,7 +42,12 @@ def test_required_sets_present():
 def test_parse_labelled_lines():
     text = "苹果真好吃 | 水果\n\n  苹果手机 ｜ 品牌 \n没有标签的苹果\na|b | c\n空标签 | "
     assert parse_labelled_lines(text) == [
-        ("苹果真好吃", "水果"), ("苹果手机", "品牌"), ("没有标签的苹果", None), ("a|b", "c"), ("空标签", None)]
+        ("苹果真好吃", "水果"),
+        ("苹果手机", "品牌"),
+        ("没有标签的苹果", None),
+        ("a|b", "c"),
+        ("空标签", None),
+    ]
     assert parse_labelled_lines("") == []
     assert parse_labelled_lines(None) == []
 
@@ -56,18 +62,21 @@ def test_default_set_comes_first():
     assert list(EXAMPLE_SETS)[0] == DEFAULT_SET  # the page falls back to the first set on a bad ?set=
 
 
-@pytest.mark.parametrize("word,text,levels,ids", [
-    ("", "x", ["error"], ["inputs.no_word"]),
-    ("苹 果", "x", ["error"], ["inputs.bad_word"]),
-    ("苹果", "", ["error"], ["inputs.no_sentence"]),
-    ("苹果", "苹果很甜" * 1300, ["warning", "info"], ["inputs.input_cut", "inputs.windowed"]),
-    ("苹果", "香蕉很甜\n苹果真好吃 | 水果", ["warning"], ["inputs.skipped"]),
-    ("苹果", "香蕉很甜\n梨很脆", ["warning", "error"], ["inputs.skipped", "inputs.no_match"]),
-    ("苹果", "苹果" + "长" * 200, ["info"], ["inputs.windowed"]),
-    ("苹果", "\n".join(f"苹果好{i}" for i in range(45)), ["warning"], ["inputs.too_many"]),
-    ("苹果", "\n".join(["苹果好"] * 45), ["info", "warning"], ["inputs.repeated", "inputs.too_many"]),
-    ("苹果", "苹果真好吃 | 水果\n苹果手机 | 品牌", [], []),
-])
+@pytest.mark.parametrize(
+    "word,text,levels,ids",
+    [
+        ("", "x", ["error"], ["inputs.no_word"]),
+        ("苹 果", "x", ["error"], ["inputs.bad_word"]),
+        ("苹果", "", ["error"], ["inputs.no_sentence"]),
+        ("苹果", "苹果很甜" * 1300, ["warning", "info"], ["inputs.input_cut", "inputs.windowed"]),
+        ("苹果", "香蕉很甜\n苹果真好吃 | 水果", ["warning"], ["inputs.skipped"]),
+        ("苹果", "香蕉很甜\n梨很脆", ["warning", "error"], ["inputs.skipped", "inputs.no_match"]),
+        ("苹果", "苹果" + "长" * 200, ["info"], ["inputs.windowed"]),
+        ("苹果", "\n".join(f"苹果好{i}" for i in range(45)), ["warning"], ["inputs.too_many"]),
+        ("苹果", "\n".join(["苹果好"] * 45), ["info", "warning"], ["inputs.repeated", "inputs.too_many"]),
+        ("苹果", "苹果真好吃 | 水果\n苹果手机 | 品牌", [], []),
+    ],
+)
 def test_check_inputs_notes(word, text, levels, ids):
     _, kept, notes = check_inputs(word, text)
     assert [n.level for n in notes] == levels and [n.id for n in notes] == ids
@@ -78,9 +87,15 @@ def test_check_inputs_notes(word, text, levels, ids):
 def test_check_inputs_notes_render_in_both_languages():
     from ctxlib.app.i18n import catalogue, lookup
 
-    _, kept, notes = check_inputs("苹果", "\n".join(["香蕉"] * 12 + [f"苹果{i}" + "长" * 200 for i in range(3)] +
-                                                  [f"苹果好{i} | a" for i in range(45)]))
-    assert len(kept) == MAX_SENTENCES and [n.id for n in notes] == ["inputs.skipped", "inputs.windowed", "inputs.too_many"]
+    _, kept, notes = check_inputs(
+        "苹果",
+        "\n".join(["香蕉"] * 12 + [f"苹果{i}" + "长" * 200 for i in range(3)] + [f"苹果好{i} | a" for i in range(45)]),
+    )
+    assert len(kept) == MAX_SENTENCES and [n.id for n in notes] == [
+        "inputs.skipped",
+        "inputs.windowed",
+        "inputs.too_many",
+    ]
     for n in notes:
         assert n.id in catalogue("zh") and n.id in catalogue("en")
     en = [lookup(n.id, "en", **n.values) for n in notes]
@@ -90,7 +105,9 @@ def test_check_inputs_notes_render_in_both_languages():
     assert en[1] == "Sentence 13, 14, 15 is longer than 120 characters; only the part around the word is used."
     assert zh[2] == f"有 48 个句子，只使用前 {MAX_SENTENCES} 个。"
     _, _, notes = check_inputs("苹果", "苹果很甜" * 1300)
-    assert lookup(notes[0].id, "en", **notes[0].values) == "The input has 5,200 characters; only the first 5,000 are used."
+    assert (
+        lookup(notes[0].id, "en", **notes[0].values) == "The input has 5,200 characters; only the first 5,000 are used."
+    )
 
 
 def test_numbers_format_spec_is_the_separator():

@@ -1,5 +1,6 @@
 """English example sets (ctxlib/examples_en.py): well formed, first occurrence is the labelled whole word,
 one API for both languages, the UI names every set and its origin, and sense_en.tsv holds the same sentences."""
+
 import re
 from collections import Counter
 

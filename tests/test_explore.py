@@ -1,4 +1,5 @@
 """ctxlib.explore's Streamlit-free numbers and files: the atlas curves and the CSV downloads."""
+
 import csv
 import io
 
@@ -16,9 +17,17 @@ def _mean_pairwise_cosine(X):
 
 def _atlas(vecs, base, layer_names):
     n = len(vecs)
-    return explore.AtlasSample(texts=[f"句子{i}" for i in range(n)], spans=[(0, 2)] * n, tags=[None] * n,
-                               sources=["pd"] * n, total=n, vecs=vecs, base=base, contexts=[[] for _ in range(n)],
-                               layer_names=layer_names)
+    return explore.AtlasSample(
+        texts=[f"句子{i}" for i in range(n)],
+        spans=[(0, 2)] * n,
+        tags=[None] * n,
+        sources=["pd"] * n,
+        total=n,
+        vecs=vecs,
+        base=base,
+        contexts=[[] for _ in range(n)],
+        layer_names=layer_names,
+    )
 
 
 def test_self_similarity_is_on_the_word_and_the_baseline_on_the_other_tokens():
@@ -44,15 +53,25 @@ def _read_csv(data: bytes):
 
 def _profile(vecs, names):
     n = vecs.shape[0]
-    return explore.WordProfile(vecs=vecs, pooled=[["苹果"]] * n, segmentation=["…"] * n, type_vec=vecs[0],
-                               layer_names=names, truncated=[False] * n, in_vocab=True, word_level=True)
+    return explore.WordProfile(
+        vecs=vecs,
+        pooled=[["苹果"]] * n,
+        segmentation=["…"] * n,
+        type_vec=vecs[0],
+        layer_names=names,
+        truncated=[False] * n,
+        in_vocab=True,
+        word_level=True,
+    )
 
 
 def test_vectors_csv_writes_each_sentences_own_vector():
     rng = np.random.default_rng(1)
     texts = ["苹果很好吃", "苹果手机", "他买了苹果"]
-    data = {"word2vec": _profile(rng.normal(size=(3, 1, 4)), ["type"]),
-            "elmo": _profile(rng.normal(size=(3, 2, 6)), ["x", "h1"])}
+    data = {
+        "word2vec": _profile(rng.normal(size=(3, 1, 4)), ["type"]),
+        "elmo": _profile(rng.normal(size=(3, 2, 6)), ["x", "h1"]),
+    }
     header, rows = _read_csv(explore.vectors_csv(data, texts, ["fruit", None, "fruit"], "苹果"))
     assert header[:7] == ["model", "layer", "layer_name", "sentence_no", "sentence", "label", "word"]
     assert header[7:] == [f"d{k}" for k in range(6)]
@@ -73,7 +92,9 @@ def test_atlas_csv_writes_each_sentences_own_vector():
     d = _atlas(vecs, rng.normal(size=(4, 2, 5)), ["x", "h1"])
     d.spans = [(0, 2), (1, 3), (2, 4), (3, 5)]
     header, rows = _read_csv(explore.atlas_csv(d, 1, ["A", "B", "A", "C"]))
-    assert header == ["sentence", "start", "end", "pos_tag", "source", "category", "layer_name"] + [f"d{k}" for k in range(5)]
+    assert header == ["sentence", "start", "end", "pos_tag", "source", "category", "layer_name"] + [
+        f"d{k}" for k in range(5)
+    ]
     assert len(rows) == 4
     for i, r in enumerate(rows):
         assert r[:7] == [d.texts[i], str(d.spans[i][0]), str(d.spans[i][1]), "", "pd", "ABAC"[i], "h1"]
@@ -81,6 +102,7 @@ def test_atlas_csv_writes_each_sentences_own_vector():
 
 
 # -- issue #17, item 4: the rest of the page logic, each function against numbers worked out here ----------------------
+
 
 def test_word_profile_pools_the_words_tokens_and_encodes_it_alone():
     import app_fakes
@@ -92,7 +114,7 @@ def test_word_profile_pools_the_words_tokens_and_encodes_it_alone():
     for t, v in zip(texts, d.vecs):
         e = enc.encode([t])[0]
         i = e.tokens.index("苹")
-        np.testing.assert_allclose(v, e.layers[:, i:i + 2].mean(1), rtol=1e-6)
+        np.testing.assert_allclose(v, e.layers[:, i : i + 2].mean(1), rtol=1e-6)
     alone = enc.encode(["苹果"])[0].layers.mean(1)
     np.testing.assert_allclose(d.type_vec, alone, rtol=1e-6)
     assert d.segmentation == ["我 / 吃 / 【苹】 / 【果】", "【苹】 / 【果】 / 手 / 机 / 很 / 好 / 用"]
@@ -143,7 +165,9 @@ def test_nearest_rows_skip_the_word_and_format():
     M = np.array([[1.0, 0], [0.8, 0.6], [0, 1.0], [-1.0, 0]])
     rows = explore.nearest_rows(words, M, np.array([[2.0, 0.0], [0.0, 0.5]]), "苹果", topn=2)
     assert rows == ["香蕉 0.80  手机 0.00", "手机 1.00  香蕉 0.60"]
-    assert explore.nearest_rows(words, M, np.array([[2.0, 0.0]]), "x", topn=5) == ["苹果 1.00  香蕉 0.80  手机 0.00  电脑 -1.00"]
+    assert explore.nearest_rows(words, M, np.array([[2.0, 0.0]]), "x", topn=5) == [
+        "苹果 1.00  香蕉 0.80  手机 0.00  电脑 -1.00"
+    ]
     assert explore.nearest_rows(words, M, np.array([[2.0, 0.0]]), "x")[0].count("  ") == 3  # topn's default 5
 
 
@@ -191,10 +215,18 @@ def test_segmentation_table_groups_models_and_pools_characters():
     b = _profile(np.zeros((2, 1, 2)), ["x"])
     b.segmentation = list(a.segmentation)
     c = _profile(np.zeros((2, 1, 2)), ["x"])
-    c.segmentation, c.word_level, c.pooled = ["我 / 【苹】 / 【果】", "【苹】 / 【果】 / 手 / 机"], False, [["苹", "果"]] * 2
+    c.segmentation, c.word_level, c.pooled = (
+        ["我 / 【苹】 / 【果】", "【苹】 / 【果】 / 手 / 机"],
+        False,
+        [["苹", "果"]] * 2,
+    )
     cols = explore.segmentation_table({"word2vec": a, "elmo": b, "bert": c}, ["我苹果", "苹果手机"], "S", "pooled")
-    assert cols == {"S": ["我苹果", "苹果手机"], "word2vec / elmo": a.segmentation, "bert": c.segmentation,
-                    "bert: pooled": ["苹 + 果", "苹 + 果"]}
+    assert cols == {
+        "S": ["我苹果", "苹果手机"],
+        "word2vec / elmo": a.segmentation,
+        "bert": c.segmentation,
+        "bert: pooled": ["苹 + 果", "苹 + 果"],
+    }
 
 
 def test_crop_centres_the_word():
@@ -203,13 +235,13 @@ def test_crop_centres_the_word():
     o = Occurrence("0123456789苹果0123456789", 10, 12, "n", "pd", "train")
     assert explore._crop(o, 30) is o and explore._crop(o, 22) is o
     c = explore._crop(o, 6)
-    assert (c.text, c.start, c.end) == ("89苹果01", 2, 4) and c.text[c.start:c.end] == "苹果"
+    assert (c.text, c.start, c.end) == ("89苹果01", 2, 4) and c.text[c.start : c.end] == "苹果"
     c = explore._crop(Occurrence("苹果0123456789", 0, 2, None, "reviews", "train"), 4)
     assert (c.text, c.start, c.end) == ("苹果01", 0, 2)
     c = explore._crop(Occurrence("0123456789苹果", 10, 12, None, "reviews", "train"), 4)
     assert (c.text, c.start, c.end) == ("89苹果", 2, 4)
     c = explore._crop(Occurrence("0123456789苹果0123456789", 10, 12, None, "pd", "train"), 7)
-    assert c.text[c.start:c.end] == "苹果" and len(c.text) == 7 and c.start == 2
+    assert c.text[c.start : c.end] == "苹果" and len(c.text) == 7 and c.start == 2
 
 
 def test_atlas_sample_vectors_and_baseline(monkeypatch):
@@ -218,8 +250,11 @@ def test_atlas_sample_vectors_and_baseline(monkeypatch):
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 
-    occ = [Occurrence("我吃苹果", 2, 4, "n", "pd", "train"), Occurrence("苹果手机很好用", 0, 2, None, "reviews", "train"),
-           Occurrence("没有", 0, 0, None, "pd", "train")]  # an empty span: no token, left out
+    occ = [
+        Occurrence("我吃苹果", 2, 4, "n", "pd", "train"),
+        Occurrence("苹果手机很好用", 0, 2, None, "reviews", "train"),
+        Occurrence("没有", 0, 0, None, "pd", "train"),
+    ]  # an empty span: no token, left out
     monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: (occ[:cap], 7))
     enc = app_fakes.FakeEncoder("bert", 3, chars=True)
     d = explore.atlas_sample(enc, "苹果", cap=3, seed=0)
@@ -227,14 +262,19 @@ def test_atlas_sample_vectors_and_baseline(monkeypatch):
     assert d.tags == ["n", None] and d.sources == ["pd", "reviews"] and d.layer_names == enc.layer_names
     for i, t in enumerate(d.texts):
         e = enc.encode([t])[0]
-        np.testing.assert_allclose(d.vecs[i], e.layers[:, [j for j, (a, b) in enumerate(e.spans) if a < d.spans[i][1]
-                                                           and b > d.spans[i][0]]].mean(1), rtol=1e-6)
+        np.testing.assert_allclose(
+            d.vecs[i],
+            e.layers[:, [j for j, (a, b) in enumerate(e.spans) if a < d.spans[i][1] and b > d.spans[i][0]]].mean(1),
+            rtol=1e-6,
+        )
         others = [e.layers[:, j] for j, (a, b) in enumerate(e.spans) if not (a < d.spans[i][1] and b > d.spans[i][0])]
         assert any(np.allclose(d.base[i], o) for o in others)  # one other token of the same sentence
     assert d.contexts[0] == ["我", "吃"] and d.vecs.dtype == np.float32
     monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: ([], 0))
     e = explore.atlas_sample(enc, "苹果", cap=3)
-    assert e.vecs.shape == (0, 3, 16) and e.base.shape == (0, 3, 16) and e.texts == [] and e.layer_names == enc.layer_names
+    assert (
+        e.vecs.shape == (0, 3, 16) and e.base.shape == (0, 3, 16) and e.texts == [] and e.layer_names == enc.layer_names
+    )
 
 
 def test_atlas_colouring_tag_accuracy_and_chance():
@@ -247,7 +287,9 @@ def test_atlas_colouring_tag_accuracy_and_chance():
     cats, top = explore.atlas_colouring(d, "kmeans", 0, 2, "苹果", "-", {})
     assert cats == ["C1"] * 6 + ["C2"] * 5 and top == {"C1": ["吃", "甜"], "C2": ["买", "手机"]}
     assert explore.atlas_colouring(d, "source", 0, 2, "苹果", "-", {"pd": "People's Daily"}) == (
-        ["People's Daily"] * 5 + ["reviews"] * 6, None)
+        ["People's Daily"] * 5 + ["reviews"] * 6,
+        None,
+    )
     d.tags[0] = None
     assert explore.atlas_colouring(d, "pos", 0, 2, "苹果", "-", {})[0] == ["-"] + ["n"] * 5 + ["v"] * 5
     acc, majority, counts = explore.atlas_tag_accuracy(d, 0)
@@ -261,11 +303,20 @@ def test_atlas_colouring_tag_accuracy_and_chance():
 
 
 def test_chance_diagnosis():
-    rows = [{"source": "pd", "sense": None, "train": 7}, {"source": "reviews", "sense": None, "train": 1},
-            {"source": "supplement", "sense": "水果", "train": 3}, {"source": "supplement", "sense": None, "train": 9}]
+    rows = [
+        {"source": "pd", "sense": None, "train": 7},
+        {"source": "reviews", "sense": None, "train": 1},
+        {"source": "supplement", "sense": "水果", "train": 3},
+        {"source": "supplement", "sense": None, "train": 9},
+    ]
     out = explore.chance_diagnosis(["甲", "乙", "甲", None, "乙", "乙"], rows)
-    assert out == {"smallest": ("甲", 2), "few": True, "corpus": {"pd": 7, "reviews": 1}, "senses": {"水果": 3},
-                   "rare": True}
+    assert out == {
+        "smallest": ("甲", 2),
+        "few": True,
+        "corpus": {"pd": 7, "reviews": 1},
+        "senses": {"水果": 3},
+        "rare": True,
+    }
     out = explore.chance_diagnosis(["a"] * 5 + ["b"] * 5, [{"source": "pd", "sense": None, "train": 20}])
     assert out["smallest"] == ("a", 5) and not out["few"] and not out["rare"]
     assert explore.chance_diagnosis(["a"] * 5 + ["b"] * 5, [], min_per_label=6)["few"]
@@ -274,11 +325,14 @@ def test_chance_diagnosis():
 
 def test_accuracy_rows_round():
     assert explore.accuracy_rows({"elmo": (["a", "b"], [0.5, 2 / 3]), "bert": (["c"], [1.0])}) == [
-        {"model": "elmo", "layer": "a", "accuracy": 0.5}, {"model": "elmo", "layer": "b", "accuracy": 0.667},
-        {"model": "bert", "layer": "c", "accuracy": 1.0}]
+        {"model": "elmo", "layer": "a", "accuracy": 0.5},
+        {"model": "elmo", "layer": "b", "accuracy": 0.667},
+        {"model": "bert", "layer": "c", "accuracy": 1.0},
+    ]
 
 
 # -- issue #17, item 4, second pass: what the mutation run still found untested ------------------------------------------
+
 
 def test_same_depth_with_two_layers():
     assert [explore.same_depth(j, 3, 2) for j in range(3)] == [0, 1, 1]  # the top of three is the top of two
@@ -378,8 +432,12 @@ def test_atlas_baseline_is_seeded_one_other_real_token_or_the_word_alone(monkeyp
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 
-    occ = [Occurrence("我吃苹果了吗", 2, 4, None, "pd", "train"), Occurrence("没有", 0, 0, None, "pd", "train"),
-           Occurrence("苹果", 0, 2, None, "pd", "train"), Occurrence("他买苹果吃", 2, 4, None, "pd", "train")]
+    occ = [
+        Occurrence("我吃苹果了吗", 2, 4, None, "pd", "train"),
+        Occurrence("没有", 0, 0, None, "pd", "train"),
+        Occurrence("苹果", 0, 2, None, "pd", "train"),
+        Occurrence("他买苹果吃", 2, 4, None, "pd", "train"),
+    ]
     monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: (occ, 4))
     enc = app_fakes.FakeGpt(3)  # a [CLS] token of width zero opens every sentence
     calls = []
@@ -412,8 +470,11 @@ def test_atlas_contexts_are_the_other_words_with_the_word_kept_whole(monkeypatch
     from ctxlib import corpus
     from ctxlib.corpus import Occurrence
 
-    monkeypatch.setattr(corpus, "occurrences",
-                        lambda word, cap, seed: ([Occurrence("我买了苹果手机", 4, 6, None, "reviews", "train")], 1))
+    monkeypatch.setattr(
+        corpus,
+        "occurrences",
+        lambda word, cap, seed: ([Occurrence("我买了苹果手机", 4, 6, None, "reviews", "train")], 1),
+    )
     d = explore.atlas_sample(app_fakes.FakeEncoder("elmo", 2), "果手", cap=1)
-    ctx, = d.contexts
+    (ctx,) = d.contexts
     assert "机" in ctx and not {"苹果", "手机", "果手"} & set(ctx)

@@ -2,6 +2,7 @@
 encoding, equal in every field; each input of the sample (checkpoint, model, word, seed, total, the occurrences) has
 its own entry; an entry with the wrong contents is computed afresh; no checkpoint folder, nothing stored. Added for
 issue #17, item 4: the mutation run showed this path untested by test_explore.py."""
+
 import json
 
 import app_fakes
@@ -24,8 +25,11 @@ class Counting(app_fakes.FakeEncoder):
         return super().encode_tokens(batch, texts)
 
 
-OCC = [Occurrence("我吃苹果", 2, 4, "n", "pd", "train"), Occurrence("苹果手机很好用", 0, 2, None, "reviews", "train"),
-       Occurrence("他买了苹果和香蕉", 3, 5, "n", "pd", "train")]
+OCC = [
+    Occurrence("我吃苹果", 2, 4, "n", "pd", "train"),
+    Occurrence("苹果手机很好用", 0, 2, None, "reviews", "train"),
+    Occurrence("他买了苹果和香蕉", 3, 5, "n", "pd", "train"),
+]
 
 
 @pytest.fixture
@@ -60,7 +64,9 @@ def test_a_fresh_process_reads_the_sample_back_without_encoding(setup):
     assert b.texts == [o.text for o in OCC] and b.total == 7 and b.tags == ["n", None, "n"]
 
 
-@pytest.mark.parametrize("change", ["seed", "word", "total", "text", "tag", "source", "span", "name", "kind", "retrain"])
+@pytest.mark.parametrize(
+    "change", ["seed", "word", "total", "text", "tag", "source", "span", "name", "kind", "retrain"]
+)
 def test_each_input_of_the_sample_has_its_own_entry(setup, change):
     d, state, folder = setup
     explore.atlas_sample(Counting(d), "苹果", cap=3, seed=0)
@@ -73,10 +79,14 @@ def test_each_input_of_the_sample_has_its_own_entry(setup, change):
         state["total"] = 8
     elif change in ("text", "tag", "source", "span"):
         o = state["occ"][1]
-        state["occ"][1] = Occurrence(*{"text": ("苹果手机很好看", 0, 2, None, "reviews", "train"),
-                                       "tag": ("苹果手机很好用", 0, 2, "nz", "reviews", "train"),
-                                       "source": ("苹果手机很好用", 0, 2, None, "weibo", "train"),
-                                       "span": ("苹果手机很好用", 0, 1, None, "reviews", "train")}[change])
+        state["occ"][1] = Occurrence(
+            *{
+                "text": ("苹果手机很好看", 0, 2, None, "reviews", "train"),
+                "tag": ("苹果手机很好用", 0, 2, "nz", "reviews", "train"),
+                "source": ("苹果手机很好用", 0, 2, None, "weibo", "train"),
+                "span": ("苹果手机很好用", 0, 1, None, "reviews", "train"),
+            }[change]
+        )
         assert o != state["occ"][1]
     elif change == "name":
         enc = Counting(d, name="bert-2")
@@ -95,7 +105,7 @@ def test_each_input_of_the_sample_has_its_own_entry(setup, change):
 def test_an_entry_with_the_wrong_contents_is_computed_afresh(setup):
     d, _, folder = setup
     a = explore.atlas_sample(Counting(d), "苹果", cap=3, seed=0)
-    entry, = folder.glob("*.npz")
+    (entry,) = folder.glob("*.npz")
     arrays, data = cache.load("atlas", entry.stem)
     del data["texts"]
     assert cache.save("atlas", entry.stem, arrays, data)

@@ -1,6 +1,7 @@
 """evaluation/finetune.py's recipe pieces, on the tiny untrained BERT (conftest.tiny_bert): truncation, the
 encoder's dropout while fine-tuning, layer-wise learning rates, the heads, early stopping on a slice of the
 training reviews, and the frozen features the feature-based recipe reads (long reviews in windows)."""
+
 import numpy as np
 import pytest
 import torch
@@ -49,7 +50,7 @@ def test_layerwise_lr_decay_groups(tiny_bert):
     assert lr_of[id(clf.head.weight)] == (1e-3, 0.01)
     assert lr_of[id(clf.bert.pooler.weight)] == (1e-3, 0.01)
     assert lr_of[id(clf.bert.blocks[L - 1].mlp[0].weight)] == (pytest.approx(1e-3 * 0.5), 0.01)  # top block
-    assert lr_of[id(clf.bert.blocks[0].mlp[0].weight)] == (pytest.approx(1e-3 * 0.5 ** L), 0.01)
+    assert lr_of[id(clf.bert.blocks[0].mlp[0].weight)] == (pytest.approx(1e-3 * 0.5**L), 0.01)
     assert lr_of[id(clf.bert.tok_emb.weight)] == (pytest.approx(1e-3 * 0.5 ** (L + 1)), 0.01)
     assert lr_of[id(clf.bert.blocks[0].ln1.weight)][1] == 0.0 and lr_of[id(clf.head.bias)][1] == 0.0  # no decay
     assert sum(len(g["params"]) for g in groups) == sum(1 for p in clf.parameters() if p.requires_grad)
@@ -70,8 +71,9 @@ def test_heads(tiny_bert):
 
 
 def test_select_keeps_the_best_epoch(tiny_bert):
-    clf = ft.fine_tune(tiny_bert.model, tiny_bert.tokenizer, TEXTS, LABELS, epochs=3, batch=2, lr=1e-3,
-                       select=(TEXTS[:4], LABELS[:4]))
+    clf = ft.fine_tune(
+        tiny_bert.model, tiny_bert.tokenizer, TEXTS, LABELS, epochs=3, batch=2, lr=1e-3, select=(TEXTS[:4], LABELS[:4])
+    )
     hist = clf.history
     assert [h["epoch"] for h in hist] == [1, 2, 3] and all(0 <= h["select_acc"] <= 1 for h in hist)
     best = max(hist, key=lambda h: h["select_acc"])
@@ -104,12 +106,24 @@ def test_full_size_rows_name_each_way():
     from ctxlib.evaluation import finetune_live as fl
     from ctxlib.records import EvalResult
 
-    new = EvalResult.from_dict({"task": "sentiment", "score": 0.8, "score_from": "features", "input_score": 0.8,
-                                "finetune_score": 0.77, "per_layer_score": [0.7, 0.75]})
-    assert [(k, v) for k, v, _ in fl.full_size_rows(new, None)] == [("bert_finetuned", 0.77), ("bert_input", 0.8),
-                                                                    ("bert_probe", 0.75)]
-    running = EvalResult.from_dict({"task": "sentiment", "score": 0.8, "score_from": "features", "input_score": 0.8,
-                                    "finetune_score": None})  # fine-tuning seeds not done yet: no row, not 0.8
+    new = EvalResult.from_dict(
+        {
+            "task": "sentiment",
+            "score": 0.8,
+            "score_from": "features",
+            "input_score": 0.8,
+            "finetune_score": 0.77,
+            "per_layer_score": [0.7, 0.75],
+        }
+    )
+    assert [(k, v) for k, v, _ in fl.full_size_rows(new, None)] == [
+        ("bert_finetuned", 0.77),
+        ("bert_input", 0.8),
+        ("bert_probe", 0.75),
+    ]
+    running = EvalResult.from_dict(
+        {"task": "sentiment", "score": 0.8, "score_from": "features", "input_score": 0.8, "finetune_score": None}
+    )  # fine-tuning seeds not done yet: no row, not 0.8
     assert [k for k, _, _ in fl.full_size_rows(running, None)] == ["bert_input"]
 
 
@@ -118,9 +132,20 @@ def test_results_claim_names_the_fine_tuned_figure_apart(tmp_path):
 
     from ctxlib import results
 
-    for m, d in (("bert", {"task": "sentiment", "score": 0.81, "score_from": "features", "input_score": 0.81,
-                           "finetune_score": None, "n_train": 3000}),
-                 ("elmo", {"task": "sentiment", "score": 0.80, "word2vec_score": 0.79})):
+    for m, d in (
+        (
+            "bert",
+            {
+                "task": "sentiment",
+                "score": 0.81,
+                "score_from": "features",
+                "input_score": 0.81,
+                "finetune_score": None,
+                "n_train": 3000,
+            },
+        ),
+        ("elmo", {"task": "sentiment", "score": 0.80, "word2vec_score": 0.79}),
+    ):
         (tmp_path / m).mkdir()
         (tmp_path / m / "eval_sentiment.json").write_text(json.dumps(d), encoding="utf-8")
     c = {c.key: c for c in results.claims(tmp_path)}["bert_vs_elmo"]
@@ -145,4 +170,8 @@ def test_finetune_recipe_names_the_head_the_eval_used():
     for lang in ("en", "zh"):
         for head in ft.HEADS:  # every head fine_tune knows has a label in both languages
             assert f"finetune.full.head_{head}" in catalogue(lang)
-    assert ft.HEADS == ("cls", "cls_fresh", "mean", "mix") and ft.HEAD in ft.HEADS and ft.SCORE_FROM in ("finetune", "features")
+    assert (
+        ft.HEADS == ("cls", "cls_fresh", "mean", "mix")
+        and ft.HEAD in ft.HEADS
+        and ft.SCORE_FROM in ("finetune", "features")
+    )

@@ -1,4 +1,5 @@
 """GPT (BERT's network with causal=True): causality, attention, training, save/load, generation, the CLI."""
+
 import json
 
 import numpy as np
@@ -33,14 +34,19 @@ def enc(trained):
 
 def _model(causal=True, **kw):
     torch.manual_seed(0)
-    return BertModel(BertConfig(vocab_size=50, hidden=32, layers=2, heads=4, ffn=64, max_len=16, causal=causal, **kw)).eval()
+    return BertModel(
+        BertConfig(vocab_size=50, hidden=32, layers=2, heads=4, ffn=64, max_len=16, causal=causal, **kw)
+    ).eval()
 
 
 def test_causal_flag_drops_segments_and_nsp_and_keeps_bert_as_it_was():
     bert, g = _model(False).state_dict(), _model(True).state_dict()
     assert {k for k in bert if k.startswith(("seg_emb", "pooler", "nsp_head"))} and set(g) < set(bert)
     assert set(bert) - set(g) == {"seg_emb.weight", "pooler.weight", "pooler.bias", "nsp_head.weight", "nsp_head.bias"}
-    assert "causal" not in BertConfig(vocab_size=50).to_json() and BertConfig(vocab_size=50, causal=True).to_json()["causal"]
+    assert (
+        "causal" not in BertConfig(vocab_size=50).to_json()
+        and BertConfig(vocab_size=50, causal=True).to_json()["causal"]
+    )
 
 
 @pytest.mark.parametrize("positions", ["absolute", "rope"])
@@ -85,8 +91,9 @@ def test_dense_and_packed_lm_loss_agree_on_well_filled_batches():
         packed_h, _ = m.forward_packed(ids)
         packed = torch.nn.functional.cross_entropy(m.mlm_logits(packed_h), labels.reshape(-1)[ids.reshape(-1) != 0])
         layers, _ = m(ids, need_weights=True)  # the explicit path: a (B, 1, T, T) mask, no fused kernel
-        ref = torch.nn.functional.cross_entropy(m.mlm_logits(layers[-1].reshape(-1, 32)), labels.reshape(-1),
-                                                ignore_index=-100)
+        ref = torch.nn.functional.cross_entropy(
+            m.mlm_logits(layers[-1].reshape(-1, 32)), labels.reshape(-1), ignore_index=-100
+        )
     assert n == 15 and abs(float(dense) - float(packed)) < 1e-5 and abs(float(dense) - float(ref)) < 1e-5
 
 
@@ -122,7 +129,10 @@ def test_tiny_model_loss_falls_and_summary_has_bits_per_char(trained, enc):
     s = checkpoint.read_config(trained)["summary"]
     assert s["steps"] == gpt.PRESETS["tiny"].steps and s["finished"] and s["tokens_seen"] > 0
     v = s["valid"]
-    assert 0 < v["bits_per_char"] < before and abs(v["perplexity_per_char"] - 2 ** v["bits_per_char"]) < 0.01 * v["perplexity_per_char"]
+    assert (
+        0 < v["bits_per_char"] < before
+        and abs(v["perplexity_per_char"] - 2 ** v["bits_per_char"]) < 0.01 * v["perplexity_per_char"]
+    )
 
 
 def test_save_load_round_trip(enc, trained, tmp_path):
@@ -193,20 +203,31 @@ def test_cli_generate_bad_inputs_exit_2_with_one_line(trained, enc, tmp_path, ca
     checkpoint.save(tmp_path / "bert", "bert", bert_kw, vocab, bert.state_dict(), {})
     assert isinstance(ctxlib.load(tmp_path / "bert"), BertEncoder)
     cap = enc.model.cfg.max_len - 1
-    for args, pattern in [(["  "], "empty"), (["好" * (cap + 1)], "at most"), (["龘靐"], "vocabulary"),
-                          (["今天", "--temperature", "0"], "temperature"), (["今天", "--top-k", "0"], "top-k"),
-                          (["今天", "--model", str(tmp_path / "bert")], "needs a GPT model"),
-                          (["今天", "--model", str(tmp_path / "none")], "No checkpoint")]:
+    for args, pattern in [
+        (["  "], "empty"),
+        (["好" * (cap + 1)], "at most"),
+        (["龘靐"], "vocabulary"),
+        (["今天", "--temperature", "0"], "temperature"),
+        (["今天", "--top-k", "0"], "top-k"),
+        (["今天", "--model", str(tmp_path / "bert")], "needs a GPT model"),
+        (["今天", "--model", str(tmp_path / "none")], "No checkpoint"),
+    ]:
         if "--model" not in args:
             args = args + ["--model", str(trained)]
         rc, out, err = _cli(["generate"] + args, capsys)
-        assert rc == 2 and not out and len(err.splitlines()) == 1 and err.startswith("error: ") and pattern in err, (args, err)
+        assert rc == 2 and not out and len(err.splitlines()) == 1 and err.startswith("error: ") and pattern in err, (
+            args,
+            err,
+        )
 
 
 def test_cli_embed_works_for_gpt(trained, tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_text("苹果真好吃\n苹果手机很好用\n", encoding="utf-8")
-    rc, _, _ = _cli(["embed", "--model", str(trained), "--word", "苹果", "--input", str(src), "--out", str(tmp_path / "v.npz")], capsys)
+    rc, _, _ = _cli(
+        ["embed", "--model", str(trained), "--word", "苹果", "--input", str(src), "--out", str(tmp_path / "v.npz")],
+        capsys,
+    )
     assert rc == 0 and np.load(tmp_path / "v.npz")["vectors"].shape == (2, 3, 32)
 
 
@@ -220,7 +241,7 @@ def test_resume_continues_a_run(pars, tmp_path, one_thread):
 
 
 def _trigrams(text: str) -> list[str]:
-    return [text[i:i + 3] for i in range(len(text) - 2)]
+    return [text[i : i + 3] for i in range(len(text) - 2)]
 
 
 def test_old_sampling_is_reachable_and_greedy_follows_next_char(enc):
@@ -238,38 +259,75 @@ def test_no_repeat_ngram_never_repeats_a_trigram(enc):
         new = enc.generate("今天天气", max_new=60, temperature=t, seed=seed, repetition_penalty=1.0, no_repeat_ngram=3)
         assert len(set(_trigrams(new["text"]))) == len(_trigrams(new["text"])), new["text"]
         assert all(0 < s["prob"] <= 1 and 0 < s["sample_prob"] <= 1 for s in new["steps"])
-    assert enc.generate("今天天气", max_new=8) == enc.generate("今天天气", max_new=8, repetition_penalty=1.3, no_repeat_ngram=3)
+    assert enc.generate("今天天气", max_new=8) == enc.generate(
+        "今天天气", max_new=8, repetition_penalty=1.3, no_repeat_ngram=3
+    )
 
 
 def test_repetition_penalty_lowers_the_share_of_repeated_characters(enc):
     def repeats(rp):
-        gen = [enc.generate("今天天气", max_new=40, temperature=0.5, seed=s, repetition_penalty=rp, no_repeat_ngram=0)["generated"]
-               for s in range(3)]
+        gen = [
+            enc.generate("今天天气", max_new=40, temperature=0.5, seed=s, repetition_penalty=rp, no_repeat_ngram=0)[
+                "generated"
+            ]
+            for s in range(3)
+        ]
         return np.mean([1 - len(set(g)) / len(g) for g in gen])
+
     assert repeats(2.0) < repeats(1.0)
 
 
 def test_banned_names_never_appear_in_the_written_text(enc):
     free = enc.generate("今天天气", max_new=40, top_k=1, repetition_penalty=1.0, no_repeat_ngram=0)["generated"]
-    names = sorted({free[i:i + n] for n in (2, 3) for i in range(0, len(free) - n, 5)} - {"今天", "天天", "天气", "今天天", "天天气"})
+    names = sorted(
+        {free[i : i + n] for n in (2, 3) for i in range(0, len(free) - n, 5)}
+        - {"今天", "天天", "天气", "今天天", "天天气"}
+    )
     assert names and any(n in free for n in names)
     for t, seed in ((0.01, 0), (0.8, 1)):
-        out = enc.generate("今天天气", max_new=40, temperature=t, top_k=1 if t < 0.1 else 20, seed=seed,
-                           repetition_penalty=1.0, no_repeat_ngram=0, banned_names=names)
+        out = enc.generate(
+            "今天天气",
+            max_new=40,
+            temperature=t,
+            top_k=1 if t < 0.1 else 20,
+            seed=seed,
+            repetition_penalty=1.0,
+            no_repeat_ngram=0,
+            banned_names=names,
+        )
         assert not [n for n in names if n in out["text"]], out["text"]
 
 
 def test_cli_generate_settings_and_names(trained, enc, capsys):
-    rc, out, err = _cli(["generate", "--model", str(trained), "今天天气", "--max-new", "12", "--top-k", "1",
-                         "--repetition-penalty", "1.0", "--no-repeat-ngram", "0"], capsys)
+    rc, out, err = _cli(
+        [
+            "generate",
+            "--model",
+            str(trained),
+            "今天天气",
+            "--max-new",
+            "12",
+            "--top-k",
+            "1",
+            "--repetition-penalty",
+            "1.0",
+            "--no-repeat-ngram",
+            "0",
+        ],
+        capsys,
+    )
     old = enc.generate("今天天气", max_new=12, top_k=1, repetition_penalty=1.0, no_repeat_ngram=0)["text"]
     assert rc == 0 and out.strip() == old and "trained on" in err and "parameters" in err
     rc, out, _ = _cli(["generate", "--model", str(trained), "今天天气", "--max-new", "12", "--seed", "3"], capsys)
     assert rc == 0 and out.strip() == enc.generate("今天天气", max_new=12, seed=3)["text"]  # same classroom defaults
     rc, out, _ = _cli(["generate", "--model", str(trained), "今天天气", "--max-new", "12", "--no-names"], capsys)
     assert rc == 0 and out.strip() == enc.generate("今天天气", max_new=12, banned_names=lexicon.person_names())["text"]
-    for args, pattern in [(["--repetition-penalty", "0"], "--repetition-penalty"), (["--repetition-penalty", "nan"], "> 0"),
-                          (["--repetition-penalty", "1000"], "at most 100"), (["--no-repeat-ngram", "-1"], "--no-repeat-ngram"),
-                          (["--no-repeat-ngram", "99"], "--no-repeat-ngram")]:
+    for args, pattern in [
+        (["--repetition-penalty", "0"], "--repetition-penalty"),
+        (["--repetition-penalty", "nan"], "> 0"),
+        (["--repetition-penalty", "1000"], "at most 100"),
+        (["--no-repeat-ngram", "-1"], "--no-repeat-ngram"),
+        (["--no-repeat-ngram", "99"], "--no-repeat-ngram"),
+    ]:
         rc, out, err = _cli(["generate", "今天", "--model", str(trained)] + args, capsys)
         assert rc == 2 and not out and len(err.splitlines()) == 1 and pattern in err, (args, err)

@@ -1,6 +1,7 @@
 """The GPT training path's speed levers (bench/gpt_vs_hf.py) keep the maths: the fused LM head + cross-entropy
 gives the plain path's loss and gradients, the optimised training step stays causal, and the app's (no-grad)
 outputs do not take the fused path at all."""
+
 import copy
 
 import pytest
@@ -13,8 +14,20 @@ from ctxlib.models.bert import BertConfig, BertModel, linear_cross_entropy
 
 def _model(**kw):
     torch.manual_seed(0)
-    return BertModel(BertConfig(vocab_size=60, hidden=32, layers=2, heads=4, ffn=64, max_len=16, causal=True,
-                                dropout=0.0, attn_dropout=0.0, **kw)).train()
+    return BertModel(
+        BertConfig(
+            vocab_size=60,
+            hidden=32,
+            layers=2,
+            heads=4,
+            ffn=64,
+            max_len=16,
+            causal=True,
+            dropout=0.0,
+            attn_dropout=0.0,
+            **kw,
+        )
+    ).train()
 
 
 @pytest.mark.parametrize("chunk", [4, 7, 1 << 30])

@@ -1,6 +1,7 @@
 """HfEncoder (ctxlib.models.hf) on tiny random Transformers models built offline (tests/hf_tiny.py): spans and pooling,
 shapes, agreement with the model's own outputs, fill-mask, next-sentence, generation, and every bad input as one
 clean HfModelError."""
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,13 @@ from ctxlib.models.hf import HfModelError
 @pytest.fixture(scope="session")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf")
-    return {"zh": hf_tiny.zh_bert(root / "zh"), "zh_nsp": hf_tiny.zh_bert(root / "zh_nsp", nsp=True),
-            "en": hf_tiny.en_bert(root / "en"), "gpt2": hf_tiny.gpt2(root / "gpt2"),
-            "gpt2_untrimmed": hf_tiny.gpt2(root / "gpt2_untrimmed", trim_offsets=False)}
+    return {
+        "zh": hf_tiny.zh_bert(root / "zh"),
+        "zh_nsp": hf_tiny.zh_bert(root / "zh_nsp", nsp=True),
+        "en": hf_tiny.en_bert(root / "en"),
+        "gpt2": hf_tiny.gpt2(root / "gpt2"),
+        "gpt2_untrimmed": hf_tiny.gpt2(root / "gpt2_untrimmed", trim_offsets=False),
+    }
 
 
 @pytest.fixture(scope="session")
@@ -157,8 +162,10 @@ def test_fill_mask_two_masks(encs):
     logits[:, zh.tokenizer.all_special_ids] = float("-inf")
     for r in res:
         p = logits[r["index"]].softmax(-1)
-        assert len(r["candidates"]) == 3 and r["candidates"][0] == (zh.tokenizer.convert_ids_to_tokens(int(p.argmax())),
-                                                                    round(float(p.max()), 6))
+        assert len(r["candidates"]) == 3 and r["candidates"][0] == (
+            zh.tokenizer.convert_ids_to_tokens(int(p.argmax())),
+            round(float(p.max()), 6),
+        )
         assert r["original"]["rank"] >= 1 and 0 < r["original"]["prob"] < 1
     assert zh.fill_mask("[MASK]", originals=["鳄"])[0]["original"] == {"token": "鳄", "rank": None, "prob": None}
     assert encs["zh_nsp"].fill_mask("苹[MASK]", topk=2)[0]["candidates"][0][0] not in ("[CLS]", "[SEP]", "[MASK]")
@@ -208,14 +215,20 @@ def test_generate_seeded_and_validated(encs):
     s = a["steps"][0]
     assert {"char", "prob", "sample_prob", "candidates"} <= set(s) and len(s["candidates"]) == 5
     assert g.tokenizer.decode([t["id"] for t in a["steps"]]) == a["generated"]
-    for name, bad in (("temperature", 0), ("top_k", 0), ("max_new", 0), ("repetition_penalty", 0),
-                      ("no_repeat_ngram", -1), ("no_repeat_ngram", 1.5)):
+    for name, bad in (
+        ("temperature", 0),
+        ("top_k", 0),
+        ("max_new", 0),
+        ("repetition_penalty", 0),
+        ("no_repeat_ngram", -1),
+        ("no_repeat_ngram", 1.5),
+    ):
         with pytest.raises(ValueError, match=name):
             g.generate("the cat", **{name: bad})
 
 
 def _ngrams(ids, n):
-    return [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+    return [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
 
 
 def test_repetition_options(encs):
@@ -325,10 +338,17 @@ def test_hub_name_offline_and_download_offline(tmp_path, monkeypatch):
 
 
 def test_importing_ctxlib_does_not_import_transformers():
-    code = ("import sys, ctxlib, ctxlib.encoder, ctxlib.models.hf, ctxlib.models.hf_load; "
-            "print('transformers' in sys.modules, 'huggingface_hub' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+    code = (
+        "import sys, ctxlib, ctxlib.encoder, ctxlib.models.hf, ctxlib.models.hf_load; "
+        "print('transformers' in sys.modules, 'huggingface_hub' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert out.stdout.split() == ["False", "False"]
 
 
@@ -336,7 +356,7 @@ def test_generation_keeps_listed_names_out(encs):
     """A "name" the model writes unbanned (two characters of its own output) never appears once it is banned."""
     g, prompt = encs["gpt2"], "the cat"
     free = g.generate(prompt, max_new=12, temperature=1.0, top_k=50, seed=3)["generated"]
-    name = next(free[i:i + 2] for i in range(len(free) - 1) if free[i:i + 2].strip() == free[i:i + 2])
+    name = next(free[i : i + 2] for i in range(len(free) - 1) if free[i : i + 2].strip() == free[i : i + 2])
     banned = g.generate(prompt, max_new=12, temperature=1.0, top_k=50, seed=3, banned_names=[name])
     assert name not in banned["text"]
     assert g.generate(prompt, max_new=12, temperature=1.0, top_k=50, seed=3, banned_names=[])["generated"] == free

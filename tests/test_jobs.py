@@ -1,4 +1,5 @@
 """ctxlib.jobs (the server-wide job queue) and the fine-tuning page's live run with a tiny BERT."""
+
 import threading
 import time
 from types import SimpleNamespace
@@ -31,11 +32,13 @@ def _steps(n, pause=0.0, log=None):
                 log.append(k)
             job.report(k / n, {"step": k}, phase="work")
         return {"steps": n}
+
     return work
 
 
 def _gated(gate, started, name):
     """A job that notes its start, reports 10 %, then waits for `gate`."""
+
     def work(job):
         started.append(name)
         job.report(0.1, phase="work")
@@ -45,6 +48,7 @@ def _gated(gate, started, name):
             job.report(0.1)
         job.report(1.0)
         return name
+
     return work
 
 
@@ -276,7 +280,9 @@ def test_expected_run_is_the_median_of_recent_runs_not_a_slow_first_one(clock):
     for _ in range(2):
         assert jobs.start(kind, quick).wait(10)
     probe = jobs.start(kind, _gated(threading.Event(), [], "x"))
-    assert probe.expected_run_s() == pytest.approx(0.01)  # the two quick runs outvote the slow first one (last run: 0.6 s)
+    assert probe.expected_run_s() == pytest.approx(
+        0.01
+    )  # the two quick runs outvote the slow first one (last run: 0.6 s)
     probe.cancel()
 
 
@@ -346,6 +352,7 @@ def test_the_job_runs_torch_on_one_thread_without_changing_others():
 
 # -- the live fine-tuning run, tiny BERT ---------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def fake_features():
     from app_fakes import FakeEncoder
@@ -394,11 +401,23 @@ def test_full_size_rows_read_the_eval_records():
     from ctxlib.records import EvalResult
 
     bert = EvalResult(task="sentiment", score=0.75, per_layer_score=[0.7, 0.74, 0.72])
-    elmo = EvalResult(task="sentiment", input_score=0.8, concat_score=None, mix_probe_score=0.76, word2vec_score=0.79,
-                      word2vec_probe_score=0.76)
+    elmo = EvalResult(
+        task="sentiment",
+        input_score=0.8,
+        concat_score=None,
+        mix_probe_score=0.76,
+        word2vec_score=0.79,
+        word2vec_probe_score=0.76,
+    )
     rows = fl.full_size_rows(bert, elmo)
-    assert [(k, v) for k, v, _ in rows] == [("bert_finetuned", 0.75), ("bert_probe", 0.74), ("elmo_input", 0.8),
-                                             ("elmo_probe", 0.76), ("w2v_input", 0.79), ("w2v_probe", 0.76)]
+    assert [(k, v) for k, v, _ in rows] == [
+        ("bert_finetuned", 0.75),
+        ("bert_probe", 0.74),
+        ("elmo_input", 0.8),
+        ("elmo_probe", 0.76),
+        ("w2v_input", 0.79),
+        ("w2v_probe", 0.76),
+    ]
     assert fl.full_size_rows(None, None) == []
 
 
@@ -420,14 +439,19 @@ def test_the_elmo_mix_job_on_fake_features_runs_and_stops_inside_the_extraction(
     """(Sentiment: the reviews are loaded already by the fine-tuning tests above.)"""
     from ctxlib.evaluation import tasks
 
-    job = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, _SlowFake(), "sentiment", 0.0, n_train=200, n_test=200,
-                                                               max_seconds=60), threads=1)
+    job = jobs.start(
+        "elmo_mix",
+        lambda j: tasks.train_mix_job(j, _SlowFake(), "sentiment", 0.0, n_train=200, n_test=200, max_seconds=60),
+        threads=1,
+    )
     _until(lambda: job.progress > 0.05, timeout=60)
     assert job.phase == "features" and not job.points
     job.cancel()
     assert job.wait(10) and job.state == jobs.CANCELLED and job.progress < 0.4 and not job.points
-    done = jobs.start("elmo_mix", lambda j: tasks.train_mix_job(j, _SlowFake(), "sentiment", 0.0, n_train=40, n_test=40,
-                                                                max_seconds=5))
+    done = jobs.start(
+        "elmo_mix",
+        lambda j: tasks.train_mix_job(j, _SlowFake(), "sentiment", 0.0, n_train=40, n_test=40, max_seconds=5),
+    )
     assert done.wait(120) and done.state == jobs.DONE, done.error
     r = done.result
     assert r["task"] == "sentiment" and len(r["mix_weights"]) == 3 and abs(sum(r["mix_weights"]) - 1) < 1e-5

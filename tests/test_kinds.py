@@ -1,4 +1,5 @@
 """The one registry of model kinds (ctxlib.kinds): every list reads it, so one new entry shows everywhere."""
+
 from pathlib import Path
 
 import app_fakes
@@ -14,8 +15,11 @@ PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "1_Type_vs_token.p
 @pytest.fixture
 def toy_kind(monkeypatch):
     """A fake kind "toy": shipped, trainable (the word2vec module stands in), live, static vectors."""
-    monkeypatch.setitem(kinds.REGISTRY, "toy", kinds.Kind(
-        "toy", "app_fakes:FakeEncoder", "static", 15, "ctxlib.training.word2vec", shipped=True, live=True))
+    monkeypatch.setitem(
+        kinds.REGISTRY,
+        "toy",
+        kinds.Kind("toy", "app_fakes:FakeEncoder", "static", 15, "ctxlib.training.word2vec", shipped=True, live=True),
+    )
     return "toy"
 
 

@@ -1,6 +1,7 @@
 """ctxlib.live (training a small model live from the training page) and reading a checkpoint zip (checkpoint.unzip):
 upload checks as --corpus, a short BERT run with its timeline, a cancelled run keeping its last save, the session
 folder, and zips that are corrupt, traverse paths, hold other files or unpack too large."""
+
 import io
 import zipfile
 
@@ -45,8 +46,13 @@ def short(monkeypatch):
 def test_upload_checks_as_corpus_does(tmp_path, monkeypatch):
     assert live.check_upload("今天天气很好。\n我们去公园。\n".encode("utf-8")) == "utf-8-sig"
     assert live.check_upload("今天天气很好。\n".encode("gb18030")) == "gb18030"
-    for data, code in ((b"", "empty"), (b"  \n\n", "empty"), (b"abc\x00def" * 10, "binary"),
-                       (bytes(range(1, 9)) * 50, "binary"), (b"\x80\xff\x80\xff" * 10, "encoding")):
+    for data, code in (
+        (b"", "empty"),
+        (b"  \n\n", "empty"),
+        (b"abc\x00def" * 10, "binary"),
+        (bytes(range(1, 9)) * 50, "binary"),
+        (b"\x80\xff\x80\xff" * 10, "encoding"),
+    ):
         with pytest.raises(live.UploadError) as e:
             live.check_upload(data, "x.txt")
         assert e.value.code == code and str(e.value).startswith("x.txt: ")
@@ -64,8 +70,13 @@ def test_upload_checks_as_corpus_does(tmp_path, monkeypatch):
 def test_spec_limits():
     live.LiveSpec("bert", 30)
     live.LiveSpec("word2vec", 180, corpus_file=None)
-    for kw in (dict(kind="bert", budget_s=29), dict(kind="bert", budget_s=181), dict(kind="lstm"),
-               dict(kind="gpt", corpus_file="x.txt"), dict(kind="bert", words=0)):
+    for kw in (
+        dict(kind="bert", budget_s=29),
+        dict(kind="bert", budget_s=181),
+        dict(kind="lstm"),
+        dict(kind="gpt", corpus_file="x.txt"),
+        dict(kind="bert", words=0),
+    ):
         with pytest.raises(ValueError):
             live.LiveSpec(**kw)
 
@@ -97,6 +108,7 @@ def test_short_bert_run_records_a_timeline_and_zips(short, tmp_path, monkeypatch
     assert "attention_0" in rp.arrays
     assert len(ctxlib.load(run.out).tokenizer) - len(SPECIALS) in range(300, 320)  # ~300 characters (ties kept)
     from ctxlib.training import bert
+
     assert not any(k.startswith("live-") for k in bert.PRESETS)  # the run's preset is passed, never registered
     assert run.summary["preset"] == run.summary["run"]["preset"] == f"live-{run.id}"
     # the download: a zip that ctxlib.load reads, with the same weights
@@ -242,8 +254,16 @@ def test_head_verdict_says_formed_faded_or_forming():
         return out
 
     v = live.head_verdict(hf([0.06, 0.3, 0.55, 0.7], [0.06, 0.1, 0.2, 0.3]))
-    assert (v["which"], v["layer"], v["head"], v["state"], v["first"], v["start"], v["end"], v["peak"]) == \
-        ("prev", 2, 1, "formed", 2, 0.06, 0.7, 0.7)
+    assert (v["which"], v["layer"], v["head"], v["state"], v["first"], v["start"], v["end"], v["peak"]) == (
+        "prev",
+        2,
+        1,
+        "formed",
+        2,
+        0.06,
+        0.7,
+        0.7,
+    )
     v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.3], [0.05, 0.6, 0.4, 0.35]))
     assert (v["which"], v["state"], v["first"], v["peak"], v["end"]) == ("next", "faded", 1, 0.6, 0.35)
     v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.49]))  # GPT: the previous character only
@@ -302,7 +322,9 @@ def test_stale_folders_of_gone_processes_are_removed_and_no_others(tmp_path, mon
     monkeypatch.setattr(live_files, "_LAST_CLEAN", {})
     stale = _folder(tmp_path, "stale-again", gone, age_h=live_files.STALE_H + 1)
     sess = live_files.LiveSession(tmp_path)
-    assert not stale.exists() and live_files._owner_alive(__import__("json").loads((sess.dir / live_files.OWNER_FILE).read_text()))
+    assert not stale.exists() and live_files._owner_alive(
+        __import__("json").loads((sess.dir / live_files.OWNER_FILE).read_text())
+    )
     again = _folder(tmp_path, "stale-later", gone, age_h=live_files.STALE_H + 1)
     live_files.LiveSession(tmp_path).close()
     assert again.exists()  # not before CLEAN_EVERY_S has passed
@@ -324,7 +346,12 @@ def test_work_marks_a_failed_run_and_session_keeps_the_last_runs(short, monkeypa
     for _ in range(3):
         runs.append(sess.new_run(live.LiveSpec("word2vec", 2)))
         runs[-1].out.mkdir()
-    assert len(sess.runs) == live_files.MAX_RUNS and not runs[0].out.exists() and runs[1].out.exists() and runs[2].out.exists()
+    assert (
+        len(sess.runs) == live_files.MAX_RUNS
+        and not runs[0].out.exists()
+        and runs[1].out.exists()
+        and runs[2].out.exists()
+    )
     d = sess.dir
     sess.close()
     assert not d.exists()

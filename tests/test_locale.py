@@ -1,5 +1,6 @@
 """The interface language without ?lang=: the browser's locale (st.context.locale) decides. Every Chinese tag (zh,
 zh-CN, zh-TW, zh-Hant) gets Chinese, en-US and an unknown or missing locale get English; ?lang= wins over the locale."""
+
 from pathlib import Path
 
 import app_fakes
@@ -27,9 +28,21 @@ def _open(locale, **qp) -> AppTest:
     return at
 
 
-@pytest.mark.parametrize("locale,lang", [("zh", "zh"), ("zh-CN", "zh"), ("zh-TW", "zh"), ("zh-Hant", "zh"),
-                                         ("zh-Hans-CN", "zh"), ("ZH-tw", "zh"), ("en-US", "en"), ("en", "en"),
-                                         ("fr-FR", "en"), (None, "en")])
+@pytest.mark.parametrize(
+    "locale,lang",
+    [
+        ("zh", "zh"),
+        ("zh-CN", "zh"),
+        ("zh-TW", "zh"),
+        ("zh-Hant", "zh"),
+        ("zh-Hans-CN", "zh"),
+        ("ZH-tw", "zh"),
+        ("en-US", "en"),
+        ("en", "en"),
+        ("fr-FR", "en"),
+        (None, "en"),
+    ],
+)
 def test_browser_locale_picks_the_language(locale, lang):
     at = _open(locale)
     step = lesson.load("default").steps[0]

@@ -1,5 +1,6 @@
 """BERT's batch collation and masking, checked exactly on hand-made inputs (test_bert_data.py checks proportions on
 real examples)."""
+
 import numpy as np
 import pytest
 import torch
@@ -13,22 +14,32 @@ class Tok:
 
 
 def _ex(ids, seg, masked, is_next):
-    return {"ids": np.array(ids), "segment_ids": np.array(seg), "is_next": is_next,
-            "masked": [{"index": i, "original_id": o} for i, o in masked]}
+    return {
+        "ids": np.array(ids),
+        "segment_ids": np.array(seg),
+        "is_next": is_next,
+        "masked": [{"index": i, "original_id": o} for i, o in masked],
+    }
 
 
 def test_collate_pads_and_flattens_the_masked_positions():
-    batch = collate([_ex([2, 9, 4, 3], [0, 0, 0, 0], [(2, 7)], True),
-                     _ex([2, 5, 3, 4, 6, 3], [0, 0, 0, 1, 1, 1], [(3, 8), (4, 6)], False),
-                     _ex([2, 4, 3, 5, 3], [0, 0, 0, 1, 1], [(1, 9)], True)], pad_id=0)
+    batch = collate(
+        [
+            _ex([2, 9, 4, 3], [0, 0, 0, 0], [(2, 7)], True),
+            _ex([2, 5, 3, 4, 6, 3], [0, 0, 0, 1, 1, 1], [(3, 8), (4, 6)], False),
+            _ex([2, 4, 3, 5, 3], [0, 0, 0, 1, 1], [(1, 9)], True),
+        ],
+        pad_id=0,
+    )
     assert batch["ids"].tolist() == [[2, 9, 4, 3, 0, 0], [2, 5, 3, 4, 6, 3], [2, 4, 3, 5, 3, 0]]
     assert batch["segment_ids"].tolist() == [[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0]]
     assert batch["mlm_pos"].tolist() == [2, 6 + 3, 6 + 4, 12 + 1]  # flat indices into B * T (T = 6, the longest)
     assert batch["mlm_labels"].tolist() == [7, 8, 6, 9]  # the original ids, not what the input now holds
     assert batch["nsp"].tolist() == [1, 0, 1]
     assert all(batch[k].dtype == torch.long for k in ("ids", "segment_ids", "mlm_pos", "mlm_labels", "nsp"))
-    assert collate([_ex([2, 3], [0, 0], [], False), _ex([2, 9, 9, 3], [0, 0, 1, 1], [], True)], pad_id=1)["ids"].tolist() \
-        == [[2, 3, 1, 1], [2, 9, 9, 3]]
+    assert collate([_ex([2, 3], [0, 0], [], False), _ex([2, 9, 9, 3], [0, 0, 1, 1], [], True)], pad_id=1)[
+        "ids"
+    ].tolist() == [[2, 3, 1, 1], [2, 9, 9, 3]]
 
 
 def test_mask_tokens_counts_kinds_and_replacements():
@@ -56,7 +67,9 @@ def test_mask_tokens_counts_kinds_and_replacements():
                 assert ids[i] >= Tok.n_special
             n_seen += 1
     assert kinds["mask"] / n_seen == pytest.approx(0.8, abs=0.04)
-    assert kinds["random"] / n_seen == pytest.approx(0.1, abs=0.03) and kinds["kept"] / n_seen == pytest.approx(0.1, abs=0.03)
+    assert kinds["random"] / n_seen == pytest.approx(0.1, abs=0.03) and kinds["kept"] / n_seen == pytest.approx(
+        0.1, abs=0.03
+    )
 
 
 def test_mask_tokens_whole_words_and_edge_cases():

@@ -1,6 +1,7 @@
 """ctxlib.mechanics: one block taken apart equals the model's own forward pass (shipped BERT and GPT, and tiny random
 models for the other position/causal combinations); the mask, rotary scores by distance, the sinusoidal table and
 the layer-0 position check."""
+
 import math
 
 import numpy as np
@@ -31,10 +32,23 @@ def shipped(request):
 def _tiny(positions: str, causal: bool):
     torch.manual_seed(0)
     chars = sorted(set(TEXT + "天安门我爱北京"))
-    tok = CharTokenizer(Vocab.build([chars], min_count=1, specials=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                                    unk="[UNK]"))
-    model = BertModel(BertConfig(vocab_size=len(tok), hidden=32, layers=2, heads=2, ffn=64, max_len=40,
-                                 positions=positions, causal=causal, dropout=0.0, attn_dropout=0.0))
+    tok = CharTokenizer(
+        Vocab.build([chars], min_count=1, specials=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], unk="[UNK]")
+    )
+    model = BertModel(
+        BertConfig(
+            vocab_size=len(tok),
+            hidden=32,
+            layers=2,
+            heads=2,
+            ffn=64,
+            max_len=40,
+            positions=positions,
+            causal=causal,
+            dropout=0.0,
+            attn_dropout=0.0,
+        )
+    )
     for p in model.parameters():  # random biases and LayerNorm gains too, so a wrong slice cannot hide behind zeros
         torch.nn.init.normal_(p, 0.0, 0.3)
     return (GptEncoder if causal else BertEncoder)("tiny", {}, {}, None, model, tok)
@@ -62,7 +76,7 @@ def _check_against_model(enc, text):
         np.testing.assert_allclose(t.scores, t.q.astype(np.float64) @ t.k.T / math.sqrt(t.q.shape[1]), atol=1e-4)
         np.testing.assert_allclose(t.head_out, t.weights.astype(np.float64) @ t.v, atol=1e-5)
         d = t.q.shape[1]
-        np.testing.assert_array_equal(t.heads[:, t.head * d:(t.head + 1) * d], t.head_out)
+        np.testing.assert_array_equal(t.heads[:, t.head * d : (t.head + 1) * d], t.head_out)
         np.testing.assert_allclose(t.out, t.resid + t.ffn_out, atol=1e-5)
         np.testing.assert_allclose(t.resid, t.x + t.attn_out, atol=1e-5)
 
@@ -125,7 +139,11 @@ def test_sinusoidal_table():
 
 def test_layer0_holds_position_only_with_absolute_positions():
     bert, gpt = _shipped("bert"), _shipped("gpt")
-    assert mechanics.position_scheme(bert.model.cfg) == {"scheme": "rope", "embedding_has_position": False, "max_len": 128}
+    assert mechanics.position_scheme(bert.model.cfg) == {
+        "scheme": "rope",
+        "embedding_has_position": False,
+        "max_len": 128,
+    }
     assert mechanics.position_scheme(gpt.model.cfg)["embedding_has_position"]
     b = mechanics.repeated_char_check(bert, TEXT)
     assert b["char"] == "苹" and b["positions"] == (1, 7)
@@ -136,8 +154,9 @@ def test_layer0_holds_position_only_with_absolute_positions():
     assert once["text"] == "我爱北京我爱北京" and once["positions"] == (1, 5)
 
 
-@pytest.mark.parametrize("text,code", [("", "empty"), ("  \n", "empty"), ("苹果\x07好吃", "control"),
-                                       ("好" * 5000, "too_long")])
+@pytest.mark.parametrize(
+    "text,code", [("", "empty"), ("  \n", "empty"), ("苹果\x07好吃", "control"), ("好" * 5000, "too_long")]
+)
 def test_bad_sentences(text, code):
     with pytest.raises(mechanics.MechanicsInputError) as e:
         mechanics.check_text(text)

@@ -1,6 +1,7 @@
 """word2vec's windows (ctxlib.training.word2vec._windows) on short stretches of kept positions, where some reduced
 window sizes are drawn by no position at all: the sizes that do occur must still come out (issue #17, item 4: a
 `break` in place of the `continue` that skips an empty size survived test_w2v_sampling's longer stretches)."""
+
 import numpy as np
 
 from ctxlib.training.word2vec import _windows
@@ -8,8 +9,10 @@ from ctxlib.training.word2vec import _windows
 
 def _reference(ids, sid, lo, hi, window, seed):
     eff = window - np.random.default_rng(seed).integers(0, window, hi - lo)
-    return {p: sorted(int(ids[j]) for j in range(p - e, p + e + 1) if j != p and 0 <= j < len(ids) and sid[j] == sid[p])
-            for p, e in zip(range(lo, hi), eff)}
+    return {
+        p: sorted(int(ids[j]) for j in range(p - e, p + e + 1) if j != p and 0 <= j < len(ids) and sid[j] == sid[p])
+        for p, e in zip(range(lo, hi), eff)
+    }
 
 
 def test_windows_of_short_stretches_yield_every_kept_position_whatever_sizes_are_drawn():

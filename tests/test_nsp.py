@@ -1,4 +1,5 @@
 """The NSP table (evaluation/nsp.py): held-out triples, the table's arithmetic, a tiny BERT, the eval file."""
+
 import json
 
 import numpy as np
@@ -16,11 +17,13 @@ def _par(source, i, sentences):
     return Paragraph(source, i, [w for s in sentences for w in (s[:-1], s[-1])], split="valid")
 
 
-PARS = [_par("pd", 0, ["今天天气很好。", "我们去公园散步吧。", "公园里人很多。"]),
-        _par("pd", 1, ["经济发展很快。", "工业产值增长了。"]),
-        _par("pd", 2, ["短。", "只有一句话的段落没有下一句。"]),
-        _par("reviews", 3, ["酒店房间很干净。", "早餐也不错。"]),
-        _par("reviews", 4, ["电脑屏幕很清楚。", "电池不太耐用。"])]
+PARS = [
+    _par("pd", 0, ["今天天气很好。", "我们去公园散步吧。", "公园里人很多。"]),
+    _par("pd", 1, ["经济发展很快。", "工业产值增长了。"]),
+    _par("pd", 2, ["短。", "只有一句话的段落没有下一句。"]),
+    _par("reviews", 3, ["酒店房间很干净。", "早餐也不错。"]),
+    _par("reviews", 4, ["电脑屏幕很清楚。", "电池不太耐用。"]),
+]
 
 
 def test_heldout_pairs_are_consecutive_and_random_b_is_from_another_paragraph_of_the_source():
@@ -39,6 +42,7 @@ def test_heldout_pairs_are_consecutive_and_random_b_is_from_another_paragraph_of
 
 class _Scripted:
     """next_sentence from a table: the table's arithmetic is checked against hand-computed figures."""
+
     name, kind = "scripted", "bert"
 
     def __init__(self, table):
@@ -49,9 +53,20 @@ class _Scripted:
 
 
 def test_table_arithmetic_and_order_share():
-    triples = [{"a": "A1", "b": "B1", "r": "R1", "source": "pd"}, {"a": "A2", "b": "B2", "r": "R2", "source": "reviews"}]
-    enc = _Scripted({("A1", "B1"): 0.9, ("B1", "A1"): 0.8, ("A1", "R1"): 0.2,
-                     ("A2", "B2"): 0.7, ("B2", "A2"): 0.9, ("A2", "R2"): 0.4})
+    triples = [
+        {"a": "A1", "b": "B1", "r": "R1", "source": "pd"},
+        {"a": "A2", "b": "B2", "r": "R2", "source": "reviews"},
+    ]
+    enc = _Scripted(
+        {
+            ("A1", "B1"): 0.9,
+            ("B1", "A1"): 0.8,
+            ("A1", "R1"): 0.2,
+            ("A2", "B2"): 0.7,
+            ("B2", "A2"): 0.9,
+            ("A2", "R2"): 0.4,
+        }
+    )
     t = nsp.nsp_table(enc, triples)
     assert t["n"] == 2 and t["sources"] == {"pd": 1, "reviews": 1}
     assert t["rows"]["true"]["mean_p"] == pytest.approx(0.8)

@@ -1,4 +1,5 @@
 """bench/page_speed.py's parts that need no server: widget keys, the browser's widget messages, the timing log."""
+
 import importlib.util
 import sys
 from pathlib import Path
@@ -34,7 +35,9 @@ def test_widget_states_are_what_a_browser_sends():
     assert list(ss.string_array_value.data) == ["0: a"]
     b = BackMsg()
     b.ParseFromString(ps.cl.rerun_msg("lang=zh", "Home", "h", [t], "frag1"))
-    assert b.rerun_script.fragment_id == "frag1" and b.rerun_script.widget_states.widgets[0].string_value == t.string_value
+    assert (
+        b.rerun_script.fragment_id == "frag1" and b.rerun_script.widget_states.widgets[0].string_value == t.string_value
+    )
 
 
 def test_server_time_reads_only_lines_after_the_run_was_sent(tmp_path):

@@ -3,6 +3,7 @@ drawing's boxes, a legend under the plot), the fill-mask chart's and the 80/10/1
 Lesson page's layout in the mode: question and answer beside the chart, charts no taller than the screen allows,
 the keys' hint and script. The browser side (sidebar closed, everything inside 1920×1080, the keys) is
 tests/test_browser_present.py."""
+
 from __future__ import annotations
 
 import re
@@ -39,16 +40,22 @@ def test_axes_and_legend_without_sizes_get_the_grown_size():
     assert lay["yaxis"]["title"] == {"text": "cos", "font": {"size": pytest.approx(size)}}
     assert lay["legend"]["font"]["size"] == pytest.approx(size)
     assert size < lay["title"]["font"]["size"] <= present.CAP
-    assert scale_fonts({"layout": {"xaxis": {"tickfont": {"size": 30}}}}, 1.5)["layout"]["xaxis"]["tickfont"]["size"] == 30
+    assert (
+        scale_fonts({"layout": {"xaxis": {"tickfont": {"size": 30}}}}, 1.5)["layout"]["xaxis"]["tickfont"]["size"] == 30
+    )
 
 
 def test_labels_in_a_drawings_boxes_grow_less_than_the_rest():
     """Boxes drawn in data coordinates do not grow with the text, so their labels grow by BOX_GROW at most; a title
     placed on the paper grows as usual."""
-    layout = {"shapes": [{"type": "rect", "x0": 0, "x1": 1, "y0": 0, "y1": 1}],
-              "annotations": [{"text": "in a box", "x": 0.5, "y": 0.5, "xref": "x", "yref": "y", "font": {"size": 12}},
-                              {"text": "no size", "x": 0.5, "y": 0.2, "xref": "x", "yref": "y"},
-                              {"text": "title", "x": 0.5, "y": 1, "xref": "paper", "yref": "paper", "font": {"size": 12}}]}
+    layout = {
+        "shapes": [{"type": "rect", "x0": 0, "x1": 1, "y0": 0, "y1": 1}],
+        "annotations": [
+            {"text": "in a box", "x": 0.5, "y": 0.5, "xref": "x", "yref": "y", "font": {"size": 12}},
+            {"text": "no size", "x": 0.5, "y": 0.2, "xref": "x", "yref": "y"},
+            {"text": "title", "x": 0.5, "y": 1, "xref": "paper", "yref": "paper", "font": {"size": 12}},
+        ],
+    }
     notes = scale_fonts({"data": [], "layout": layout}, 1.75, 26)["layout"]["annotations"]
     assert [a["font"]["size"] for a in notes] == pytest.approx([12 * BOX_GROW, 12 * BOX_GROW, 21])
     plain = {"data": [], "layout": {"annotations": [{"text": "n", "x": 0, "y": 0, "xref": "x", "font": {"size": 12}}]}}
@@ -76,8 +83,12 @@ def test_fill_mask_characters_and_titles_are_large_in_presentation_mode():
 def test_the_original_above_a_changed_token_is_sized_with_the_example():
     """The 80/10/10 example writes the original character above each changed token in em (it grows with the
     example's zoom in presentation mode), at least 0.8 of the token's size."""
-    ex = {"tokens": ["[CLS]", "[MASK]", "好", "[SEP]"], "original_tokens": ["[CLS]", "很", "好", "[SEP]"],
-          "segment_ids": [0, 0, 0, 0], "masked": [{"index": 1, "kind": "mask"}]}
+    ex = {
+        "tokens": ["[CLS]", "[MASK]", "好", "[SEP]"],
+        "original_tokens": ["[CLS]", "很", "好", "[SEP]"],
+        "segment_ids": [0, 0, 0, 0],
+        "masked": [{"index": 1, "kind": "mask"}],
+    }
     h = vp.example_html(ex)
     top = re.search(r'<span style="display:block;font-size:([0-9.]+)em;[^"]*">很</span>', h)
     assert top is not None, h

@@ -1,4 +1,5 @@
 """One `Preset` shape for the three models' training presets, and the plans that runs (fresh or resumed) get."""
+
 import dataclasses
 
 import pytest
@@ -9,8 +10,12 @@ from ctxlib.models.word2vec import Word2VecConfig
 from ctxlib.training import bert, elmo, gpt, word2vec
 from ctxlib.training.presets import Preset
 
-MODULES = {"bert": (bert, BertConfig), "elmo": (elmo, ElmoConfig), "word2vec": (word2vec, Word2VecConfig),
-           "gpt": (gpt, BertConfig)}
+MODULES = {
+    "bert": (bert, BertConfig),
+    "elmo": (elmo, ElmoConfig),
+    "word2vec": (word2vec, Word2VecConfig),
+    "gpt": (gpt, BertConfig),
+}
 
 
 def test_all_presets_are_presets_with_the_same_fields():
@@ -30,13 +35,20 @@ def test_all_presets_are_presets_with_the_same_fields():
                 assert p.steps > 0 and p.lr > 0 and p.warmup > 0, (kind, name)
 
 
-@pytest.mark.parametrize("kind, name, data", [
-    ("bert", "tiny", {"batch": 16, "max_paragraphs": 400, "min_count": 1, "whole_word": False}),
-    ("bert", "long", {"batch": 32, "max_paragraphs": None, "min_count": 2, "whole_word": 0.5}),
-    ("elmo", "default", {"paragraphs": 0, "batch_tokens": 1600, "max_len": 50, "bench_steps": 8, "valid_sentences": 3000}),
-    ("word2vec", "tiny", {"sentences": 2000}),
-    ("word2vec", "default", {"sentences": None}),
-])
+@pytest.mark.parametrize(
+    "kind, name, data",
+    [
+        ("bert", "tiny", {"batch": 16, "max_paragraphs": 400, "min_count": 1, "whole_word": False}),
+        ("bert", "long", {"batch": 32, "max_paragraphs": None, "min_count": 2, "whole_word": 0.5}),
+        (
+            "elmo",
+            "default",
+            {"paragraphs": 0, "batch_tokens": 1600, "max_len": 50, "bench_steps": 8, "valid_sentences": 3000},
+        ),
+        ("word2vec", "tiny", {"sentences": 2000}),
+        ("word2vec", "default", {"sentences": None}),
+    ],
+)
 def test_preset_data_keys(kind, name, data):
     assert MODULES[kind][0].PRESETS[name].data == data
 
@@ -64,8 +76,9 @@ def test_wide_bert_is_long_with_only_the_width_changed():
     """The width lever is measured against `long`: everything but the width (hidden, heads, ffn), the learning rate
     (halved for the wider model, as measured) and the planned length is the same, and 64-wide heads as before."""
     long, wide = bert.PRESETS["long"], bert.PRESETS["wide"]
-    assert {k: v for k, v in wide.model.items() if k not in ("hidden", "heads", "ffn")} == \
-        {k: v for k, v in long.model.items() if k not in ("hidden", "heads", "ffn")}
+    assert {k: v for k, v in wide.model.items() if k not in ("hidden", "heads", "ffn")} == {
+        k: v for k, v in long.model.items() if k not in ("hidden", "heads", "ffn")
+    }
     assert wide.model["hidden"] > long.model["hidden"] and wide.model["ffn"] == 4 * wide.model["hidden"]
     assert wide.model["hidden"] // wide.model["heads"] == long.model["hidden"] // long.model["heads"]
     assert wide.lr == long.lr / 2
@@ -87,7 +100,9 @@ def test_train_takes_a_preset_or_a_name():
         resolve("bert", Preset(model={}))
 
 
-@pytest.mark.parametrize("option", [{"resume": "run"}, {"steps": 5}, {"stretch": 1.0}, {"amp": "off"}, {"init_from": "run"}])
+@pytest.mark.parametrize(
+    "option", [{"resume": "run"}, {"steps": 5}, {"stretch": 1.0}, {"amp": "off"}, {"init_from": "run"}]
+)
 def test_word2vec_refuses_the_resumable_runs_options(option, tmp_path):
     with pytest.raises(ValueError, match="word2vec trains in one go"):
         word2vec.train("tiny", device="cpu", out=tmp_path / "w", **option)

@@ -1,6 +1,7 @@
 """No module reaches into another module's private names: no `from x import _name` of a ctxlib module, and no
 `obj._name` where `_name` is defined only in other ctxlib modules (a method or function of theirs). Public batch
 APIs (Encoder.tokenize/encode_tokens, run_ids, lm_pairs, batch_ids, ...) exist for that."""
+
 from __future__ import annotations
 
 import ast
@@ -42,8 +43,12 @@ def violations() -> list[str]:
         for n in ast.walk(tree):
             if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("ctxlib")):
                 out += [f"{rel}:{n.lineno} imports {a.name}" for a in n.names if _private(a.name)]
-            elif (isinstance(n, ast.Attribute) and _private(n.attr) and n.attr in elsewhere
-                  and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))):
+            elif (
+                isinstance(n, ast.Attribute)
+                and _private(n.attr)
+                and n.attr in elsewhere
+                and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))
+            ):
                 out.append(f"{rel}:{n.lineno} uses .{n.attr}")
     return out
 

@@ -1,5 +1,6 @@
 """ctxlib.replay (the training page's numbers) and ctxlib.viz.training (its figures), on small timelines written
 by hand in the timeline's schema: one projection for all steps, the dequantize round trip, missing fields."""
+
 import json
 
 import numpy as np
@@ -9,9 +10,13 @@ from ctxlib import replay
 from ctxlib.training import timeline as tl
 from ctxlib.viz import training as vt
 
-SETS = {"苹果": {"sentences": ["苹果真好吃", "苹果手机很好用", "我买了一斤苹果", "苹果电脑很贵"],
-                 "labels": ["水果", "品牌", "水果", "品牌"]},
-        "打": {"sentences": ["他打了我", "我们打球", "给我打电话"], "labels": ["打人", "打球", "打电话"]}}
+SETS = {
+    "苹果": {
+        "sentences": ["苹果真好吃", "苹果手机很好用", "我买了一斤苹果", "苹果电脑很贵"],
+        "labels": ["水果", "品牌", "水果", "品牌"],
+    },
+    "打": {"sentences": ["他打了我", "我们打球", "给我打电话"], "labels": ["打人", "打球", "打电话"]},
+}
 STEPS = [0, 1, 10, 100]
 
 
@@ -29,22 +34,43 @@ def write_timeline(d, kind="bert", vectors=None, fill_mask=True, lm=False, atten
     snaps = []
     for k, step in enumerate(STEPS):
         acc = {w: [0.5, 0.5 + 0.1 * k, 0.5 + 0.15 * k] for w in SETS}
-        fm = [[["的", 0.3 - 0.05 * k], ["奶", 0.1 * k], ["了", 0.05], ["水", 0.02], ["茶", 0.01]]] if fill_mask else None
+        fm = (
+            [[["的", 0.3 - 0.05 * k], ["奶", 0.1 * k], ["了", 0.05], ["水", 0.02], ["茶", 0.01]]] if fill_mask else None
+        )
         if k == len(STEPS) - 1 and fill_mask:
             fm = [[["奶", 0.6], ["的", 0.1], ["了", 0.05], ["水", 0.02], ["茶", 0.01]]]
-        snaps.append({"step": step, "tokens": step * 100, "wall_s": float(step), "train_loss": None if step == 0 else 9.0 - k,
-                      "valid_loss": 9.5 - k, "sense_accuracy": acc, "sense_accuracy_mean": list(np.mean(list(acc.values()), 0)),
-                      "pair_ranking_mean": [0.5] * L, "fill_mask": fm,
-                      "lm": [{"forward": [["奶", 0.2], ["水", 0.1]]}] if lm else None})
-    data = {"schema": tl.SCHEMA, "kind": kind, "layer_names": ["embeddings", "layer 1", "layer 2"], "planned_steps": 100,
-            "sets": SETS, "fill_mask_sentences": [tl.FILL_MASK_SENTENCES[0]] if fill_mask else [],
-            "lm_sentences": [{"text": "早餐我喝了一杯热牛奶。", "index": 9, "word": "奶", "start": 9}] if lm else [],
-            "attention_sentences": ["苹果好"] if attention else [], "attention_tokens": toks if attention else [],
-            "snapshots": snaps}
+        snaps.append(
+            {
+                "step": step,
+                "tokens": step * 100,
+                "wall_s": float(step),
+                "train_loss": None if step == 0 else 9.0 - k,
+                "valid_loss": 9.5 - k,
+                "sense_accuracy": acc,
+                "sense_accuracy_mean": list(np.mean(list(acc.values()), 0)),
+                "pair_ranking_mean": [0.5] * L,
+                "fill_mask": fm,
+                "lm": [{"forward": [["奶", 0.2], ["水", 0.1]]}] if lm else None,
+            }
+        )
+    data = {
+        "schema": tl.SCHEMA,
+        "kind": kind,
+        "layer_names": ["embeddings", "layer 1", "layer 2"],
+        "planned_steps": 100,
+        "sets": SETS,
+        "fill_mask_sentences": [tl.FILL_MASK_SENTENCES[0]] if fill_mask else [],
+        "lm_sentences": [{"text": "早餐我喝了一杯热牛奶。", "index": 9, "word": "奶", "start": 9}] if lm else [],
+        "attention_sentences": ["苹果好"] if attention else [],
+        "attention_tokens": toks if attention else [],
+        "snapshots": snaps,
+    }
     d.mkdir(parents=True, exist_ok=True)
     (d / "timeline.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     np.savez_compressed(d / "timeline.npz", **arrays)
-    (d / "config.json").write_text(json.dumps({"kind": kind, "summary": {"loss_history": [[5, 8.0], [50, 6.0], [500, 1.0]]}}))
+    (d / "config.json").write_text(
+        json.dumps({"kind": kind, "summary": {"loss_history": [[5, 8.0], [50, 6.0], [500, 1.0]]}})
+    )
     return V
 
 
@@ -96,7 +122,7 @@ def test_same_size_and_spread():
     raw = replay.project_steps(V, same_size=False)
     eq = replay.project_steps(V, same_size=True)
     assert raw.spread[0] < 0.05 < raw.spread[1] and np.allclose(raw.spread, eq.spread)
-    size = lambda c: np.sqrt((c ** 2).sum(-1).mean())  # noqa: E731
+    size = lambda c: np.sqrt((c**2).sum(-1).mean())  # noqa: E731
     assert size(raw.coords[0]) < 0.1 * size(raw.coords[1])  # one scale: the tight step is a dot
     assert size(eq.coords[0]) == pytest.approx(size(eq.coords[1]))  # same size: its arrangement is visible
     same = replay.project_steps(np.stack([np.tile(U[0], (6, 1))] * 2))  # one vector in every sentence
@@ -124,7 +150,12 @@ def test_answers_and_missing_fields(tmp_path):
     hits, total = replay.answer_hits(rp)
     assert hits == {"fill_mask": [0, 0, 0, 1]} and total == 1
     assert replay.lm_rows(rp, 0) is None
-    assert [s for s, _ in replay.attention_sentences(rp)] == ["苹果好"] and replay.attention(rp, 0, 1).shape == (2, 2, 5, 5)
+    assert [s for s, _ in replay.attention_sentences(rp)] == ["苹果好"] and replay.attention(rp, 0, 1).shape == (
+        2,
+        2,
+        5,
+        5,
+    )
     shares = replay.head_shares(rp, 0)
     assert set(shares) == set(replay.SHARES) and shares["prev"].shape == (4, 2, 2)
     assert np.all(shares["prev"] + shares["next"] + shares["self"] + shares["sep"] + shares["cls"] <= 1 + 1e-3)
@@ -132,7 +163,11 @@ def test_answers_and_missing_fields(tmp_path):
     write_timeline(tmp_path / "gpt", kind="gpt", fill_mask=False, attention=False)
     rp = replay.load(tmp_path / "gpt")
     assert replay.fill_mask_rows(rp, 0) is None and replay.lm_rows(rp, 0) is None and replay.answer_hits(rp) is None
-    assert replay.attention_sentences(rp) == [] and replay.attention(rp, 0, 0) is None and replay.head_shares(rp, 0) is None
+    assert (
+        replay.attention_sentences(rp) == []
+        and replay.attention(rp, 0, 0) is None
+        and replay.head_shares(rp, 0) is None
+    )
     # and one written after: next-character answers as a forward-only 'lm'
     write_timeline(tmp_path / "gpt2", kind="gpt", fill_mask=False, lm=True)
     rp = replay.load(tmp_path / "gpt2")
@@ -160,11 +195,27 @@ def test_find_and_bad_files(tmp_path, monkeypatch):
 def test_figures_mark_the_step_on_a_log_axis(tmp_path):
     write_timeline(tmp_path / "bert")
     rp = replay.load(tmp_path / "bert")
-    labels = {"title": "t", "train": "train", "valid": "valid", "history": "log", "step": "step", "loss": "loss",
-              "now": "now", "accuracy": "acc", "chance": "chance", "word": "w", "count": "n", "share": "s"}
+    labels = {
+        "title": "t",
+        "train": "train",
+        "valid": "valid",
+        "history": "log",
+        "step": "step",
+        "loss": "loss",
+        "now": "now",
+        "accuracy": "acc",
+        "chance": "chance",
+        "word": "w",
+        "count": "n",
+        "share": "s",
+    }
     fig = vt.loss_figure(replay.losses(rp), rp.loss_history, 10, labels)
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.ticktext[0] == "0"
-    assert [t.name for t in fig.data] == ["log", "train", "valid"] and list(fig.data[1].x) == [1, 10, 100]  # no loss at 0
+    assert [t.name for t in fig.data] == ["log", "train", "valid"] and list(fig.data[1].x) == [
+        1,
+        10,
+        100,
+    ]  # no loss at 0
     assert fig.layout.shapes[-1].x0 == 10 and fig.data[2].x[0] == vt.STEP0_X
     fig = vt.accuracy_figure(rp.steps, replay.sense_accuracy(rp), ["a", "b", "c"], 0, labels, 0.5, np.zeros(4))
     assert len(fig.data) == 4 and fig.layout.shapes[-1].x0 == vt.STEP0_X
@@ -172,4 +223,7 @@ def test_figures_mark_the_step_on_a_log_axis(tmp_path):
     fig = vt.map_figure(pr.coords[2], pr.coords[1], rp.labels("苹果"), ["<b>x</b>"] * 4, pr.bounds, "<script>")
     assert [t.name for t in fig.data[1:]] == ["品牌", "水果"] and "<script>" not in fig.layout.title.text
     assert tuple(fig.layout.xaxis.range) == pytest.approx(pr.bounds[:2])
-    assert vt.answer_text([("奶", 0.41), ("水", 0.09), ("茶", 0.004), ("的", 0.0001)]) == "奶 41% · 水 9% · 茶 0.4% · 的 <0.1%"
+    assert (
+        vt.answer_text([("奶", 0.41), ("水", 0.09), ("茶", 0.004), ("的", 0.0001)])
+        == "奶 41% · 水 9% · 茶 0.4% · 的 <0.1%"
+    )

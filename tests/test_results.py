@@ -1,4 +1,5 @@
 """ctxlib.results: the verdict rule, missing and corrupt files, and figures read from the files as they are."""
+
 import json
 import shutil
 
@@ -32,22 +33,36 @@ def test_missing_files_name_their_commands(tmp_path):
         for file, command in c.missing:
             assert file.startswith(tmp_path.name + "/") and command.startswith("python -m ctxlib ")
     by_key = {c.key: c for c in found}
-    assert (f"{tmp_path.name}/bert/eval_nsp.json", "python -m ctxlib eval bert --task nsp") in by_key["nsp_topic"].missing
-    assert (f"{tmp_path.name}/elmo/eval_senses.json", "python -m ctxlib eval elmo --task senses") in \
-        by_key["static_vs_contextual"].missing
+    assert (f"{tmp_path.name}/bert/eval_nsp.json", "python -m ctxlib eval bert --task nsp") in by_key[
+        "nsp_topic"
+    ].missing
+    assert (f"{tmp_path.name}/elmo/eval_senses.json", "python -m ctxlib eval elmo --task senses") in by_key[
+        "static_vs_contextual"
+    ].missing
 
 
 def _elmo_eval(task, score, w2v, base, concat, expected, per_layer):
-    return {"task": task, "score": score, "input_score": score, "word2vec_score": w2v, "baseline_score": base,
-            "concat_score": concat, "expected_layer": expected, "per_layer_score": per_layer, "n_test": 1000,
-            "layer_names": ["char-CNN token layer", "biLSTM layer 1", "biLSTM layer 2"]}
+    return {
+        "task": task,
+        "score": score,
+        "input_score": score,
+        "word2vec_score": w2v,
+        "baseline_score": base,
+        "concat_score": concat,
+        "expected_layer": expected,
+        "per_layer_score": per_layer,
+        "n_test": 1000,
+        "layer_names": ["char-CNN token layer", "biLSTM layer 1", "biLSTM layer 2"],
+    }
 
 
 def test_claims_from_written_files_and_a_corrupt_one(tmp_path):
     (tmp_path / "elmo").mkdir()
-    for task, vals in {"pos": (0.90, 0.85, 0.80, 0.91, 0.6, [0.7, 0.9, 0.8]),
-                       "ner": (0.88, 0.86, 0.75, 0.87, 1.1, [0.5, 0.8, 0.79]),
-                       "sentiment": (0.80, 0.795, 0.77, 0.79, 1.4, [0.6, 0.7, 0.75])}.items():
+    for task, vals in {
+        "pos": (0.90, 0.85, 0.80, 0.91, 0.6, [0.7, 0.9, 0.8]),
+        "ner": (0.88, 0.86, 0.75, 0.87, 1.1, [0.5, 0.8, 0.79]),
+        "sentiment": (0.80, 0.795, 0.77, 0.79, 1.4, [0.6, 0.7, 0.75]),
+    }.items():
         (tmp_path / "elmo" / f"eval_{task}.json").write_text(json.dumps(_elmo_eval(task, *vals)), encoding="utf-8")
     found = {c.key: c for c in results.claims(tmp_path)}
     c = found["elmo_vs_word2vec"]
@@ -58,8 +73,9 @@ def test_claims_from_written_files_and_a_corrupt_one(tmp_path):
     assert found["input_vs_concat"].verdict == "reproduced" and found["input_vs_concat"].figures["ner_delta"] == -0.01
     lay = found["layers"]  # expected layer and best layer: sentiment above POS; senses file missing
     assert lay.verdict == "incomplete" and [x.outcome for x in lay.comparisons] == ["win", "win", "missing"]
-    assert lay.missing_figures == [(f"{tmp_path.name}/elmo/eval_senses.json#"
-                                    "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")]
+    assert lay.missing_figures == [
+        (f"{tmp_path.name}/elmo/eval_senses.json#argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")
+    ]
     assert lay.figures["pos_best"] == "biLSTM layer 1" and lay.figures["sentiment_best"] == "biLSTM layer 2"
     assert (f"{tmp_path.name}/elmo/eval_senses.json", "python -m ctxlib eval elmo --task senses") in lay.missing
     (tmp_path / "elmo" / "eval_ner.json").write_text("{not json", encoding="utf-8")
@@ -73,12 +89,20 @@ def _read(model, name):
 
 
 def test_shipped_figures_equal_the_files():
-    need = [("bert", "eval_sentiment.json"), ("elmo", "eval_sentiment.json"), ("bert", "eval_nsp.json"),
-            ("bert", "config.json")]
+    need = [
+        ("bert", "eval_sentiment.json"),
+        ("elmo", "eval_sentiment.json"),
+        ("bert", "eval_nsp.json"),
+        ("bert", "config.json"),
+    ]
     if not all((checkpoint.CHECKPOINT_DIR / m / n).is_file() for m, n in need):
         pytest.skip("shipped eval files missing")
     found = {c.key: c for c in results.claims()}
-    bert, elmo, nsp = _read("bert", "eval_sentiment.json"), _read("elmo", "eval_sentiment.json"), _read("bert", "eval_nsp.json")
+    bert, elmo, nsp = (
+        _read("bert", "eval_sentiment.json"),
+        _read("elmo", "eval_sentiment.json"),
+        _read("bert", "eval_nsp.json"),
+    )
     c = found["bert_vs_elmo"]  # BERT against ELMo only; word2vec is a reference figure, not a measure
     assert [(x.a, x.a_value, x.b, x.b_value) for x in c.comparisons] == [("bert", bert["score"], "elmo", elmo["score"])]
     assert c.figures["word2vec"] == elmo["word2vec_score"]

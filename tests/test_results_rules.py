@@ -2,6 +2,7 @@
 (checkpoints/<model>/eval_*.json, config.json, vocab.json in a tmp folder): every claim placed on each side of the
 rule (reproduced, partly, not reproduced, a tie just inside and a win just outside the margin, a missing figure),
 with which figure sits on which side; and the outside models' folders (extra_dirs)."""
+
 import json
 
 import pytest
@@ -13,16 +14,27 @@ LAYERS = ["char-CNN token layer", "biLSTM layer 1", "biLSTM layer 2"]
 
 
 def _senses(pair_sup, pair_frozen, examples=(0.5, 0.6, 0.7), names=LAYERS):
-    sets = {"examples": {"pair_ranking": list(examples), "accuracy": list(examples)},
-            "supplement": {"pair_ranking": list(pair_sup), "accuracy": list(pair_sup)},
-            "frozen": {"pair_ranking": list(pair_frozen), "accuracy": list(pair_frozen)}}
+    sets = {
+        "examples": {"pair_ranking": list(examples), "accuracy": list(examples)},
+        "supplement": {"pair_ranking": list(pair_sup), "accuracy": list(pair_sup)},
+        "frozen": {"pair_ranking": list(pair_frozen), "accuracy": list(pair_frozen)},
+    }
     return {"task": "senses", "layer_names": list(names), "sets": sets}
 
 
 def _task(task, score, w2v, base, concat, expected, per_layer):
-    return {"task": task, "score": score, "input_score": score, "word2vec_score": w2v, "baseline_score": base,
-            "concat_score": concat, "expected_layer": expected, "per_layer_score": per_layer, "n_test": 1000,
-            "layer_names": LAYERS}
+    return {
+        "task": task,
+        "score": score,
+        "input_score": score,
+        "word2vec_score": w2v,
+        "baseline_score": base,
+        "concat_score": concat,
+        "expected_layer": expected,
+        "per_layer_score": per_layer,
+        "n_test": 1000,
+        "layer_names": LAYERS,
+    }
 
 
 BASE = {  # every measure of every claim wins, each by at least two points
@@ -34,12 +46,17 @@ BASE = {  # every measure of every claim wins, each by at least two points
     ("elmo", "eval_ner.json"): _task("ner", 0.88, 0.84, 0.75, 0.87, 1.0, [0.5, 0.8, 0.8]),
     ("elmo", "eval_sentiment.json"): _task("sentiment", 0.81, 0.78, 0.77, 0.80, 1.5, [0.6, 0.7, 0.75]),
     ("bert", "eval_sentiment.json"): {"task": "sentiment", "score": 0.83, "score_from": "finetune", "n_train": 3000},
-    ("bert", "config.json"): {"config": {"layers": 4, "hidden": 256},
-                              "summary": {"steps": 100, "valid": {"mlm_top1": 0.4, "nsp_acc": 0.85}}},
+    ("bert", "config.json"): {
+        "config": {"layers": 4, "hidden": 256},
+        "summary": {"steps": 100, "valid": {"mlm_top1": 0.4, "nsp_acc": 0.85}},
+    },
     ("bert", "vocab.json"): {"specials": ["[PAD]", "[UNK]"], "counts": [0, 0] + [1] * 10},  # always-one: 0.1
-    ("bert", "eval_nsp.json"): {"task": "nsp", "n": 100, "order_share": 0.9,
-                                "rows": {"true": {"mean_p": 0.8}, "swapped": {"mean_p": 0.75},
-                                         "random": {"mean_p": 0.3}}},
+    ("bert", "eval_nsp.json"): {
+        "task": "nsp",
+        "n": 100,
+        "order_share": 0.9,
+        "rows": {"true": {"mean_p": 0.8}, "swapped": {"mean_p": 0.75}, "random": {"mean_p": 0.3}},
+    },
 }
 
 
@@ -67,6 +84,7 @@ def _set(root, model, name, value, *path):
             del d[path[-1]]
         else:
             d[path[-1]] = value
+
     _edit(root, model, name, fn)
 
 
@@ -86,6 +104,7 @@ def test_the_base_files_reproduce_every_claim(root):
 
 # ---- the rule itself ----
 
+
 def _c(a, b, margin=0.01, **kw):
     return Comparison("task_score", "pos", "elmo", a, "word2vec", b, margin, **kw)
 
@@ -94,9 +113,15 @@ def test_outcomes_at_the_margin():
     assert [_c(0.81, 0.80).outcome, _c(0.8099, 0.80).outcome, _c(0.80, 0.80).outcome] == ["win", "tie", "tie"]
     assert [_c(0.7901, 0.80).outcome, _c(0.79, 0.80).outcome, _c(None, 0.8).outcome] == ["tie", "loss", "missing"]
     assert [_c(0.75, 0.75, margin=0.0).outcome, _c(0.7499, 0.75, margin=0.0).outcome] == ["win", "loss"]  # no tie zone
-    assert counts([_c(0.9, 0.8), _c(0.8, 0.8), _c(0.7, 0.8), _c(None, 0.8)]) == {"win": 1, "tie": 1, "loss": 1,
-                                                                                  "missing": 1}
-    assert verdict([_c(0.9, 0.8), _c(0.8, 0.8)]) == "partly" and verdict([_c(0.8, 0.8), _c(0.7, 0.8)]) == "not_reproduced"
+    assert counts([_c(0.9, 0.8), _c(0.8, 0.8), _c(0.7, 0.8), _c(None, 0.8)]) == {
+        "win": 1,
+        "tie": 1,
+        "loss": 1,
+        "missing": 1,
+    }
+    assert (
+        verdict([_c(0.9, 0.8), _c(0.8, 0.8)]) == "partly" and verdict([_c(0.8, 0.8), _c(0.7, 0.8)]) == "not_reproduced"
+    )
     assert verdict([_c(0.9, 0.8), _c(None, 0.8)]) == "incomplete" and verdict([_c(None, None)]) == "missing"
 
 
@@ -113,15 +138,29 @@ def test_best_layers_and_their_ties():
 
 # ---- claim 1: static vs contextual ----
 
+
 def test_static_vs_contextual(root):
     c = _claim(root, "static_vs_contextual")
     x = c.comparisons[0]
-    assert (x.measure, x.where, x.a, x.a_value, x.b, x.b_value) == ("pair_ranking", "supplement", "elmo", 0.8, "word2vec", 0.5)
-    assert x.a_source == "checkpoints/elmo/eval_senses.json#/sets/supplement/pair_ranking[argmax /sets/examples/pair_ranking]"
+    assert (x.measure, x.where, x.a, x.a_value, x.b, x.b_value) == (
+        "pair_ranking",
+        "supplement",
+        "elmo",
+        0.8,
+        "word2vec",
+        0.5,
+    )
+    assert (
+        x.a_source
+        == "checkpoints/elmo/eval_senses.json#/sets/supplement/pair_ranking[argmax /sets/examples/pair_ranking]"
+    )
     assert x.b_source == "checkpoints/word2vec/eval_senses.json#/sets/supplement/pair_ranking[0]"
     assert [(y.a, y.where, y.measure) for y in c.comparisons[:4]] == [
-        ("elmo", "supplement", "pair_ranking"), ("elmo", "supplement", "accuracy"), ("elmo", "frozen", "pair_ranking"),
-        ("elmo", "frozen", "accuracy")]
+        ("elmo", "supplement", "pair_ranking"),
+        ("elmo", "supplement", "accuracy"),
+        ("elmo", "frozen", "pair_ranking"),
+        ("elmo", "frozen", "accuracy"),
+    ]
     _set(root, "elmo", "eval_senses.json", [0.5, 0.9, 0.7], "sets", "examples", "pair_ranking")  # layer 1 chosen
     assert _claim(root, "static_vs_contextual").comparisons[0].a_value == 0.6
     _set(root, "gpt", "eval_senses.json", [0.5, 0.6, 0.5099], "sets", "frozen", "pair_ranking")  # just inside
@@ -146,10 +185,14 @@ def test_static_vs_contextual_lost_and_missing(root):
 
 # ---- claim 2: ELMo vs word2vec ----
 
+
 def test_elmo_vs_word2vec(root):
     c = _claim(root, "elmo_vs_word2vec")
-    assert [(x.where, x.a_value, x.b_value) for x in c.comparisons] == [("pos", 0.90, 0.85), ("ner", 0.88, 0.84),
-                                                                       ("sentiment", 0.81, 0.78)]
+    assert [(x.where, x.a_value, x.b_value) for x in c.comparisons] == [
+        ("pos", 0.90, 0.85),
+        ("ner", 0.88, 0.84),
+        ("sentiment", 0.81, 0.78),
+    ]
     assert c.comparisons[1].a_source.endswith("elmo/eval_ner.json#/score")
     assert c.comparisons[1].b_source.endswith("elmo/eval_ner.json#/word2vec_score")
     _set(root, "elmo", "eval_pos.json", 0.8901, "word2vec_score")  # ELMo ahead by 0.0099: a tie
@@ -174,11 +217,14 @@ def test_elmo_vs_word2vec_missing_figure(root):
 
 # ---- claim 3: layers ----
 
+
 def test_layers_sides(root):
     c = _claim(root, "layers")
     assert [(x.measure, x.where, x.a, x.b) for x in c.comparisons] == [
-        ("expected_layer", "sentiment_vs_pos", "sentiment", "pos"), ("best_layer", "sentiment_vs_pos", "sentiment", "pos"),
-        ("best_layer", "senses_vs_pos", "senses", "pos")]
+        ("expected_layer", "sentiment_vs_pos", "sentiment", "pos"),
+        ("best_layer", "sentiment_vs_pos", "sentiment", "pos"),
+        ("best_layer", "senses_vs_pos", "senses", "pos"),
+    ]
     assert [(x.a_value, x.b_value) for x in c.comparisons] == [(1.5, 0.7), (2, 1), (2, 1)]
     assert c.figures["pos_best"] == "biLSTM layer 1" and c.figures["senses_best"] == "biLSTM layer 2"
     _set(root, "elmo", "eval_pos.json", 1.5, "expected_layer")  # swap the expected layers: a loss
@@ -209,16 +255,19 @@ def test_layers_missing_senses(root):
     (root / "elmo" / "eval_senses.json").unlink()
     c = _claim(root, "layers")
     assert c.verdict == "incomplete" and _outcomes(c) == ["win", "win", "missing"]
-    assert c.missing_figures == [("checkpoints/elmo/eval_senses.json#argmax "
-                                  "(/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")]
+    assert c.missing_figures == [
+        ("checkpoints/elmo/eval_senses.json#argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)")
+    ]
 
 
 # ---- claim 4: input vs concat ----
 
+
 def test_input_vs_concat(root):
     c = _claim(root, "input_vs_concat")
-    assert [(x.where, x.a, x.b) for x in c.comparisons] == [(t, s, "none") for t in results.TASKS
-                                                           for s in ("input", "concat")]
+    assert [(x.where, x.a, x.b) for x in c.comparisons] == [
+        (t, s, "none") for t in results.TASKS for s in ("input", "concat")
+    ]
     x = c.comparisons[5]
     assert (x.a_value, x.b_value) == (0.80, 0.77)
     assert x.a_source.endswith("elmo/eval_sentiment.json#/concat_score")
@@ -238,6 +287,7 @@ def test_input_vs_concat(root):
 
 
 # ---- claim 5: BERT vs ELMo ----
+
 
 def test_bert_vs_elmo_compares_bert_with_elmo(root):
     c = _claim(root, "bert_vs_elmo")
@@ -268,11 +318,14 @@ def test_bert_vs_elmo_at_the_margin_and_missing(root):
 
 # ---- claim 6: pre-training ----
 
+
 def test_pretraining(root):
     c = _claim(root, "pretraining")
     assert [(x.measure, x.a, x.a_value, x.b, x.b_value) for x in c.comparisons] == [
-        ("mlm_top1", "bert", 0.4, "most_frequent", 0.1), ("nsp_acc", "bert", 0.85, "chance", 0.5),
-        ("mean_p_is_next", "true", 0.8, "random", 0.3)]
+        ("mlm_top1", "bert", 0.4, "most_frequent", 0.1),
+        ("nsp_acc", "bert", 0.85, "chance", 0.5),
+        ("mean_p_is_next", "true", 0.8, "random", 0.3),
+    ]
     assert c.comparisons[0].b_source.startswith("checkpoints/bert/vocab.json#/") and c.comparisons[1].b_source == ""
     _set(root, "bert", "config.json", 0.5099, "summary", "valid", "nsp_acc")
     c = _claim(root, "pretraining")
@@ -291,10 +344,13 @@ def test_pretraining(root):
 
 # ---- claim 7: NSP topic ----
 
+
 def test_nsp_topic(root):
     c = _claim(root, "nsp_topic")
     assert [(x.measure, x.a, x.a_value, x.b, x.b_value, x.margin) for x in c.comparisons] == [
-        ("mean_p_is_next", "true", 0.8, "random", 0.3, 0.01), ("order_share", "swapped", 0.9, "threshold", 0.75, 0.0)]
+        ("mean_p_is_next", "true", 0.8, "random", 0.3, 0.01),
+        ("order_share", "swapped", 0.9, "threshold", 0.75, 0.0),
+    ]
     _set(root, "bert", "eval_nsp.json", 0.75, "order_share")  # at the threshold: holds
     assert _claim(root, "nsp_topic").verdict == "reproduced"
     _set(root, "bert", "eval_nsp.json", 0.7499, "order_share")  # below it: a loss (a threshold has no tie zone)
@@ -320,6 +376,7 @@ def test_files_of_the_wrong_shape_read_as_missing(root):
 
 # ---- outside models ----
 
+
 def _outside(tmp_path, files):
     d = tmp_path / "outside" / "bert-base-chinese"
     d.mkdir(parents=True)
@@ -329,9 +386,14 @@ def _outside(tmp_path, files):
 
 
 def test_outside_models_sit_beside_ours_and_count_in_no_verdict(root, tmp_path):
-    d = _outside(tmp_path, {"eval_sentiment.json": {"task": "sentiment", "score": 0.89},
-                            "eval_senses.json": _senses([0.5, 0.9], [0.5, 0.85], examples=[0.5, 0.95], names=["e", "l1"]),
-                            "eval_nsp.json": BASE[("bert", "eval_nsp.json")]})
+    d = _outside(
+        tmp_path,
+        {
+            "eval_sentiment.json": {"task": "sentiment", "score": 0.89},
+            "eval_senses.json": _senses([0.5, 0.9], [0.5, 0.85], examples=[0.5, 0.95], names=["e", "l1"]),
+            "eval_nsp.json": BASE[("bert", "eval_nsp.json")],
+        },
+    )
     _set(root, "bert", "eval_sentiment.json", 0.80, "score")  # our BERT loses to ELMo
     plain = results.claims(root)
     found = results.claims(root, extra_dirs={"bert-base-chinese": d})
@@ -339,18 +401,29 @@ def test_outside_models_sit_beside_ours_and_count_in_no_verdict(root, tmp_path):
     by = {c.key: c for c in found}
     assert by["bert_vs_elmo"].verdict == "not_reproduced"
     [(name, x)] = by["bert_vs_elmo"].outside
-    assert (name, x.a, x.a_value, x.b, x.b_value, x.outcome) == ("bert-base-chinese", "bert-base-chinese", 0.89,
-                                                                 "elmo", 0.81, "win")
+    assert (name, x.a, x.a_value, x.b, x.b_value, x.outcome) == (
+        "bert-base-chinese",
+        "bert-base-chinese",
+        0.89,
+        "elmo",
+        0.81,
+        "win",
+    )
     assert x.a_source == f"{d}/eval_sentiment.json#/score" and x.b_source.endswith("elmo/eval_sentiment.json#/score")
     senses = by["static_vs_contextual"].outside  # its own layer, chosen on its example sets
     assert [(y.where, y.measure, y.a_value, y.b_value) for _, y in senses] == [
-        ("supplement", "pair_ranking", 0.9, 0.5), ("supplement", "accuracy", 0.9, 0.5),
-        ("frozen", "pair_ranking", 0.85, 0.5), ("frozen", "accuracy", 0.85, 0.5)]
+        ("supplement", "pair_ranking", 0.9, 0.5),
+        ("supplement", "accuracy", 0.9, 0.5),
+        ("frozen", "pair_ranking", 0.85, 0.5),
+        ("frozen", "accuracy", 0.85, 0.5),
+    ]
     assert [(y.where, y.b) for _, y in by["elmo_vs_word2vec"].outside] == [("sentiment", "word2vec")]  # no POS/NER file
     for key in ("layers", "input_vs_concat", "pretraining", "nsp_topic"):  # our models' internals: no outside rows
         assert not by[key].outside
     assert results.outside_files({"bert-base-chinese": d, "x": tmp_path / "nowhere"}) == {
-        "bert-base-chinese": ["eval_nsp.json", "eval_senses.json", "eval_sentiment.json"], "x": []}
+        "bert-base-chinese": ["eval_nsp.json", "eval_senses.json", "eval_sentiment.json"],
+        "x": [],
+    }
 
 
 def test_outside_sentiment_file_also_meets_word2vec(root, tmp_path):

@@ -1,4 +1,5 @@
 """Runs that survive interruption and scale out: DDP equivalence, exact resume, --resume end to end."""
+
 import ddp_worker
 import numpy as np
 import pytest
@@ -53,8 +54,14 @@ def _bert_run(pars, steps, stop_at=None, state=None):
         if stop_at is not None and step == stop_at:
             raise _Interrupt
 
-    tr = Trainer(model, batches, TrainConfig(steps=steps, lr=3e-3, warmup=2, amp="off", progress=False), device="cpu",
-                 callback=cb, state=state)
+    tr = Trainer(
+        model,
+        batches,
+        TrainConfig(steps=steps, lr=3e-3, warmup=2, amp="off", progress=False),
+        device="cpu",
+        callback=cb,
+        state=state,
+    )
     try:
         tr.run()
     except _Interrupt:
@@ -114,8 +121,13 @@ def test_fresh_optimizer_on_resumed_weights_warms_up_again():
     cfg = TrainConfig(steps=1000, lr=1e-3, warmup=10, progress=False)
     model = torch.nn.Linear(2, 2)
     plain = Trainer(model, [], cfg, device="cpu")
-    fresh = Trainer(model, [], cfg, device="cpu", state={"model": model.state_dict(), "step": 500, "tokens": 0,
-                                                       "trained_s": 0.0, "optimizer": None})
+    fresh = Trainer(
+        model,
+        [],
+        cfg,
+        device="cpu",
+        state={"model": model.state_dict(), "step": 500, "tokens": 0, "trained_s": 0.0, "optimizer": None},
+    )
     fresh._prepare()
     assert fresh.step == 500 and fresh.rewarm_from == 500
     assert fresh.lr_at(500) == pytest.approx(plain.lr_at(500) / 10)
@@ -207,7 +219,9 @@ def test_init_from_continues_pretraining_on_another_corpus_in_a_new_folder(pars,
         bert_train(device="cpu", out=new, init_from=src, corpus_path=str(text), steps=8)
     with pytest.raises(ValueError, match="exclude each other"):
         bert_train(device="cpu", out=new, init_from=src, resume=src, steps=12)
-    bert_train(device="cpu", out=new, init_from=src, corpus_path=str(text), steps=12, stretch=1e-9)  # one step, then stop
+    bert_train(
+        device="cpu", out=new, init_from=src, corpus_path=str(text), steps=12, stretch=1e-9
+    )  # one step, then stop
     assert {p.name: p.read_bytes() for p in src.iterdir()} == before  # the source is untouched
     assert rs.load_state(new)["step"] == 9 and rs.load_state(new)["rewarm_from"] == 8
     bert_train(device="cpu", resume=new)  # the new run resumes with its own corpus and plan
@@ -229,7 +243,9 @@ def test_init_from_continues_pretraining_on_another_corpus_in_a_new_folder(pars,
     spec = RunSpec.make("bert", PRESETS["tiny"], 0, tmp_path / "third", init_from=src, steps=20)
     RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
     assert tl.loaded == str(src)
-    spec = RunSpec.make("bert", PRESETS["tiny"], 0, None, resume=new)  # resumed before it saved a timeline: the source's
+    spec = RunSpec.make(
+        "bert", PRESETS["tiny"], 0, None, resume=new
+    )  # resumed before it saved a timeline: the source's
     RunFolder(spec, 0, 1, save_checkpoint=lambda summary: None, timeline=(tl := Timeline()))
     assert tl.loaded == str(src) and spec.init_from == str(src)
     (new / "timeline.json").write_text("{}")  # once it has saved its own (which holds the source's snapshots too)

@@ -1,4 +1,5 @@
 """ScalarMix against a hand-written numpy computation."""
+
 import numpy as np
 import pytest
 import torch

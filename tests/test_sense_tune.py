@@ -1,4 +1,5 @@
 """Sense-tuning (ctxlib.training.sense_tune): the contrastive loss, the tune on a tiny BERT, and the command's errors."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,14 +12,18 @@ from ctxlib.cli import main
 from ctxlib.training.sense_tune import SenseTuneConfig, sense_tune, supcon_loss, train_senses
 
 # two words, two senses each, told apart only by the context: written for this test
-_CTX = {("苹果", "fruit"): ["我买了一斤红{}", "这个{}又甜又脆", "妈妈削了一个{}给我", "{}树上结满了果子", "她每天吃一个{}"],
-        ("苹果", "brand"): ["{}公司发布了新手机", "我的{}电脑坏了", "他排队买{}手机", "{}的系统更新了", "这台{}笔记本很轻"],
-        ("小米", "grain"): ["早上喝一碗{}粥", "地里的{}熟了", "{}和红枣一起煮", "农民收了很多{}", "{}粥很养胃"],
-        ("小米", "brand"): ["{}手机卖得很好", "我用{}的充电器", "{}公司在北京", "他买了{}电视", "{}发布了新品"]}
+_CTX = {
+    ("苹果", "fruit"): ["我买了一斤红{}", "这个{}又甜又脆", "妈妈削了一个{}给我", "{}树上结满了果子", "她每天吃一个{}"],
+    ("苹果", "brand"): ["{}公司发布了新手机", "我的{}电脑坏了", "他排队买{}手机", "{}的系统更新了", "这台{}笔记本很轻"],
+    ("小米", "grain"): ["早上喝一碗{}粥", "地里的{}熟了", "{}和红枣一起煮", "农民收了很多{}", "{}粥很养胃"],
+    ("小米", "brand"): ["{}手机卖得很好", "我用{}的充电器", "{}公司在北京", "他买了{}电视", "{}发布了新品"],
+}
 
 
 def _rows():
-    return [SimpleNamespace(sentence=t.format(w), word=w, sense=s, split="train") for (w, s), ts in _CTX.items() for t in ts]
+    return [
+        SimpleNamespace(sentence=t.format(w), word=w, sense=s, split="train") for (w, s), ts in _CTX.items() for t in ts
+    ]
 
 
 def test_supcon_loss_is_lower_when_same_labels_cluster():
@@ -32,8 +37,10 @@ def test_supcon_loss_is_lower_when_same_labels_cluster():
 
 
 def test_train_senses_keeps_train_split_words_with_two_senses():
-    rows = _rows() + [SimpleNamespace(sentence="held out 苹果", word="苹果", sense="fruit", split="valid"),
-                      SimpleNamespace(sentence="一个意思", word="意思", sense="meaning", split="train")]
+    rows = _rows() + [
+        SimpleNamespace(sentence="held out 苹果", word="苹果", sense="fruit", split="valid"),
+        SimpleNamespace(sentence="一个意思", word="意思", sense="meaning", split="train"),
+    ]
     d = train_senses(rows)
     assert sorted(d) == ["小米", "苹果"]  # 意思 has one sense here
     assert "held out 苹果" not in d["苹果"]["fruit"] and len(d["苹果"]["fruit"]) == 5
@@ -49,8 +56,15 @@ def test_sense_tune_separates_senses_and_records_itself(tiny_bert, tmp_path):
 
     src = tmp_path / "src"
     enc = tiny_bert
-    checkpoint.save(src, "bert", enc.model.cfg.to_json(), enc.tokenizer.vocab.to_json(), enc.model.state_dict(),
-                    {"steps": 10, "run": {"preset": "tiny", "seed": 0}}, half=False)
+    checkpoint.save(
+        src,
+        "bert",
+        enc.model.cfg.to_json(),
+        enc.tokenizer.vocab.to_json(),
+        enc.model.state_dict(),
+        {"steps": 10, "run": {"preset": "tiny", "seed": 0}},
+        half=False,
+    )
     (src / "timeline.json").write_text("{}", encoding="utf-8")
     before = BertEncoder.from_checkpoint(src)
     pr0 = np.mean([pair_ranking(*_vectors(before, w)) for w in ("苹果", "小米")])
@@ -71,8 +85,15 @@ def test_sense_tune_separates_senses_and_records_itself(tiny_bert, tmp_path):
 def test_sense_tune_is_deterministic(tiny_bert, tmp_path):
     src = tmp_path / "src"
     enc = tiny_bert
-    checkpoint.save(src, "bert", enc.model.cfg.to_json(), enc.tokenizer.vocab.to_json(), enc.model.state_dict(),
-                    {"steps": 10}, half=False)
+    checkpoint.save(
+        src,
+        "bert",
+        enc.model.cfg.to_json(),
+        enc.tokenizer.vocab.to_json(),
+        enc.model.state_dict(),
+        {"steps": 10},
+        half=False,
+    )
     cfg = SenseTuneConfig(steps=4, lr=1e-3, warmup=1, words=2, per_word=4, mlm_batch=4)
     pars = corpus.load("reviews", "train")[:100]
     outs = [sense_tune(src, tmp_path / f"o{i}", cfg, seed=3, rows=_rows(), paragraphs=pars) for i in range(2)]
@@ -82,13 +103,15 @@ def test_sense_tune_is_deterministic(tiny_bert, tmp_path):
 
 @pytest.mark.parametrize("case", ["w2v", "same_out", "missing", "steps", "corrupt", "out_file", "out_taken"])
 def test_sense_tune_command_errors_exit_2_with_one_line(case, w2v_tiny, tmp_path, capsys):
-    args = {"w2v": [str(w2v_tiny), "--out", str(tmp_path / "o")],
-            "same_out": [str(checkpoint.CHECKPOINT_DIR / "bert"), "--out", str(checkpoint.CHECKPOINT_DIR / "bert")],
-            "missing": [str(tmp_path / "nope"), "--out", str(tmp_path / "o")],
-            "steps": [str(w2v_tiny), "--out", str(tmp_path / "o"), "--steps", "0"],
-            "corrupt": [str(tmp_path / "bad"), "--out", str(tmp_path / "o")],
-            "out_file": [str(checkpoint.CHECKPOINT_DIR / "elmo"), "--out", str(tmp_path / "o")],
-            "out_taken": [str(checkpoint.CHECKPOINT_DIR / "elmo"), "--out", str(tmp_path / "o")]}[case]
+    args = {
+        "w2v": [str(w2v_tiny), "--out", str(tmp_path / "o")],
+        "same_out": [str(checkpoint.CHECKPOINT_DIR / "bert"), "--out", str(checkpoint.CHECKPOINT_DIR / "bert")],
+        "missing": [str(tmp_path / "nope"), "--out", str(tmp_path / "o")],
+        "steps": [str(w2v_tiny), "--out", str(tmp_path / "o"), "--steps", "0"],
+        "corrupt": [str(tmp_path / "bad"), "--out", str(tmp_path / "o")],
+        "out_file": [str(checkpoint.CHECKPOINT_DIR / "elmo"), "--out", str(tmp_path / "o")],
+        "out_taken": [str(checkpoint.CHECKPOINT_DIR / "elmo"), "--out", str(tmp_path / "o")],
+    }[case]
     if case == "out_file":
         (tmp_path / "o").write_text("notes", encoding="utf-8")
     if case == "out_taken":
@@ -100,8 +123,15 @@ def test_sense_tune_command_errors_exit_2_with_one_line(case, w2v_tiny, tmp_path
     assert main(["sense-tune", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err
-    assert {"w2v": "sense-tune is for BERT and ELMo", "same_out": "another folder", "missing": "No checkpoint", "steps": "--steps",
-            "corrupt": "corrupt", "out_file": "is a file", "out_taken": "already holds a checkpoint"}[case] in err
+    assert {
+        "w2v": "sense-tune is for BERT and ELMo",
+        "same_out": "another folder",
+        "missing": "No checkpoint",
+        "steps": "--steps",
+        "corrupt": "corrupt",
+        "out_file": "is a file",
+        "out_taken": "already holds a checkpoint",
+    }[case] in err
     if case == "out_file":
         assert (tmp_path / "o").read_text(encoding="utf-8") == "notes"
     elif case == "out_taken":
@@ -117,13 +147,17 @@ def test_sense_tune_elmo_separates_senses(elmo_tiny, tmp_path):
     pr0 = np.mean([pair_ranking(*_vectors(before, w)) for w in ("苹果", "小米")])
     # the tiny biLM's own loss would drown the contrastive signal under gradient clipping: the contrastive part alone
     cfg = SenseTuneConfig(steps=60, lr=1e-2, warmup=5, words=2, per_word=6, mlm_batch=4, mlm_weight=0.0)
-    out = sense_tune(elmo_tiny, tmp_path / "out", cfg, seed=0, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:200])
+    out = sense_tune(
+        elmo_tiny, tmp_path / "out", cfg, seed=0, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:200]
+    )
     after = ElmoEncoder.from_checkpoint(out)
     pr1 = np.mean([pair_ranking(*_vectors(after, w)) for w in ("苹果", "小米")])
     assert pr1 > max(pr0, 0.8), (pr0, pr1)
     assert after.summary["sense_tune"]["words"] == 2 and after.kind == "elmo"
     lm = SenseTuneConfig(steps=2, lr=1e-3, warmup=1, words=2, per_word=4, mlm_batch=4)  # the biLM loss path runs
-    assert sense_tune(elmo_tiny, tmp_path / "lm", lm, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:50]).is_dir()
+    assert sense_tune(
+        elmo_tiny, tmp_path / "lm", lm, rows=_rows(), paragraphs=corpus.load("reviews", "train")[:50]
+    ).is_dir()
 
 
 def test_dev_split_words_are_fixed_supplement_words_outside_the_frozen_set(w2v_tiny, capsys):

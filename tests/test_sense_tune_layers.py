@@ -1,6 +1,7 @@
 """Sense-tuning pulls on the vectors the app shows: for each layer counted from the top (SenseTuneConfig.layers,
 1 = the last layer), the vector the contrastive loss uses equals the encoder's `word_vectors` at that layer, for a
 BERT (two and three layers) and an ELMo (its two biLSTM layers)."""
+
 import numpy as np
 import pytest
 import torch
@@ -15,10 +16,19 @@ def _bert_src(tiny_bert, tmp_path, layers):
     from ctxlib.models.bert import BertConfig, BertModel
 
     torch.manual_seed(1)
-    model = BertModel(BertConfig(vocab_size=len(tiny_bert.tokenizer), hidden=32, layers=layers, heads=2, ffn=64, max_len=80))
+    model = BertModel(
+        BertConfig(vocab_size=len(tiny_bert.tokenizer), hidden=32, layers=layers, heads=2, ffn=64, max_len=80)
+    )
     src = tmp_path / f"bert{layers}"
-    checkpoint.save(src, "bert", model.cfg.to_json(), tiny_bert.tokenizer.vocab.to_json(), model.state_dict(),
-                    {"steps": 1, "run": {"preset": "tiny", "seed": 0}}, half=False)
+    checkpoint.save(
+        src,
+        "bert",
+        model.cfg.to_json(),
+        tiny_bert.tokenizer.vocab.to_json(),
+        model.state_dict(),
+        {"steps": 1, "run": {"preset": "tiny", "seed": 0}},
+        half=False,
+    )
     return src
 
 

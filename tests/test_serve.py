@@ -3,6 +3,7 @@
 The integration test starts HAProxy and two Streamlit processes on free ports; it skips (saying why) when the haproxy
 binary is missing, except when CTXLAB_REQUIRE_SERVE=1 (`.ci/run` sets it and installs haproxy): then it fails.
 """
+
 import os
 import re
 import signal
@@ -31,7 +32,9 @@ def test_config_has_one_sticky_server_per_backend():
     servers = re.findall(r"^\s+server (\S+) (\S+) cookie (\S+) check", cfg, re.M)
     assert servers == [("s1", "127.0.0.1:9000", "s1"), ("s2", "127.0.0.1:9001", "s2"), ("s3", "127.0.0.1:9002", "s3")]
     assert re.search(r"^\s+bind 0\.0\.0\.0:8501$", cfg, re.M)
-    assert re.search(rf"^\s+cookie {serve_config.COOKIE} insert indirect nocache", cfg, re.M)  # cookie stickiness, not IP hash
+    assert re.search(
+        rf"^\s+cookie {serve_config.COOKIE} insert indirect nocache", cfg, re.M
+    )  # cookie stickiness, not IP hash
     assert "balance source" not in cfg and "hash" not in cfg
     assert re.search(r"^\s+http-check send meth GET uri /_stcore/health$", cfg, re.M)
     check = re.search(r"^\s+timeout check (\d+)s$", cfg, re.M)  # a busy backend must not count as down
@@ -73,7 +76,9 @@ def test_haproxy_accepts_the_config(haproxy_or_skip, tmp_path):
 
 def test_unresolvable_remote_is_a_user_error(haproxy_or_skip, tmp_path, capsys):
     port = _free_run(3)
-    assert main(["serve", "--port", str(port), "--remote", "no-such-host.invalid:8502", "--run-dir", str(tmp_path)]) == 2
+    assert (
+        main(["serve", "--port", str(port), "--remote", "no-such-host.invalid:8502", "--run-dir", str(tmp_path)]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "haproxy rejects the config" in err and "no-such-host.invalid" in err
     assert not serve_proc.port_in_use("127.0.0.1", port + 1)  # no backend was started
@@ -82,27 +87,41 @@ def test_unresolvable_remote_is_a_user_error(haproxy_or_skip, tmp_path, capsys):
 def test_plan_ports_threads_and_remotes():
     plan = serve_config.make_plan(2, 8501, "127.0.0.1", remotes=[("192.168.1.12", 8502)], cores=16)
     assert [(b.name, b.host, b.port, b.local) for b in plan.backends] == [
-        ("s1", "127.0.0.1", 8502, True), ("s2", "127.0.0.1", 8503, True), ("s3", "192.168.1.12", 8502, False)]
+        ("s1", "127.0.0.1", 8502, True),
+        ("s2", "127.0.0.1", 8503, True),
+        ("s3", "192.168.1.12", 8502, False),
+    ]
     assert plan.threads == 8
     assert serve_config.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000, cores=2).threads == 1  # never 0
-    assert [b.port for b in serve_config.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000).backends] == [9000, 9001, 9002]
-    assert serve_config.backend_env(3, base={"PATH": "/bin"}) == {"PATH": "/bin", "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}
+    assert [b.port for b in serve_config.make_plan(3, 8501, "127.0.0.1", backend_port_base=9000).backends] == [
+        9000,
+        9001,
+        9002,
+    ]
+    assert serve_config.backend_env(3, base={"PATH": "/bin"}) == {
+        "PATH": "/bin",
+        "OMP_NUM_THREADS": "3",
+        "MKL_NUM_THREADS": "3",
+    }
     cmd = serve_config.backend_command(8502)
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app.py")
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1" and cmd[cmd.index("--server.port") + 1] == "8502"
 
 
-@pytest.mark.parametrize("kw, says", [
-    (dict(workers=-1), "--workers must be 0 or more"),
-    (dict(workers=0), "--workers 0 serves nothing"),
-    (dict(workers=100), "more than 64"),
-    (dict(port=0), "--port must be between"),
-    (dict(port=70000), "--port must be between"),
-    (dict(host="localhost"), "--host must be an IP address"),
-    (dict(backend_port_base=65535), "--backend-port-base + worker must be between"),
-    (dict(backend_port_base=8500), "include --port 8501"),
-    (dict(remotes=[("127.0.0.1", 8502)]), "listed twice or is a local worker's port"),
-])
+@pytest.mark.parametrize(
+    "kw, says",
+    [
+        (dict(workers=-1), "--workers must be 0 or more"),
+        (dict(workers=0), "--workers 0 serves nothing"),
+        (dict(workers=100), "more than 64"),
+        (dict(port=0), "--port must be between"),
+        (dict(port=70000), "--port must be between"),
+        (dict(host="localhost"), "--host must be an IP address"),
+        (dict(backend_port_base=65535), "--backend-port-base + worker must be between"),
+        (dict(backend_port_base=8500), "include --port 8501"),
+        (dict(remotes=[("127.0.0.1", 8502)]), "listed twice or is a local worker's port"),
+    ],
+)
 def test_plan_rejects_bad_options(kw, says):
     args = dict(workers=2, port=8501, host="127.0.0.1") | kw
     with pytest.raises(serve_config.ServeError, match=re.escape(says)):
@@ -144,6 +163,7 @@ def test_dry_run_prints_config_and_commands_and_starts_nothing(capsys, monkeypat
 
 
 # --- integration: the real proxy and two real Streamlit processes ---------------------------------------------------
+
 
 def _free_run(n):
     """The first of n consecutive free ports on 127.0.0.1."""
@@ -193,10 +213,29 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
     port = _free_run(3)
     base = port + 1
     env = dict(os.environ, CTXLAB_NO_PREWARM="1", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "ctxlib", "serve", "--workers", "2", "--port", str(port),
-                             "--backend-port-base", str(base), "--run-dir", str(tmp_path / "run"),
-                             "--start-timeout", "150"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ctxlib",
+            "serve",
+            "--workers",
+            "2",
+            "--port",
+            str(port),
+            "--backend-port-base",
+            str(base),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--start-timeout",
+            "150",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = [], []
     for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
         threading.Thread(target=lambda s=stream, k=sink: k.extend(s), daemon=True).start()
@@ -222,16 +261,24 @@ def test_serve_two_workers_sticky_websocket_restart_and_clean_stop(haproxy_or_sk
         for name in ("s1", "s2", "s2", "s1"):  # both backends are reached, each browser stays on its own
             status, headers, body = _get(url + "/_stcore/health", cookie=name)
             assert (status, headers["X-Ctxlab-Backend"], body) == (200, name, b"ok")
-            assert serve_config.COOKIE not in " ".join(headers.get_all("Set-Cookie") or [])  # pinned already: no new cookie
+            assert serve_config.COOKIE not in " ".join(
+                headers.get_all("Set-Cookie") or []
+            )  # pinned already: no new cookie
 
         for name in ("s1", "s2"):  # the websocket upgrade through the proxy, to the cookie's backend
-            with connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], open_timeout=20,
-                         additional_headers={"Cookie": f"{serve_config.COOKIE}={name}", "Origin": url}) as ws:
+            with connect(
+                f"ws://127.0.0.1:{port}/_stcore/stream",
+                subprotocols=["streamlit"],
+                open_timeout=20,
+                additional_headers={"Cookie": f"{serve_config.COOKIE}={name}", "Origin": url},
+            ) as ws:
                 assert ws.response.status_code == 101
                 assert ws.subprotocol == "streamlit" and ws.response.headers["X-Ctxlab-Backend"] == name
 
         # a backend that dies is started again
-        s1 = next(k for k in kids if f"--server.port {base} " in Path(f"/proc/{k}/cmdline").read_text().replace("\0", " "))
+        s1 = next(
+            k for k in kids if f"--server.port {base} " in Path(f"/proc/{k}/cmdline").read_text().replace("\0", " ")
+        )
         os.kill(s1, signal.SIGKILL)
         deadline = time.time() + 120
         while not serve_proc.healthy(f"http://127.0.0.1:{base}", timeout=1):
@@ -277,11 +324,14 @@ class _FakeUdp:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::"])
-@pytest.mark.parametrize("iface,hostname,shown", [
-    ("192.168.1.23", "classroom-pc", "192.168.1.23"),  # the interface the network route leaves by
-    (None, "classroom-pc", "classroom-pc"),  # no route: the machine's name
-    ("127.0.1.1", "classroom-pc", "classroom-pc"),  # a route only through loopback: never 127.x for students
-])
+@pytest.mark.parametrize(
+    "iface,hostname,shown",
+    [
+        ("192.168.1.23", "classroom-pc", "192.168.1.23"),  # the interface the network route leaves by
+        (None, "classroom-pc", "classroom-pc"),  # no route: the machine's name
+        ("127.0.1.1", "classroom-pc", "classroom-pc"),  # a route only through loopback: never 127.x for students
+    ],
+)
 def test_public_url_on_all_interfaces_is_not_loopback(monkeypatch, host, iface, hostname, shown):
     import ipaddress
 

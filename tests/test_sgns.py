@@ -1,6 +1,7 @@
 """word2vec's hand-written updates (ctxlib.training.sgns) against plain numpy loops over word2vec.c's per-example
 updates: CBOW windows, gensim's exact skip-gram pairs, the returned loss, the row caps and the initialisation.
 (The skip-gram window step has its own loop in test_word2vec.py.)"""
+
 import numpy as np
 import pytest
 import torch

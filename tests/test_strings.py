@@ -1,5 +1,6 @@
 """The string catalogue: every language has the same ids and placeholders, every id the code names exists,
 and no page or library module carries interface text in the old `t(zh, en)` form."""
+
 import re
 import string
 from pathlib import Path
@@ -38,7 +39,9 @@ def test_every_id_the_code_names_exists():
     assert named  # the scan sees the pages
 
 
-@pytest.mark.parametrize("name", ["Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "Results"])
+@pytest.mark.parametrize(
+    "name", ["Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "BERT_pretraining", "Results"]
+)
 def test_page_labels_exist(name):
     assert f"pages.{name}.label" in i18n.catalogue("en")
 

@@ -1,4 +1,5 @@
 """The teaching supplement: it parses, it is varied, and its held-out part is never trained on."""
+
 import pytest
 
 from ctxlib import corpus, supplement
@@ -43,6 +44,8 @@ def test_bad_lines_name_the_line():
 
 
 def test_quality_counts_near_duplicates():
-    rs = supplement.parse_lines(["我今天买了一个苹果\t苹果\t水果", "我今天买了两个苹果\t苹果\t水果", "苹果公司发布新手机\t苹果\t品牌"])
+    rs = supplement.parse_lines(
+        ["我今天买了一个苹果\t苹果\t水果", "我今天买了两个苹果\t苹果\t水果", "苹果公司发布新手机\t苹果\t品牌"]
+    )
     q = supplement.quality(rs)
     assert q["near_duplicate_pairs"] == 1 and q["per_word"]["苹果"]["senses"] == {"水果": 2, "品牌": 1}

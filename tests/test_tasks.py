@@ -1,4 +1,5 @@
 """Task heads: the eval JSON schema and the live mix training (tiny ELMo, tiny samples)."""
+
 import json
 
 import numpy as np
@@ -35,11 +36,34 @@ def test_task_sentences_are_drawn_once_and_shared_by_pos_and_ner(monkeypatch):
 
 def test_run_eval_schema(elmo_tiny, w2v_tiny, tmp_path):
     out = tmp_path / "eval_pos.json"
-    r = tasks.run_eval(str(elmo_tiny), "pos", device="cpu", out=out, n_train=40, n_test=20, epochs=1, probe_epochs=1,
-                       word2vec=str(w2v_tiny))
+    r = tasks.run_eval(
+        str(elmo_tiny),
+        "pos",
+        device="cpu",
+        out=out,
+        n_train=40,
+        n_test=20,
+        epochs=1,
+        probe_epochs=1,
+        word2vec=str(w2v_tiny),
+    )
     saved = json.loads(out.read_text(encoding="utf-8"))
-    for k in ("task", "metric", "score", "per_layer_score", "mix_weights", "gamma", "expected_layer", "word2vec_score",
-              "input_score", "concat_score", "baseline_score", "n_train", "n_test", "seconds"):
+    for k in (
+        "task",
+        "metric",
+        "score",
+        "per_layer_score",
+        "mix_weights",
+        "gamma",
+        "expected_layer",
+        "word2vec_score",
+        "input_score",
+        "concat_score",
+        "baseline_score",
+        "n_train",
+        "n_test",
+        "seconds",
+    ):
         assert k in saved, k
     assert saved["task"] == "pos" and saved["n_train"] == 40 and saved["n_test"] == 20
     assert len(saved["per_layer_score"]) == 3 and all(0 <= s <= 1 for s in saved["per_layer_score"])
@@ -51,16 +75,33 @@ def test_run_eval_schema(elmo_tiny, w2v_tiny, tmp_path):
 
 
 def test_run_eval_sentiment_without_word2vec(elmo_tiny, tmp_path):
-    r = tasks.run_eval(str(elmo_tiny), "sentiment", device="cpu", out=tmp_path / "s.json", n_train=30, n_test=20, epochs=1,
-                       probe_epochs=1, word2vec=str(tmp_path / "missing"))
+    r = tasks.run_eval(
+        str(elmo_tiny),
+        "sentiment",
+        device="cpu",
+        out=tmp_path / "s.json",
+        n_train=30,
+        n_test=20,
+        epochs=1,
+        probe_epochs=1,
+        word2vec=str(tmp_path / "missing"),
+    )
     assert r["metric"] == "accuracy" and r["word2vec_score"] is None and "word2vec_note" in r
 
 
 def test_train_mix_live_and_l2(elmo_tiny):
     enc = ctxlib.load(elmo_tiny)
     seen = []
-    r = tasks.train_mix_live(enc, "pos", l2=0.0, n_train=60, n_test=20, max_seconds=30, seed=0,
-                             callback=lambda step, total, w: seen.append((step, total, w)))
+    r = tasks.train_mix_live(
+        enc,
+        "pos",
+        l2=0.0,
+        n_train=60,
+        n_test=20,
+        max_seconds=30,
+        seed=0,
+        callback=lambda step, total, w: seen.append((step, total, w)),
+    )
     assert seen and seen[-1][0] == len(r["history"]) and len(seen[-1][2]) == 3
     assert sum(r["mix_weights"]) == pytest.approx(1.0, abs=1e-5) and 0 <= r["score"] <= 1
     free = np.array(r["mix_weights"])

@@ -1,6 +1,7 @@
 """Classroom fit of free text: the repetition penalty and n-gram ban (unit tests on the logits processing), the names
 list and its ban, the nearest-word frequency floor with counts, and the training note (ctxlib.writing, ctxlib.lexicon,
 ctxlib.model_card, GptEncoder.generate's processing)."""
+
 import numpy as np
 import pytest
 import torch
@@ -31,11 +32,19 @@ def test_ngram_bans_are_the_tokens_that_would_complete_a_present_ngram():
     assert ngram_bans([], 3) == set() and ngram_bans([7], 3) == set()
 
 
-@pytest.mark.parametrize("kw, what", [({"temperature": 0}, "temperature"), ({"top_k": 0}, "top_k"),
-                                      ({"max_new": 0}, "max_new"), ({"repetition_penalty": 0}, "repetition_penalty"),
-                                      ({"repetition_penalty": float("nan")}, "repetition_penalty"),
-                                      ({"no_repeat_ngram": -1}, "no_repeat_ngram"), ({"no_repeat_ngram": 2.5}, "no_repeat_ngram"),
-                                      ({"no_repeat_ngram": True}, "no_repeat_ngram")])
+@pytest.mark.parametrize(
+    "kw, what",
+    [
+        ({"temperature": 0}, "temperature"),
+        ({"top_k": 0}, "top_k"),
+        ({"max_new": 0}, "max_new"),
+        ({"repetition_penalty": 0}, "repetition_penalty"),
+        ({"repetition_penalty": float("nan")}, "repetition_penalty"),
+        ({"no_repeat_ngram": -1}, "no_repeat_ngram"),
+        ({"no_repeat_ngram": 2.5}, "no_repeat_ngram"),
+        ({"no_repeat_ngram": True}, "no_repeat_ngram"),
+    ],
+)
 def test_check_generation_names_the_bad_setting(kw, what):
     ok = {"temperature": 0.8, "top_k": 20, "max_new": 5, "repetition_penalty": 1.3, "no_repeat_ngram": 3}
     check_generation(**ok)
@@ -73,9 +82,12 @@ def test_nearest_rows_floor_drops_rare_words_and_shows_counts():
     M = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-1.0, 0.0]])
     counts = {"苹果": 300, "香蕉": 3, "手机": 150}
     assert explore.nearest_rows(words, M, np.array([[1.0, 0.0]]), "x", topn=3) == ["苹果 1.00  香蕉 0.80  手机 0.00"]
-    assert explore.nearest_rows(words, M, np.array([[1.0, 0.0]]), "x", 3, counts, 100) == ["苹果 1.00 (300)  手机 0.00 (150)"]
+    assert explore.nearest_rows(words, M, np.array([[1.0, 0.0]]), "x", 3, counts, 100) == [
+        "苹果 1.00 (300)  手机 0.00 (150)"
+    ]
     assert explore.nearest_rows(words, M, np.array([[1.0, 0.0]]), "苹果", 3, counts, 0) == [
-        "香蕉 0.80 (3)  手机 0.00 (150)  电脑 -1.00 (0)"]
+        "香蕉 0.80 (3)  手机 0.00 (150)  电脑 -1.00 (0)"
+    ]
     assert explore.nearest_rows(words, M, np.array([[1.0, 0.0]]), "x", 3, counts, 10**6) == [""]
 
 

@@ -1,4 +1,5 @@
 """The training timeline: snapshots at log-spaced steps, a documented schema, small files, replayable vectors."""
+
 import json
 
 import numpy as np
@@ -40,8 +41,18 @@ def test_schema_round_trip_and_size(tiny_bert, tmp_path):
     data, arrays = timeline.load(tmp_path)
     assert data["schema"] == timeline.SCHEMA and data["kind"] == "bert" and data["layer_names"] == enc.layer_names
     snap = data["snapshots"][-1]
-    assert set(snap) >= {"step", "tokens", "wall_s", "train_loss", "valid_loss", "sense_accuracy", "sense_accuracy_mean",
-                         "pair_ranking_mean", "fill_mask", "lm"}
+    assert set(snap) >= {
+        "step",
+        "tokens",
+        "wall_s",
+        "train_loss",
+        "valid_loss",
+        "sense_accuracy",
+        "sense_accuracy_mean",
+        "pair_ranking_mean",
+        "fill_mask",
+        "lm",
+    }
     assert snap["valid_loss"] == 3.0 and snap["tokens"] == 9000
     assert len(snap["fill_mask"]) == len(data["fill_mask_sentences"]) and len(snap["fill_mask"][0]) == 5
     n = sum(len(s["sentences"]) for s in data["sets"].values())
@@ -51,7 +62,7 @@ def test_schema_round_trip_and_size(tiny_bert, tmp_path):
     # the stored vectors replay the model's: dequantised within 1% of the norm
     first = next(iter(data["sets"]))
     V = enc.word_vectors(data["sets"][first]["sentences"], first)
-    got = timeline.dequantize(arrays["vectors_q"][-1, :len(V)], arrays["vectors_scale"][-1, :len(V)])
+    got = timeline.dequantize(arrays["vectors_q"][-1, : len(V)], arrays["vectors_scale"][-1, : len(V)])
     assert np.abs(got - V).max() <= 0.01 * np.abs(V).max()
     size = (tmp_path / "timeline.json").stat().st_size + (tmp_path / "timeline.npz").stat().st_size
     assert size * 16 / 3 < 4 * 2**20  # 16 snapshots stay under 4 MiB
@@ -60,8 +71,9 @@ def test_schema_round_trip_and_size(tiny_bert, tmp_path):
 def test_recording_leaves_a_training_model_in_training_mode(tiny_bert):
     enc = tiny_bert
     enc.model.train()
-    tl = timeline.Timeline("bert", 10, enc.model, lambda: type(enc)("live", enc.config, {}, None, enc.model, enc.tokenizer),
-                           lambda: 1.0)
+    tl = timeline.Timeline(
+        "bert", 10, enc.model, lambda: type(enc)("live", enc.config, {}, None, enc.model, enc.tokenizer), lambda: 1.0
+    )
     tl.maybe_record(0, 0, 0.0, None)
     assert enc.model.training
     enc.model.eval()
@@ -98,7 +110,7 @@ def test_gpt_records_next_characters_and_attention(tiny_gpt, tmp_path):
     items = data["lm_sentences"]
     assert len(items) == len(timeline.FILL_MASK_SENTENCES) == len(timeline.FILL_MASK_ANSWERS)
     first = items[0]
-    assert first["word"] == "奶" and first["text"][:first["start"]] == "早餐我喝了一杯热牛"
+    assert first["word"] == "奶" and first["text"][: first["start"]] == "早餐我喝了一杯热牛"
     snap = data["snapshots"][-1]
     assert snap["fill_mask"] is None and len(snap["lm"]) == len(items)
     assert set(snap["lm"][0]) == {"forward"} and len(snap["lm"][0]["forward"]) == 5

@@ -1,5 +1,6 @@
 """ctxlib.app.timing: the one writer of the timing log, used by the pages (widgets.record_time) and the warm-up
 (warmup._step); and viz.common.freeze, the one way a figure's dict is made once."""
+
 import plotly.graph_objects as go
 
 from ctxlib.app import timing, warmup
@@ -37,8 +38,11 @@ def test_pages_and_warmup_write_through_the_one_writer(tmp_path, monkeypatch):
 def test_freeze_keeps_frames_and_the_figure_s_own_template():
     from ctxlib.viz.common import SpecFigure, freeze
 
-    fig = go.Figure(go.Bar(x=[1], y=[2]), layout={"template": "plotly_white", "title": {"text": "t"}},
-                    frames=[go.Frame(data=[go.Bar(x=[1], y=[3])], name="f1")])
+    fig = go.Figure(
+        go.Bar(x=[1], y=[2]),
+        layout={"template": "plotly_white", "title": {"text": "t"}},
+        frames=[go.Frame(data=[go.Bar(x=[1], y=[3])], name="f1")],
+    )
     want = fig.to_dict()
     frozen = freeze(fig)
     assert isinstance(frozen, SpecFigure)

@@ -50,14 +50,17 @@ def test_time_limit_stops_early(monkeypatch):
     def tick(step, loss, info):
         now[0] += 0.25
 
-    s = Trainer(Toy(), _batches(), TrainConfig(steps=1000, lr=0.01, time_limit=1.0, progress=False), device="cpu",
-                callback=tick).run()
+    s = Trainer(
+        Toy(), _batches(), TrainConfig(steps=1000, lr=0.01, time_limit=1.0, progress=False), device="cpu", callback=tick
+    ).run()
     assert s["stopped_early"] and not s["finished"]
     assert s["steps"] == 6 and s["tokens_seen"] == 6 * 32 and s["wall_s"] == pytest.approx(1.2)  # round(1.25, 1)
 
 
 def test_lr_schedule_and_config_errors():
-    tr = Trainer(Toy(), _batches(), TrainConfig(steps=100, lr=1.0, warmup=10, min_lr_ratio=0.1, progress=False), device="cpu")
+    tr = Trainer(
+        Toy(), _batches(), TrainConfig(steps=100, lr=1.0, warmup=10, min_lr_ratio=0.1, progress=False), device="cpu"
+    )
     assert tr.lr_at(0) == pytest.approx(0.1)
     assert tr.lr_at(9) == pytest.approx(1.0)
     assert tr.lr_at(100) == pytest.approx(0.1)

@@ -1,6 +1,7 @@
 """ctxlib.triple: the three-sentence margin, ELMo's half split, shared contexts, input checks, held-out ranking per
 view, unseen-word classification (tiny real word2vec/ELMo checkpoints and a tiny untrained BERT) and the random-pair
 baseline of nearest words."""
+
 import json
 
 import numpy as np
@@ -17,8 +18,15 @@ def _cos(a, b):
 
 def test_views_split_elmo_bilstm_layers_only():
     assert triple.views("bert", 3) == [View(0), View(1), View(2)]
-    assert triple.views("elmo", 3) == [View(0), View(1), View(1, "forward"), View(1, "backward"), View(2),
-                                       View(2, "forward"), View(2, "backward")]
+    assert triple.views("elmo", 3) == [
+        View(0),
+        View(1),
+        View(1, "forward"),
+        View(1, "backward"),
+        View(2),
+        View(2, "forward"),
+        View(2, "backward"),
+    ]
     assert triple.views("word2vec", 1) == [View(0)]
 
 
@@ -64,13 +72,16 @@ def test_shared_context():
     assert triple.shared_context("我吃苹果", "他吃梨", "苹果") == (False, False)
 
 
-@pytest.mark.parametrize("word,a,b,c,level,msg_id", [
-    ("苹果", "我吃苹果", "", "苹果手机", "error", "triple.input.fill_in"),
-    ("", "我吃苹果", "苹果很甜", "苹果手机", "error", "triple.input.fill_in"),
-    ("苹果", "我吃苹果", "香蕉很甜", "苹果手机", "error", "triple.input.word_missing"),
-    ("苹果", "我吃苹果", "我吃苹果", "苹果手机", "error", "triple.input.same"),
-    ("苹果", "苹果手机", "我吃苹果", "苹果手机", "error", "triple.input.same"),
-])
+@pytest.mark.parametrize(
+    "word,a,b,c,level,msg_id",
+    [
+        ("苹果", "我吃苹果", "", "苹果手机", "error", "triple.input.fill_in"),
+        ("", "我吃苹果", "苹果很甜", "苹果手机", "error", "triple.input.fill_in"),
+        ("苹果", "我吃苹果", "香蕉很甜", "苹果手机", "error", "triple.input.word_missing"),
+        ("苹果", "我吃苹果", "我吃苹果", "苹果手机", "error", "triple.input.same"),
+        ("苹果", "苹果手机", "我吃苹果", "苹果手机", "error", "triple.input.same"),
+    ],
+)
 def test_check_triple_errors(word, a, b, c, level, msg_id):
     _, _, notes = triple.check_triple(word, a, b, c)
     assert [(n.level, n.id) for n in notes] == [(level, msg_id)]
@@ -103,7 +114,9 @@ def test_ranking_by_view_is_pair_ranking_of_each_half():
 def test_stored_ranking(tmp_path):
     f = tmp_path / "eval_senses.json"
     names = ["embeddings", "layer 1"]
-    f.write_text(json.dumps({"layer_names": names, "sets": {"frozen": {"pair_ranking": [0.51, 0.63]}}}), encoding="utf-8")
+    f.write_text(
+        json.dumps({"layer_names": names, "sets": {"frozen": {"pair_ranking": [0.51, 0.63]}}}), encoding="utf-8"
+    )
     assert triple.stored_ranking(f, names) == {View(0): 0.51, View(1): 0.63}
     assert triple.stored_ranking(f, ["embeddings", "layer 1", "layer 2"]) is None  # another checkpoint's file
     assert triple.stored_ranking(f, names, "supplement") is None
@@ -161,9 +174,12 @@ def test_nearest_top1_and_the_scale_table():
     M = np.array([[1, 0], [0.8, 0.6], [0, 1], [-1, 0]], float)
     # each row's most similar other row: 0.8, 0.8, 0.6 (to (0.8, 0.6)), 0 (to (0, 1))
     assert triple.nearest_top1(M, sample=4) == pytest.approx(np.median([0.8, 0.8, 0.6, 0.0]))
-    rows = explore.scale_rows({"bert": (0.512, 0.644, 0.851)}, {"bert": "layer 4"},
-                              {k: k.upper() for k in explore.SCALE_COLUMNS})
-    assert rows == [{"MODEL": "bert", "LAYER": "layer 4", "RANDOM_MEAN": 0.51, "RANDOM_P95": 0.64, "NEAREST_TOP1": 0.85}]
+    rows = explore.scale_rows(
+        {"bert": (0.512, 0.644, 0.851)}, {"bert": "layer 4"}, {k: k.upper() for k in explore.SCALE_COLUMNS}
+    )
+    assert rows == [
+        {"MODEL": "bert", "LAYER": "layer 4", "RANDOM_MEAN": 0.51, "RANDOM_P95": 0.64, "NEAREST_TOP1": 0.85}
+    ]
 
 
 def test_half_profile_and_edges(elmo_tiny, one_thread):

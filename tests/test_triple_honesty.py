@@ -1,6 +1,7 @@
 """The home demo's honesty checks in the library: a target carved out of a longer jieba word (tokens.target_split,
 triple.segmentations), the summary of whole layers only (triple.verdict never picks an ELMo half), the noise band
 (triple.null_margins, noise_band, example_noise and its disk cache) and the verdict on both sides of the band."""
+
 import json
 
 import numpy as np
@@ -49,9 +50,15 @@ def _row(view, margin, ab=0.5):
 
 
 def test_verdict_never_picks_a_half_even_when_a_half_has_the_largest_margin():
-    rows = [_row(View(0), 0.0, 1.0), _row(View(1), -0.05), _row(View(1, "forward"), 0.044),
-            _row(View(1, "backward"), 0.30), _row(View(2), -0.10), _row(View(2, "forward"), 0.20),
-            _row(View(2, "backward"), -0.2)]
+    rows = [
+        _row(View(0), 0.0, 1.0),
+        _row(View(1), -0.05),
+        _row(View(1, "forward"), 0.044),
+        _row(View(1, "backward"), 0.30),
+        _row(View(2), -0.10),
+        _row(View(2, "forward"), 0.20),
+        _row(View(2, "backward"), -0.2),
+    ]
     rows[0] = MarginRow(View(0), 1.0, 1.0)  # the char-CNN layer: context-free
     assert max(rows, key=lambda r: r.margin).view.half == "backward"  # a half has the largest margin of all
     v = triple.verdict(rows)
@@ -62,11 +69,17 @@ def test_verdict_never_picks_a_half_even_when_a_half_has_the_largest_margin():
     assert triple.verdict([MarginRow(View(0), 1.0, 1.0)]) is None  # word2vec: nothing to name
 
 
-@pytest.mark.parametrize("margin,band,outcome", [
-    (0.079, 0.10, "unclear"), (0.13, 0.10, "same"), (-0.13, 0.10, "other"), (-0.05, 0.10, "unclear"),
-    (0.10, 0.10, "unclear"),  # on the edge: inside
-    (0.079, None, "same"),  # no band known: the plain sign
-])
+@pytest.mark.parametrize(
+    "margin,band,outcome",
+    [
+        (0.079, 0.10, "unclear"),
+        (0.13, 0.10, "same"),
+        (-0.13, 0.10, "other"),
+        (-0.05, 0.10, "unclear"),
+        (0.10, 0.10, "unclear"),  # on the edge: inside
+        (0.079, None, "same"),  # no band known: the plain sign
+    ],
+)
 def test_verdict_on_both_sides_of_the_band(margin, band, outcome):
     rows = [_row(View(1), margin), _row(View(2), margin - 0.2), _row(View(1, "forward"), margin + 0.3)]
     bands = None if band is None else {View(1): band, View(2): band / 2, View(1, "forward"): 0.0}
@@ -148,15 +161,19 @@ def test_margin_chart_draws_the_band_behind_each_row():
 
     from ctxlib.viz import explorer
 
-    rows = [{"model": "elmo", "label": "l1", "margin": 0.05, "cos_ab": 0.9, "cos_ac": 0.85, "rank": 0.6, "band": 0.3},
-            {"model": "elmo", "label": "l1 fw", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None, "band": None},
-            {"model": "bert", "label": "l2", "margin": 0.2, "cos_ab": 0.7, "cos_ac": 0.5, "rank": 0.7, "band": 0.1}]
+    rows = [
+        {"model": "elmo", "label": "l1", "margin": 0.05, "cos_ab": 0.9, "cos_ac": 0.85, "rank": 0.6, "band": 0.3},
+        {"model": "elmo", "label": "l1 fw", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None, "band": None},
+        {"model": "bert", "label": "l2", "margin": 0.2, "cos_ab": 0.7, "cos_ac": 0.5, "rank": 0.7, "band": 0.1},
+    ]
     fig = explorer.margin_chart(rows, band_text="noise <band>")
     spec = fig.to_dict()
     go.Figure(spec)  # valid plotly
     rects = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
     assert [(r["x0"], r["x1"], r["y0"], r["y1"]) for r in rects] == [
-        (-0.3, 0.3, pytest.approx(1.58), pytest.approx(2.42)), (-0.1, 0.1, pytest.approx(-0.42), pytest.approx(0.42))]
+        (-0.3, 0.3, pytest.approx(1.58), pytest.approx(2.42)),
+        (-0.1, 0.1, pytest.approx(-0.42), pytest.approx(0.42)),
+    ]
     assert spec["layout"]["xaxis"]["range"] == pytest.approx([-0.3 * 1.35, 0.3 * 1.35])  # the band fits
     assert any(a["text"] == "noise &lt;band&gt;" for a in spec["layout"]["annotations"])
     bare = explorer.margin_chart([dict(r, band=None) for r in rows]).to_dict()["layout"]

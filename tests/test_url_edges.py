@@ -5,6 +5,7 @@ shows (it writes the value back into the link), the highest likewise, and one pa
 with the notice naming that parameter. For a choice parameter, its first and last options open without a notice and a
 value that is not an option gets one. Stand-in models (app_fakes) except on the Transformer page, which needs a real
 model's weights (the shipped BERT; skipped when it is missing)."""
+
 from pathlib import Path
 
 import app_fakes
@@ -105,8 +106,10 @@ def test_atlas_number_edges():
 def test_gpt_writing_number_edges():
     from ctxlib import writing
 
-    _check_edges("pages/6_GPT_writing.py", {"n": (1, 120, 30), "k": (1, 50, 20), "seed": (0, 10**6, 0),
-                                            "ng": (0, 8, writing.NO_REPEAT_NGRAM)})
+    _check_edges(
+        "pages/6_GPT_writing.py",
+        {"n": (1, 120, 30), "k": (1, 50, 20), "seed": (0, 10**6, 0), "ng": (0, 8, writing.NO_REPEAT_NGRAM)},
+    )
 
 
 def test_type_token_floor_edges():
@@ -116,8 +119,12 @@ def test_type_token_floor_edges():
 def test_elmo_floor_edges(monkeypatch):
     """The ELMo page reads ?floor= when the nearest-words switch is turned on."""
     _real_models(monkeypatch, "elmo")
-    for value, shown in ((0, 0), (text_fit.FLOOR_MAX, text_fit.FLOOR_MAX), (-1, text_fit.FLOOR),
-                         (text_fit.FLOOR_MAX + 1, text_fit.FLOOR)):
+    for value, shown in (
+        (0, 0),
+        (text_fit.FLOOR_MAX, text_fit.FLOOR_MAX),
+        (-1, text_fit.FLOOR),
+        (text_fit.FLOOR_MAX + 1, text_fit.FLOOR),
+    ):
         at = _open("pages/3_ELMo_layers.py", floor=str(value))
         at.toggle(key="elmo_nn").set_value(True).run()
         assert not at.exception, at.exception
@@ -150,7 +157,9 @@ def test_type_token_choice_edges():
     from ctxlib.projection import METHOD_NAMES
 
     _check_choice("pages/1_Type_vs_token.py", "proj", list(METHOD_NAMES))
-    _check_choice("pages/1_Type_vs_token.py", "near", ["0", "1"], get=lambda at: str(int(at.toggle(key="tt_near_w").value)))
+    _check_choice(
+        "pages/1_Type_vs_token.py", "near", ["0", "1"], get=lambda at: str(int(at.toggle(key="tt_near_w").value))
+    )
     _check_choice("pages/1_Type_vs_token.py", "half", ["both", "backward"], models="elmo")
     sets = list(examples.EXAMPLE_SETS)
     _check_choice("pages/1_Type_vs_token.py", "set", [sets[0], sets[-1]])

@@ -1,6 +1,7 @@
 """Bad query parameters (issue #17, item 3): on Home, Type vs token and the atlas every parameter a page reads falls
 back to its default with a short notice (a caption), never an exception. Each case opens the page with one bad
 parameter: an unknown value, a number out of range or not a number, HTML, or 10,000 characters."""
+
 from pathlib import Path
 
 import app_fakes
@@ -50,21 +51,44 @@ TT_WIDGETS = {
     "set": (lambda at: at.selectbox(key="tt_set").value, "苹果", "is not an example set here; showing 苹果 (píngguǒ)"),
     "word": (lambda at: at.text_input(key="tt_word").value, "苹果", "is longer than 12 characters; showing 苹果"),
     "near": (lambda at: at.toggle(key="tt_near_w").value, False, "is not 0 or 1 here; showing 0"),
-    "models": (lambda at: at.multiselect(key="tt_models").value, ["word2vec", "elmo", "bert", "gpt"],
-               "names no model of this app; left out"),
+    "models": (
+        lambda at: at.multiselect(key="tt_models").value,
+        ["word2vec", "elmo", "bert", "gpt"],
+        "names no model of this app; left out",
+    ),
     "layers": (lambda at: at.selectbox(key="tt_layer_elmo").value, 2, "for a model of this app; left out"),
 }
 
 
-@pytest.mark.parametrize("param,value", [
-    ("proj", "lda"), ("proj", HTML), ("proj", LONG), ("proj", "1"),
-    ("set", "lda"), ("set", HTML), ("set", LONG),
-    ("word", HTML), ("word", LONG),
-    ("near", "yes"), ("near", "2"), ("near", HTML), ("near", LONG),
-    ("models", "lda"), ("models", HTML), ("models", LONG), ("models", ",,,"),
-    ("layers", "elmo:x"), ("layers", "elmo:-1"), ("layers", "elmo:1.5"), ("layers", "lda:1"), ("layers", HTML),
-    ("layers", LONG), ("layers", "elmo:" + "9" * 10_000),
-])
+@pytest.mark.parametrize(
+    "param,value",
+    [
+        ("proj", "lda"),
+        ("proj", HTML),
+        ("proj", LONG),
+        ("proj", "1"),
+        ("set", "lda"),
+        ("set", HTML),
+        ("set", LONG),
+        ("word", HTML),
+        ("word", LONG),
+        ("near", "yes"),
+        ("near", "2"),
+        ("near", HTML),
+        ("near", LONG),
+        ("models", "lda"),
+        ("models", HTML),
+        ("models", LONG),
+        ("models", ",,,"),
+        ("layers", "elmo:x"),
+        ("layers", "elmo:-1"),
+        ("layers", "elmo:1.5"),
+        ("layers", "lda:1"),
+        ("layers", HTML),
+        ("layers", LONG),
+        ("layers", "elmo:" + "9" * 10_000),
+    ],
+)
 def test_type_token_bad_parameter(param, value):
     at = _open(TT, **{param: value})
     get, default, notice = TT_WIDGETS[param]
@@ -95,24 +119,51 @@ def test_type_token_long_sentences_are_cut_with_a_notice():
 # -- Polysemy atlas ----------------------------------------------------------------------------------------
 ATLAS = "pages/2_Polysemy_atlas.py"
 AT_WIDGETS = {
-    "model": (lambda at: at.radio(key="at_model").value, "elmo", "is not an available model here; showing elmo"),  # ATLAS_DEFAULT
-    "colour": (lambda at: at.radio(key="at_colour").value, "pos", "is not a colouring here; showing POS (People's Daily)"),
+    "model": (
+        lambda at: at.radio(key="at_model").value,
+        "elmo",
+        "is not an available model here; showing elmo",
+    ),  # ATLAS_DEFAULT
+    "colour": (
+        lambda at: at.radio(key="at_colour").value,
+        "pos",
+        "is not a colouring here; showing POS (People's Daily)",
+    ),
     "proj": (lambda at: at.radio(key="at_proj").value, "pca", "is not a projection here; showing PCA"),
     "word": (lambda at: at.text_input(key="at_word_w").value, "地", "is longer than 12 characters; showing 地"),
-    "cap": (lambda at: at.select_slider(key="at_cap").value, 300, "is not one of 50, 100, 200, 300, 500, 1000; showing 300"),
+    "cap": (
+        lambda at: at.select_slider(key="at_cap").value,
+        300,
+        "is not one of 50, 100, 200, 300, 500, 1000; showing 300",
+    ),
     "k": (lambda at: at.slider(key="at_k").value, 3, "is not a whole number from 2 to 8; showing 3"),
-    "layer": (lambda at: at.select_slider(key="at_layer").value, 2, "is not a whole number from 0 to 2; showing 2"),  # ELMo
+    "layer": (
+        lambda at: at.select_slider(key="at_layer").value,
+        2,
+        "is not a whole number from 0 to 2; showing 2",
+    ),  # ELMo
 }
 NUMBERS = ["abc", "99", "-1", "1.5", "1e3", "²", "9" * 12, HTML, LONG]
 
 
-@pytest.mark.parametrize("param,value", [
-    ("model", "lda"), ("model", HTML), ("model", LONG),
-    ("colour", "rainbow"), ("colour", HTML), ("colour", LONG),
-    ("proj", "lda"), ("proj", HTML), ("proj", LONG),
-    ("word", HTML), ("word", LONG),
-    *[(p, v) for p in ("cap", "k", "layer") for v in NUMBERS], ("cap", "250"),
-])
+@pytest.mark.parametrize(
+    "param,value",
+    [
+        ("model", "lda"),
+        ("model", HTML),
+        ("model", LONG),
+        ("colour", "rainbow"),
+        ("colour", HTML),
+        ("colour", LONG),
+        ("proj", "lda"),
+        ("proj", HTML),
+        ("proj", LONG),
+        ("word", HTML),
+        ("word", LONG),
+        *[(p, v) for p in ("cap", "k", "layer") for v in NUMBERS],
+        ("cap", "250"),
+    ],
+)
 def test_atlas_bad_parameter(param, value):
     at = _open(ATLAS, **{param: value})
     get, default, notice = AT_WIDGETS[param]

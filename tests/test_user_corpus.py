@@ -1,4 +1,5 @@
 """`--corpus FILE_OR_DIR`: a user's text streamed from disk (empty, binary, GB18030, bigger than the read cap)."""
+
 import json
 import tracemalloc
 
@@ -11,8 +12,14 @@ from ctxlib.cli import main
 from ctxlib.models.bert import CharTokenizer
 from ctxlib.training.bert_data import StreamPretrainBatches
 
-LINES = ["今天天气很好，我们去公园散步。", "苹果手机的电池不太耐用。", "妈妈在市场买了一斤苹果。", "他每天早上喝一杯牛奶。",
-         "这家酒店的服务很周到，房间也干净。", "我们明天上午九点在学校门口见面。"]
+LINES = [
+    "今天天气很好，我们去公园散步。",
+    "苹果手机的电池不太耐用。",
+    "妈妈在市场买了一斤苹果。",
+    "他每天早上喝一杯牛奶。",
+    "这家酒店的服务很周到，房间也干净。",
+    "我们明天上午九点在学校门口见面。",
+]
 
 
 def _write(path, lines, encoding="utf-8", repeat=1):
@@ -64,8 +71,10 @@ def test_a_file_over_the_read_cap_streams_in_little_memory(tmp_path, monkeypatch
 def test_stream_batches_cover_the_lines_and_resume_exactly(tmp_path):
     f = _write(tmp_path / "c.txt", [f"{s}第{i}句。" for i in range(40) for s in LINES[:1]], "gb18030")
     files = user_text.user_files(f)
-    tok = CharTokenizer.build((user_text.user_paragraph(ln, i, words=False) for i, ln in enumerate(user_text.iter_user_lines(files))),
-                              min_count=1)
+    tok = CharTokenizer.build(
+        (user_text.user_paragraph(ln, i, words=False) for i, ln in enumerate(user_text.iter_user_lines(files))),
+        min_count=1,
+    )
     a = StreamPretrainBatches(files, tok, 4, 32, seed=1, pool=2, buffer=16)
     it = iter(a)
     for _ in range(7):
@@ -101,11 +110,14 @@ def test_cli_trains_on_a_gb18030_corpus(kind, tmp_path, capsys):
         assert cfg["summary"]["run"]["corpus"] == str(f)
 
 
-@pytest.mark.parametrize("setup, msg", [
-    (lambda p: p.write_text(""), "empty"),
-    (lambda p: p.write_bytes(b"\x00\x01\x02" * 100), "binary"),
-    (lambda p: None, "not found"),
-])
+@pytest.mark.parametrize(
+    "setup, msg",
+    [
+        (lambda p: p.write_text(""), "empty"),
+        (lambda p: p.write_bytes(b"\x00\x01\x02" * 100), "binary"),
+        (lambda p: None, "not found"),
+    ],
+)
 def test_cli_bad_corpus_exits_2_with_one_line(setup, msg, tmp_path, capsys):
     f = tmp_path / "c.txt"
     setup(f)

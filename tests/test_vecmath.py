@@ -1,5 +1,6 @@
 """ctxlib.vecmath: unit rows, cosine and the cosine matrix against plain numpy references; and that no other module
 normalises vectors with its own zero guard (one place for it, house issue item 5)."""
+
 import re
 from pathlib import Path
 
@@ -85,8 +86,12 @@ _OWN_GUARD = re.compile(r"\b1(\.0*)?[eE]-0*12\b|/\s*(np\.)?max(imum)?\(\s*(float
 
 
 def own_guards(files) -> list[str]:
-    return [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if _OWN_GUARD.search(line)]
+    return [
+        f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
+        for p in files
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if _OWN_GUARD.search(line)
+    ]
 
 
 def test_no_module_but_vecmath_has_its_own_normalisation_guard():
@@ -100,10 +105,12 @@ def test_the_guard_check_finds_what_it_should(tmp_path):
     old, ROOT = ROOT, tmp_path
     try:
         f = tmp_path / "m.py"
-        f.write_text("u = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)\n"
-                     "w = v / max(float(np.linalg.norm(v)), EPS)\n"
-                     "x = a / (b + 1.0E-12)\n"
-                     "y = unit_rows(v)  # fine\n")
+        f.write_text(
+            "u = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)\n"
+            "w = v / max(float(np.linalg.norm(v)), EPS)\n"
+            "x = a / (b + 1.0E-12)\n"
+            "y = unit_rows(v)  # fine\n"
+        )
         assert [s.split(":")[1] for s in own_guards([f])] == ["1", "2", "3"]
     finally:
         ROOT = old

@@ -1,5 +1,6 @@
 """ctxlib.verdict edges that bench/mutation.sh (scope `verdict`) showed no test pinned: counts that are more than
 one, and a layer exactly at the tie line of best_layers."""
+
 from ctxlib.verdict import EPS, MARGIN, Comparison, best_layers, counts
 
 

@@ -1,4 +1,5 @@
 """Plot builders for the BERT pages, tested without streamlit on hand-made attention matrices."""
+
 import numpy as np
 import pytest
 
@@ -107,7 +108,7 @@ def test_word_token_indices_skip_specials_and_find_first():
 
 
 def test_head_view_escapes_tokens_and_loads_nothing_external():
-    toks = ["[CLS]", "<script>alert(1)</script>", "&", "\"x\"", "[SEP]"]
+    toks = ["[CLS]", "<script>alert(1)</script>", "&", '"x"', "[SEP]"]
     att = _att(L=1, H=2, T=5)[0]
     page = hv.head_view_html(att, toks, [0, 1], threshold=0.0)
     assert "<script>alert" not in page
@@ -177,7 +178,9 @@ def test_causal_head_summaries_and_metrics():
     assert all(r["next"] == 0 and r["sep"] == 0 for r in rows)
     assert rows[0]["max_entropy"] == pytest.approx(np.mean(np.log2([2, 3, 4, 5, 6])))  # row i sees i + 1 tokens
     assert va.head_summaries(a, toks)[0]["max_entropy"] == pytest.approx(np.log2(6))
-    assert "next" not in va.metrics_for(True) and "sep" not in va.metrics_for(True) and va.metrics_for(False) == va.METRICS
+    assert (
+        "next" not in va.metrics_for(True) and "sep" not in va.metrics_for(True) and va.metrics_for(False) == va.METRICS
+    )
     assert va.clicked_head({"selection": {"points": [{"x": 1}, {"customdata": [2, 3]}]}}) == (2, 3)
 
 

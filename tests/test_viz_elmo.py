@@ -1,4 +1,5 @@
 """Plot builders for the ELMo page (no streamlit), and the live mix training on a tiny trained ELMo."""
+
 import json
 
 import numpy as np
@@ -11,10 +12,26 @@ from ctxlib.vecmath import cosine_matrix
 from ctxlib.viz import elmo as ve
 
 # the labels the page passes in (translated there; see ctxlib/app/strings/*/elmo.toml, [arch])
-ARCH_EN = {"token_vector": "x (char-CNN+highway)", "words": "words", "char_cnn": "char-CNN", "forward": "forward",
-           "backward": "backward", "has_read": "has read", "mix": "task mix", "fwd_lm": "forward LM",
-           "bwd_lm": "backward LM", "off": "off", "window": "showing words {first}–{last} of {n}"}
-ARCH_ZH = {**ARCH_EN, "forward": "前向", "backward": "后向", "has_read": "已读入", "window": "显示第 {first}–{last} 个词（共 {n} 个）"}
+ARCH_EN = {
+    "token_vector": "x (char-CNN+highway)",
+    "words": "words",
+    "char_cnn": "char-CNN",
+    "forward": "forward",
+    "backward": "backward",
+    "has_read": "has read",
+    "mix": "task mix",
+    "fwd_lm": "forward LM",
+    "bwd_lm": "backward LM",
+    "off": "off",
+    "window": "showing words {first}–{last} of {n}",
+}
+ARCH_ZH = {
+    **ARCH_EN,
+    "forward": "前向",
+    "backward": "后向",
+    "has_read": "已读入",
+    "window": "显示第 {first}–{last} 个词（共 {n} 个）",
+}
 
 
 def _layers(T=5, d=4, seed=0):
@@ -28,7 +45,13 @@ def test_split_states_gives_2L_plus_1_vectors():
     assert list(st) == ["x", "f1", "b1", "f2", "b2"]
     np.testing.assert_array_equal(st["f2"], lay[2, :, :4])
     np.testing.assert_array_equal(st["b1"], lay[1, :, 4:])
-    assert ve.vector_names(2, ARCH_ZH) == ["x (char-CNN+highway)", "h1→ (前向)", "h1← (后向)", "h2→ (前向)", "h2← (后向)"]
+    assert ve.vector_names(2, ARCH_ZH) == [
+        "x (char-CNN+highway)",
+        "h1→ (前向)",
+        "h1← (后向)",
+        "h2→ (前向)",
+        "h2← (后向)",
+    ]
     np.testing.assert_array_equal(ve.word_vectors(lay, 3), np.stack([v[3] for v in st.values()]))
 
 
@@ -53,7 +76,9 @@ def test_architecture_figure_colours_what_reaches_the_word():
     assert "&lt;script&gt;" in words.text and "<script>" not in words.text
     assert "已读入" in cells[fwd].hovertemplate and cells[fwd].hovertemplate.startswith("biLSTM 1 → 前向")
     # a long sentence is drawn in a window around the word
-    long = ve.architecture_figure([str(i) for i in range(40)], _layers(T=40), word_index=30, labels=ARCH_EN, max_tokens=14)
+    long = ve.architecture_figure(
+        [str(i) for i in range(40)], _layers(T=40), word_index=30, labels=ARCH_EN, max_tokens=14
+    )
     xs = [tr for tr in long.data if tr.mode == "text"][0].x
     assert len(xs) == 14 and 30 in xs
     assert any(a.text == f"showing words {xs[0] + 1}–{xs[-1] + 1} of 40" for a in long.layout.annotations)
@@ -82,7 +107,10 @@ def test_nearest_rows_and_live_summary():
     rows = ve.nearest_rows(_FakeEncoder(), _layers(T=4), ["x", "h1", "h2"], 1, exclude=("苹果",), topn=2)
     assert rows == {"x": "梨 0.50  香蕉 0.50", "h1": "梨 0.60  香蕉 0.60", "h2": "梨 0.70  香蕉 0.70"}
     assert ve.live_summary({"mix_weights": [0.6, 0.3, 0.1], "gamma": 1.5, "score": 0.8}) == {
-        "weights": "0.600, 0.300, 0.100", "gamma": 1.5, "score": 0.8}
+        "weights": "0.600, 0.300, 0.100",
+        "gamma": 1.5,
+        "score": 0.8,
+    }
     empty = ve.live_summary({})
     assert empty["weights"] == "" and np.isnan(empty["gamma"]) and np.isnan(empty["score"])
 
@@ -90,9 +118,21 @@ def test_nearest_rows_and_live_summary():
 def test_mix_weights_expected_layer_and_eval_files(tmp_path):
     assert analysis.expected_layer([1, 0, 0]) == 0 and analysis.expected_layer([0, 0, 1]) == 2
     assert analysis.expected_layer([1 / 3] * 3) == pytest.approx(1.0)
-    ev = {"task": "pos", "metric": "accuracy", "score": 0.9, "per_layer_score": [0.8, 0.85, 0.83], "mix_probe_score": 0.88,
-          "mix_weights": [0.5, 0.3, 0.2], "gamma": 1.2, "expected_layer": 0.7, "word2vec_probe_score": 0.7,
-          "word2vec_score": 0.75, "input_score": 0.9, "concat_score": 0.91, "baseline_score": 0.6}
+    ev = {
+        "task": "pos",
+        "metric": "accuracy",
+        "score": 0.9,
+        "per_layer_score": [0.8, 0.85, 0.83],
+        "mix_probe_score": 0.88,
+        "mix_weights": [0.5, 0.3, 0.2],
+        "gamma": 1.2,
+        "expected_layer": 0.7,
+        "word2vec_probe_score": 0.7,
+        "word2vec_score": 0.75,
+        "input_score": 0.9,
+        "concat_score": 0.91,
+        "baseline_score": 0.6,
+    }
     (tmp_path / "eval_pos.json").write_text(json.dumps(ev), encoding="utf-8")
     (tmp_path / "eval_ner.json").write_text("{broken", encoding="utf-8")
     found, missing = records.read_evals(tmp_path, ["pos", "ner", "sentiment"])
@@ -103,9 +143,13 @@ def test_mix_weights_expected_layer_and_eval_files(tmp_path):
     assert list(probe.data[0].y) == [0.7, 0.8, 0.85, 0.83, 0.88]  # word2vec probe first
     assert probe.layout.yaxis.title.text == "accuracy"
     # no probe on word2vec or on the mix: those bars are left out (the task model's scores are other measures)
-    bare = records.EvalResult.from_dict({k: v for k, v in ev.items() if k not in ("word2vec_probe_score", "mix_probe_score")})
+    bare = records.EvalResult.from_dict(
+        {k: v for k, v in ev.items() if k not in ("word2vec_probe_score", "mix_probe_score")}
+    )
     assert list(ve.probe_scores_figure(bare, ["x", "h1", "h2"], {}).data[0].y) == [0.8, 0.85, 0.83]
-    assert ve.usage_tasks(found) == ["pos"] and ve.usage_tasks({"pos": bare, "ner": records.EvalResult("ner")}) == ["pos"]
+    assert ve.usage_tasks(found) == ["pos"] and ve.usage_tasks({"pos": bare, "ner": records.EvalResult("ner")}) == [
+        "pos"
+    ]
     usage = ve.usage_figure(found, {"pos": "POS"}, {})
     assert [tr.y[0] for tr in usage.data] == [0.6, 0.75, 0.9, 0.91]
     assert records.read_evals(None, ["pos"]) == ({}, ["pos"])
@@ -149,8 +193,15 @@ def tiny_elmo():
 def test_live_mix_training_moves_weights_and_l2_pulls_to_uniform(tiny_elmo):
     seen = []
     # (its wall time is measured by bench/live_mix_timing.py, not asserted here: a busy machine would flake)
-    res = tasks.train_mix_live(tiny_elmo, "pos", 0.0, n_train=60, n_test=60, max_seconds=4,
-                               callback=lambda s, n, w: seen.append((s, n, list(w))))
+    res = tasks.train_mix_live(
+        tiny_elmo,
+        "pos",
+        0.0,
+        n_train=60,
+        n_test=60,
+        max_seconds=4,
+        callback=lambda s, n, w: seen.append((s, n, list(w))),
+    )
     assert seen and seen[-1][0] <= seen[-1][1]
     w = np.array(res["mix_weights"])
     assert w.shape == (3,) and w.sum() == pytest.approx(1.0, abs=1e-5)

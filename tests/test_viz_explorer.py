@@ -1,4 +1,5 @@
 """Plot builders and projections, tested without streamlit."""
+
 import json
 
 import numpy as np
@@ -54,32 +55,45 @@ def test_similarity_heatmap():
 
 
 def test_line_charts_and_bars():
-    fig = plots.layer_accuracy_chart({"elmo": (["l0", "l1", "l2"], [0.5, 0.8, 0.9]), "bert": (["e", "1"], [0.6, 1.0])}, chance=0.5)
+    fig = plots.layer_accuracy_chart(
+        {"elmo": (["l0", "l1", "l2"], [0.5, 0.8, 0.9]), "bert": (["e", "1"], [0.6, 1.0])}, chance=0.5
+    )
     assert [tr.name for tr in fig.data] == ["elmo", "bert"] and list(fig.data[0].y) == [0.5, 0.8, 0.9]
     fig = plots.self_similarity_chart({"bert": (["e", "1"], [0.9, 0.5], [0.3, 0.2])})
     assert len(fig.data) == 2 + 2 and fig.data[1].line.dash == "dot"  # two lines and the two line-style keys
-    rows = [{"model": "word2vec", "label": "type", "margin": 0.0, "cos_ab": 1.0, "cos_ac": 1.0, "rank": 0.5},
-            {"model": "elmo", "label": "l1", "margin": 0.2, "cos_ab": 0.9, "cos_ac": 0.7, "rank": 0.6},
-            {"model": "elmo", "label": "<b>l2</b>", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None}]
+    rows = [
+        {"model": "word2vec", "label": "type", "margin": 0.0, "cos_ab": 1.0, "cos_ac": 1.0, "rank": 0.5},
+        {"model": "elmo", "label": "l1", "margin": 0.2, "cos_ab": 0.9, "cos_ac": 0.7, "rank": 0.6},
+        {"model": "elmo", "label": "<b>l2</b>", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None},
+    ]
     fig = plots.margin_chart(rows)
     marks = [tr for tr in fig.data if tr.type == "scatter" and tr.mode == "markers+text"]
     assert [tr.name for tr in marks] == ["word2vec", "elmo"] and list(marks[1].x) == [0.2, -0.1]
-    assert list(marks[1].text) == ["+0.200", "-0.100"] and list(marks[1].marker.color)[1] == "white"  # hollow: wrong way
+    assert (
+        list(marks[1].text) == ["+0.200", "-0.100"] and list(marks[1].marker.color)[1] == "white"
+    )  # hollow: wrong way
     bars = [tr for tr in fig.data if tr.type == "bar"]
     assert [list(b.x) for b in bars] == [[0.5], [0.6]]  # a row without a held-out figure gets no bar
-    assert list(fig.layout.xaxis.range) == pytest.approx([-0.27, 0.27]) and list(fig.layout.xaxis2.range) == [0, 1.12]  # one scale
+    assert list(fig.layout.xaxis.range) == pytest.approx([-0.27, 0.27]) and list(fig.layout.xaxis2.range) == [
+        0,
+        1.12,
+    ]  # one scale
     assert "<b>l2</b>" not in fig.to_json()
 
 
 def test_self_similarity_chart_with_four_models_reads_well():
     """One legend entry per model (both its lines in one group) plus a key to the two line styles; fixed colours."""
-    curves = {"word2vec": (["type vector"], [1.0], [0.2]), "elmo": (["x", "1", "2"], [1, .7, .5], [.3, .3, .4]),
-              "bert": (["e", "1", "2"], [.9, .6, .4], [.3, .2, .2]), "gpt": (["e", "1", "2", "3"], [.9, .8, .7, .6], [.5] * 4)}
+    curves = {
+        "word2vec": (["type vector"], [1.0], [0.2]),
+        "elmo": (["x", "1", "2"], [1, 0.7, 0.5], [0.3, 0.3, 0.4]),
+        "bert": (["e", "1", "2"], [0.9, 0.6, 0.4], [0.3, 0.2, 0.2]),
+        "gpt": (["e", "1", "2", "3"], [0.9, 0.8, 0.7, 0.6], [0.5] * 4),
+    }
     fig = plots.self_similarity_chart(curves, self_name="self-similarity", base_name="baseline")
     legend = [tr.name for tr in fig.data if tr.showlegend is not False]
     assert legend == ["word2vec", "elmo", "bert", "gpt", "self-similarity", "baseline"]
     gpt = [tr for tr in fig.data if tr.legendgroup == "gpt"]
-    assert [tr.line.dash for tr in gpt] == ["solid", "dot"] and list(gpt[0].y) == [.9, .8, .7, .6]
+    assert [tr.line.dash for tr in gpt] == ["solid", "dot"] and list(gpt[0].y) == [0.9, 0.8, 0.7, 0.6]
     assert {tr.line.color for tr in gpt} == {plots.MODEL_COLOURS["gpt"]}
     assert "baseline" in gpt[1].hovertemplate and "gpt" in gpt[1].hovertemplate
     # a model keeps its colour whichever models are shown, and in every chart
@@ -87,9 +101,16 @@ def test_self_similarity_chart_with_four_models_reads_well():
     assert alone.data[0].line.color == plots.MODEL_COLOURS["gpt"]
     acc = plots.layer_accuracy_chart({"gpt": (["e", "1"], [0.5, 0.9]), "elmo": (["x", "1"], [0.6, 0.7])})
     assert [tr.marker.color for tr in acc.data] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["elmo"]]
-    bars = plots.margin_chart([{"model": m, "label": "layer 1", "margin": 0.1, "cos_ab": 0.9, "cos_ac": 0.8, "rank": 0.6}
-                               for m in ("gpt", "bert")])
-    assert [tr.marker.color for tr in bars.data if tr.type == "bar"] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["bert"]]
+    bars = plots.margin_chart(
+        [
+            {"model": m, "label": "layer 1", "margin": 0.1, "cos_ab": 0.9, "cos_ac": 0.8, "rank": 0.6}
+            for m in ("gpt", "bert")
+        ]
+    )
+    assert [tr.marker.color for tr in bars.data if tr.type == "bar"] == [
+        plots.MODEL_COLOURS["gpt"],
+        plots.MODEL_COLOURS["bert"],
+    ]
     assert plots.model_colour("other", 0) not in plots.MODEL_COLOURS.values()
     spec = plots.self_similarity_chart({"<b>x</b>": (["<i>"], [1.0], [0.5])}).to_json()
     assert "<b>x</b>" not in spec and "<i>" not in spec  # model and layer names are escaped
@@ -101,7 +122,9 @@ def test_type_token_map_title_wraps_in_narrow_columns():
     assert fig.layout.title.text == "word2vec<br>type vector (word2vec)"
     short = plots.type_token_map(xy, ["a"], title="gpt · <b>2</b>")
     assert short.layout.title.text == "gpt · &lt;b&gt;2&lt;/b&gt;" and short.layout.margin.t == fig.layout.margin.t
-    assert "<i>" not in plots.type_token_map(xy, ["a"], title="a very long title of a model · <i>x</i>").layout.title.text
+    assert (
+        "<i>" not in plots.type_token_map(xy, ["a"], title="a very long title of a model · <i>x</i>").layout.title.text
+    )
 
 
 def test_atlas_map_with_cluster_words():
@@ -153,7 +176,14 @@ def test_kmeans_finds_the_groups():
 
 
 def test_cluster_top_words_prefers_typical_words():
-    contexts = [["经济", "的", "快"], ["经济", "社会"], ["经济", "的"], ["文艺", "的"], ["文艺", "丰富", "的"], ["文艺", "经济"]]
+    contexts = [
+        ["经济", "的", "快"],
+        ["经济", "社会"],
+        ["经济", "的"],
+        ["文艺", "的"],
+        ["文艺", "丰富", "的"],
+        ["文艺", "经济"],
+    ]
     words = cluster_top_words(contexts, [0, 0, 0, 1, 1, 1], topn=2)
     assert words[0][0] == "经济" and words[1][0] == "文艺"
     assert "的" not in words[0] + words[1]
@@ -180,14 +210,26 @@ def test_unvalidated_builders_make_figures_plotly_accepts():
     """The figures built without validation (explorer._figure) pass it, and read as plotly validates them."""
     import plotly.graph_objects as go
 
-    rows = [{"model": m, "label": f"layer {j}", "margin": 0.1 * j - 0.05, "cos_ab": 0.5, "cos_ac": 0.4,
-             "rank": 0.6 if j else None} for m, n in (("word2vec", 1), ("elmo", 3), ("mine", 2)) for j in range(n)]
+    rows = [
+        {
+            "model": m,
+            "label": f"layer {j}",
+            "margin": 0.1 * j - 0.05,
+            "cos_ab": 0.5,
+            "cos_ac": 0.4,
+            "rank": 0.6 if j else None,
+        }
+        for m, n in (("word2vec", 1), ("elmo", 3), ("mine", 2))
+        for j in range(n)
+    ]
     S = np.array([[1.0, 0.2, 0.5], [0.2, 1.0, 0.1], [0.5, 0.1, 1.0]])
-    figs = [plots.margin_chart(rows, title="苹果 · <b>"),
-            plots.layer_accuracy_chart({"elmo": (["a", "b"], [0.5, 0.7]), "bert": (["c"], [0.1])}, 0.55),
-            plots.layer_accuracy_chart({"elmo": (["a"], [0.5])}),
-            plots.type_token_map(np.arange(8.0).reshape(4, 2), ["a", "b", "c"], ["x", "y", "x"], title="t"),
-            plots.similarity_heatmap(S, ["a", "b", "c"], labels=["x", "y", "x"])]
+    figs = [
+        plots.margin_chart(rows, title="苹果 · <b>"),
+        plots.layer_accuracy_chart({"elmo": (["a", "b"], [0.5, 0.7]), "bert": (["c"], [0.1])}, 0.55),
+        plots.layer_accuracy_chart({"elmo": (["a"], [0.5])}),
+        plots.type_token_map(np.arange(8.0).reshape(4, 2), ["a", "b", "c"], ["x", "y", "x"], title="t"),
+        plots.similarity_heatmap(S, ["a", "b", "c"], labels=["x", "y", "x"]),
+    ]
     for fig in figs:
         spec = fig.to_dict()
         checked = go.Figure(spec).to_dict()  # raises on a property plotly does not know, or a bad value
@@ -216,7 +258,10 @@ def test_spec_figure_is_its_dict_until_used_as_a_figure():
     d = fig.to_dict()
     assert not fig._ctxlab_built
     want = go.Figure(data=data, layout=layout).to_dict()
-    assert d["data"][1]["type"] == "scatter" and d["layout"]["template"] == default_template() == want["layout"]["template"]
+    assert (
+        d["data"][1]["type"] == "scatter"
+        and d["layout"]["template"] == default_template() == want["layout"]["template"]
+    )
     assert json.loads(pio.to_json(d, validate=False)) == json.loads(pio.to_json(want, validate=False))
     assert isinstance(fig, go.Figure) and fig.layout.title.text == "t" and len(fig.data) == 2 and fig._ctxlab_built
     fig.update_layout(height=500)

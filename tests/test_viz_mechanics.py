@@ -1,5 +1,6 @@
 """Plot builders of the mechanics page, on hand-made arrays: values readable back, masked cells left out, user text
 escaped, hover naming the token."""
+
 import numpy as np
 import plotly.graph_objects as go
 

@@ -21,12 +21,16 @@ def test_mask_text_characters_and_whole_words():
 
 
 def test_example_html_and_counts():
-    ex = {"tokens": ["[CLS]", "[MASK]", "<", "好", "[SEP]", "天", "[SEP]"],
-          "original_tokens": ["[CLS]", "很", "<", "人", "[SEP]", "天", "[SEP]"],
-          "segment_ids": [0, 0, 0, 0, 0, 1, 1],
-          "masked": [{"index": 1, "original": "很", "replacement": "[MASK]", "kind": "mask"},
-                     {"index": 3, "original": "人", "replacement": "好", "kind": "random"},
-                     {"index": 5, "original": "天", "replacement": "天", "kind": "kept"}]}
+    ex = {
+        "tokens": ["[CLS]", "[MASK]", "<", "好", "[SEP]", "天", "[SEP]"],
+        "original_tokens": ["[CLS]", "很", "<", "人", "[SEP]", "天", "[SEP]"],
+        "segment_ids": [0, 0, 0, 0, 0, 1, 1],
+        "masked": [
+            {"index": 1, "original": "很", "replacement": "[MASK]", "kind": "mask"},
+            {"index": 3, "original": "人", "replacement": "好", "kind": "random"},
+            {"index": 5, "original": "天", "replacement": "天", "kind": "kept"},
+        ],
+    }
     h = va.example_html(ex, ("→ [MASK] 80%", "→ 随机字 10%", "<不变> 10%"))
     assert "&lt;" in h and "<script" not in h
     assert h.count(va.KIND_COLORS["random"]) >= 2
@@ -38,7 +42,8 @@ def test_example_html_and_counts():
     assert va.example_rows(ex, labels) == [
         {"POSITION": 1, "ORIGINAL": "很", "BECAME": "[MASK]", "KIND": "[MASK]"},
         {"POSITION": 3, "ORIGINAL": "人", "BECAME": "好", "KIND": "KIND_RANDOM"},
-        {"POSITION": 5, "ORIGINAL": "天", "BECAME": "天", "KIND": "KIND_KEPT"}]
+        {"POSITION": 5, "ORIGINAL": "天", "BECAME": "天", "KIND": "KIND_KEPT"},
+    ]
     assert va.chosen_share({"chosen": 0, "candidates": 0}) == "0 / 0 (0%)"
 
 
@@ -131,9 +136,12 @@ def test_one_position_ranks_and_words_only():
 
     def ask(model, method, *args, **kw):
         if method == "lm_topk":
-            return {"forward": [("，", 0.43), ("电脑", 0.2), ("手机", 0.1)], "backward": [("。", 0.5), ("书", 0.2)],
-                    "actual": {"word": "电脑", "forward": 0.2, "backward": 0.01, "rank": {"forward": 3, "backward": 40}},
-                    "punct": {"forward": 0.45, "backward": 0.6}}
+            return {
+                "forward": [("，", 0.43), ("电脑", 0.2), ("手机", 0.1)],
+                "backward": [("。", 0.5), ("书", 0.2)],
+                "actual": {"word": "电脑", "forward": 0.2, "backward": 0.01, "rank": {"forward": 3, "backward": 40}},
+                "punct": {"forward": 0.45, "backward": 0.6},
+            }
         if method == "char_rank":
             return {"token": args[1], "rank": 17, "prob": 0.002}
         if method == "next_char":

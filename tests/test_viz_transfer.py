@@ -1,4 +1,5 @@
 """ctxlib.viz.transfer: the [CLS] head drawing, TagLM and CoVe diagrams, the live run's plots."""
+
 import json
 
 from ctxlib.viz import transfer
@@ -8,8 +9,11 @@ CLS = {k: k.upper() for k in transfer.CLS_LABELS} | {"layer": "L{n}"}
 
 def _texts(fig) -> str:
     d = fig.to_plotly_json()
-    return json.dumps([a.get("text") for a in d["layout"].get("annotations", [])] +
-                      [t for tr in d["data"] for t in (tr.get("text") or []) if isinstance(t, str)], ensure_ascii=False)
+    return json.dumps(
+        [a.get("text") for a in d["layout"].get("annotations", [])]
+        + [t for tr in d["data"] for t in (tr.get("text") or []) if isinstance(t, str)],
+        ensure_ascii=False,
+    )
 
 
 def test_cls_head_draws_each_layer_and_the_head():
@@ -45,8 +49,9 @@ def test_history_spans_all_steps_and_comparison_marks_missing():
     pts = [{"step": 1, "loss": 0.7, "acc": 0.5}, {"step": 2, "loss": 0.6, "acc": 1.0}]
     fig = transfer.history_figure(pts, 40, {"loss": "loss", "acc": "acc", "mean": "mean", "step": "step"})
     assert list(fig.layout.xaxis.range) == [0, 40.5] and list(fig.data[2].y) == [0.5, 0.75]
-    fig = transfer.comparison_figure([("a", 0.7), ("b", None)], 0.52, {"title": "T", "accuracy": "acc",
-                                                                        "majority": "maj {v:.2f}", "missing": "none"})
+    fig = transfer.comparison_figure(
+        [("a", 0.7), ("b", None)], 0.52, {"title": "T", "accuracy": "acc", "majority": "maj {v:.2f}", "missing": "none"}
+    )
     bar = fig.data[0]
     assert list(bar.y) == ["b", "a"] and list(bar.text) == ["none", "0.700"]
     assert "maj 0.52" in json.dumps(fig.to_plotly_json())

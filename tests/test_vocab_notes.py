@@ -1,6 +1,7 @@
 """The unseen-word notes (ctxlib/app/vocab_notes.py) asserted by what they say: the line under the per-model notes
 names exactly the models that read characters and saw every character of the word (BERT, GPT), never word2vec or
 the word-level ELMo, and it appears only when some model has not seen the word."""
+
 import app_fakes
 import pytest
 from test_app_type_token import _run, _texts
@@ -26,7 +27,9 @@ def test_unseen_word_note_names_the_character_models_only():
     """元宇宙: not in word2vec's or the (word-level) ELMo's vocabulary; BERT and GPT saw each of its characters."""
     at = _run(lang="en")
     _set_word(at, "元宇宙", ["元宇宙很火 | a", "大家都在谈元宇宙 | a", "元宇宙公司上市了 | b", "新的元宇宙 | b"])
-    assert _known_chars_line(at) == ["bert, gpt: read '元宇宙' character by character; each of its characters was seen in training."]
+    assert _known_chars_line(at) == [
+        "bert, gpt: read '元宇宙' character by character; each of its characters was seen in training."
+    ]
     assert "word2vec: '元宇宙' is not in the vocabulary" in _texts(at, "warning").replace("\\", "")
 
 

@@ -1,5 +1,6 @@
 """word2vec's sampling ingredients, exactly: the negative-sampling table's entries, subsampling's shape, and the
 (center, context) windows with gensim's reduced window. (test_word2vec.py checks the distributions and training.)"""
+
 import numpy as np
 
 from ctxlib.training.word2vec import _windows, keep_probabilities, negative_table
@@ -24,7 +25,9 @@ def _reference_windows(ids, sid, lo, hi, window, seed):
     eff = window - rng.integers(0, window, hi - lo)
     out = {}
     for p, e in zip(range(lo, hi), eff):
-        out[p] = sorted(int(ids[j]) for j in range(p - e, p + e + 1) if j != p and 0 <= j < len(ids) and sid[j] == sid[p])
+        out[p] = sorted(
+            int(ids[j]) for j in range(p - e, p + e + 1) if j != p and 0 <= j < len(ids) and sid[j] == sid[p]
+        )
     return out
 
 

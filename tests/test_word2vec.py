@@ -27,7 +27,7 @@ def test_negative_table_follows_unigram_to_the_075():
     counts = np.array([1000, 100, 10, 1])
     table = negative_table(counts, 0.75, size=200_000)
     share = np.bincount(table, minlength=4) / len(table)
-    ref = counts ** 0.75 / (counts ** 0.75).sum()
+    ref = counts**0.75 / (counts**0.75).sum()
     np.testing.assert_allclose(share, ref, atol=2e-5)
     assert share[3] > counts[3] / counts.sum()  # the exponent lifts rare words
 
@@ -59,7 +59,7 @@ def test_training_draws_negatives_from_the_unigram_075_table(monkeypatch, kw):
     neg = np.concatenate(drawn)
     assert len(neg) > 5000
     share = np.bincount(neg, minlength=len(counts)) / len(neg)
-    ref = counts ** 0.75 / (counts ** 0.75).sum()
+    ref = counts**0.75 / (counts**0.75).sum()
     assert np.abs(share - ref).max() < 0.015, (share.round(3), ref.round(3))  # sd of a share here <= 0.007
     # what the bound tells apart: uniform draws and the raw unigram distribution are both far off
     assert np.abs(1 / len(counts) - ref).max() > 0.05 and np.abs(counts / counts.sum() - ref).max() > 0.05
@@ -161,8 +161,16 @@ def test_training_is_deterministic_and_hogwild_runs(backend):
     np.testing.assert_array_equal(a.vectors, b.vectors)
     c, s = fit(_toy_corpus(200), cfg, device="cpu", progress=False, workers=2, backend=backend)
     assert s["workers"] == 2 and np.isfinite(c.vectors).all() and s["tokens_seen"] == 200 * 8
-    assert not np.array_equal(a.vectors, fit(_toy_corpus(200), Word2VecConfig(**{**cfg.__dict__, "seed": 1}), device="cpu",
-                                             progress=False, backend=backend)[0].vectors)  # the seed matters
+    assert not np.array_equal(
+        a.vectors,
+        fit(
+            _toy_corpus(200),
+            Word2VecConfig(**{**cfg.__dict__, "seed": 1}),
+            device="cpu",
+            progress=False,
+            backend=backend,
+        )[0].vectors,
+    )  # the seed matters
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -202,7 +210,7 @@ def test_numba_cache_never_inside_checkpoints(monkeypatch):
 
 # -- the numba kernel against a plain Python loop ---------------------------------------------------------
 def _lcg(state: int) -> int:
-    return (state * 25214903917 + 11) % 2 ** 64  # word2vec.c's generator on 64 bits
+    return (state * 25214903917 + 11) % 2**64  # word2vec.c's generator on 64 bits
 
 
 def _reference_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, table, lr, state, exp_table=None):
@@ -272,20 +280,24 @@ def test_numba_kernel_matches_a_python_loop(kw, sigmoid):
     table = np.repeat(np.arange(V), [5, 4, 3, 3, 2, 1, 1]).astype(np.int64)
     exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
     lr, seed = 0.2, 12345
-    ref_in, ref_out, ref_pairs, ref_state = _reference_chunk(w_in, w_out, ids, sid, 1, 13, cfg.window, cfg.negative,
-                                                             cfg.sg, cfg.shared_negatives, table, lr, seed, exp_table)
+    ref_in, ref_out, ref_pairs, ref_state = _reference_chunk(
+        w_in, w_out, ids, sid, 1, 13, cfg.window, cfg.negative, cfg.sg, cfg.shared_negatives, table, lr, seed, exp_table
+    )
     worker = sgns_numba.Worker(D, cfg.negative, seed)
     got_in, got_out = w_in.copy(), w_out.copy()
     loss, loss_n, pairs = worker.run(got_in, got_out, ids, sid, 1, 13, cfg, table, lr, exp_table, loss_every=1)
     assert pairs == ref_pairs > 20 and int(worker.rng[0]) == ref_state
-    assert loss_n == (pairs if cfg.sg else 12 - 1) and loss > 0  # every position is in the loss; CBOW: one window is empty
+    assert (
+        loss_n == (pairs if cfg.sg else 12 - 1) and loss > 0
+    )  # every position is in the loss; CBOW: one window is empty
     tol = 1e-5 if sigmoid == "exact" else 2e-3  # the table: float32 and float64 dots can fall in neighbouring bins
     assert np.abs(got_in - w_in).max() > 0.05  # the updates are not negligible next to the tolerance
     np.testing.assert_allclose(got_in, ref_in, atol=tol)
     np.testing.assert_allclose(got_out, ref_out, atol=tol)
     if sigmoid == "table":  # the table (and its skips) really was used: the exact sigmoid gives other vectors
-        ex_in, *_ = _reference_chunk(w_in, w_out, ids, sid, 1, 13, cfg.window, cfg.negative, cfg.sg,
-                                     cfg.shared_negatives, table, lr, seed)
+        ex_in, *_ = _reference_chunk(
+            w_in, w_out, ids, sid, 1, 13, cfg.window, cfg.negative, cfg.sg, cfg.shared_negatives, table, lr, seed
+        )
         assert np.abs(ex_in - ref_in).max() > 0.02
 
 
@@ -305,7 +317,7 @@ def test_encoder_type_vector_is_identical_in_every_context(w2v_tiny):
         i = o.tokens.index("苹果")
         assert o.layers.shape == (1, len(o.tokens), enc.dim) and o.attentions is None
         np.testing.assert_array_equal(o.layers[0, i], enc.keyed_vectors["苹果"])
-        assert o.text[o.spans[i][0]:o.spans[i][1]] == "苹果"
+        assert o.text[o.spans[i][0] : o.spans[i][1]] == "苹果"
     with pytest.raises(WordNotFound):
         enc.word_vectors(["今天天气很好"], "苹果")
 
@@ -342,7 +354,7 @@ def test_shipped_checkpoint_if_present():
         pytest.skip("no shipped checkpoints/word2vec (python -m ctxlib train word2vec)")
     enc = ctxlib.load("word2vec")
     assert enc.dim == 128 and enc.config["sg"] and enc.config["epochs"] >= 5 and enc.config["min_count"] == 5
-    assert sum(f.stat().st_size for f in d.iterdir()) <= 15 * 2 ** 20
+    assert sum(f.stat().st_size for f in d.iterdir()) <= 15 * 2**20
     assert enc.in_vocab("苹果") and enc.in_vocab("中国")
     assert enc.summary["pos_agreement_at_10"] > 0.3
     assert torch.tensor(enc.keyed_vectors.vectors).isfinite().all() and len(enc.summary["most_similar"]["中国"]) == 5

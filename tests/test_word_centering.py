@@ -1,4 +1,5 @@
 """Word-centering (heldout.type_mean, sense_scores(center=True)) and bench/word_centering.py."""
+
 import importlib.util
 from pathlib import Path
 
@@ -27,9 +28,11 @@ class Recorder:
 
 
 def test_type_mean_windows_each_occurrence_so_it_is_the_first_match(monkeypatch):
-    occ = [corpus.Occurrence("打算先打球", 3, 4, None, "pd", "train"),      # 打 inside 打算 comes first
-           corpus.Occurrence("我们" * 30 + "打字", 60, 61, None, "pd", "train"),  # far into a long sentence
-           corpus.Occurrence("打打", 1, 2, None, "pd", "train")]              # the window cannot start before it
+    occ = [
+        corpus.Occurrence("打算先打球", 3, 4, None, "pd", "train"),  # 打 inside 打算 comes first
+        corpus.Occurrence("我们" * 30 + "打字", 60, 61, None, "pd", "train"),  # far into a long sentence
+        corpus.Occurrence("打打", 1, 2, None, "pd", "train"),
+    ]  # the window cannot start before it
     monkeypatch.setattr(corpus, "occurrences", lambda *a, **k: (occ, len(occ)))
     enc = Recorder()
     mean, n = heldout.type_mean(enc, "打", window=5)

@@ -1,5 +1,6 @@
 """What a Chinese-mode page shows in English: visible text (and Plotly's SVG text) against an allowlist of model names,
 formulae, tag codes and symbols. Used by tests/test_browser.py; `python tests/zh_text.py URL` prints a page's words."""
+
 from __future__ import annotations
 
 import json
@@ -13,34 +14,151 @@ ROOT = Path(__file__).resolve().parent.parent
 # codes, special tokens, file formats and methods known by their English names, the tools a command names.
 ALLOWED = {
     # models and architectures
-    "word2vec", "ELMo", "BERT", "GPT", "LSTM", "biLSTM", "CNN", "RNN", "biRNN", "CRF", "char", "LM", "Transformer", "RoBERTa", "ALBERT", "TagLM", "CoVe",
-    "CBOW", "ctxlab", "ctxlib", "SGNS",
+    "word2vec",
+    "ELMo",
+    "BERT",
+    "GPT",
+    "LSTM",
+    "biLSTM",
+    "CNN",
+    "RNN",
+    "biRNN",
+    "CRF",
+    "char",
+    "LM",
+    "Transformer",
+    "RoBERTa",
+    "ALBERT",
+    "TagLM",
+    "CoVe",
+    "CBOW",
+    "ctxlab",
+    "ctxlib",
+    "SGNS",
     # formulae, measures and their symbols
-    "softmax", "tanh", "cos", "IsNext", "NotNext", "NSP", "MLM", "F1", "task", "gamma", "exp", "log", "argmax", "top", "k",
-    "top-1", "top-5",
+    "softmax",
+    "tanh",
+    "cos",
+    "IsNext",
+    "NotNext",
+    "NSP",
+    "MLM",
+    "F1",
+    "task",
+    "gamma",
+    "exp",
+    "log",
+    "argmax",
+    "top",
+    "k",
+    "top-1",
+    "top-5",
     # the Transformer page's notation (ctxlib/mechanics.py): the block's parts by the names the papers and code use
-    "Softmax", "RoPE", "FFN", "LayerNorm", "LN", "GELU", "QK", "HW",
+    "Softmax",
+    "RoPE",
+    "FFN",
+    "LayerNorm",
+    "LN",
+    "GELU",
+    "QK",
+    "HW",
     # special tokens
-    "CLS", "SEP", "MASK", "UNK", "unk", "pad", "PAD", "S",
+    "CLS",
+    "SEP",
+    "MASK",
+    "UNK",
+    "unk",
+    "pad",
+    "PAD",
+    "S",
     # methods, formats, tools
-    "PCA", "t-SNE", "tSNE", "SNE", "UMAP", "means", "k-means", "CSV", "PNG", "JSON", "URL", "jieba", "snownlp", "PKU", "python",
-    "GPU", "CPU", "Plotly", "README",
+    "PCA",
+    "t-SNE",
+    "tSNE",
+    "SNE",
+    "UMAP",
+    "means",
+    "k-means",
+    "CSV",
+    "PNG",
+    "JSON",
+    "URL",
+    "jieba",
+    "snownlp",
+    "PKU",
+    "python",
+    "GPU",
+    "CPU",
+    "Plotly",
+    "README",
     # units and number formats
-    "KiB", "MiB", "KB", "MB", "GB", "nats", "bits", "int8", "fp32", "bf16",
+    "KiB",
+    "MiB",
+    "KB",
+    "MB",
+    "GB",
+    "nats",
+    "bits",
+    "int8",
+    "fp32",
+    "bf16",
     # People's Daily (PKU) tag codes
-    "vn", "vd", "ad", "an", "nr", "ns", "nt", "nz", "Ng", "Vg", "Ag", "Dg", "Tg",
+    "vn",
+    "vd",
+    "ad",
+    "an",
+    "nr",
+    "ns",
+    "nt",
+    "nz",
+    "Ng",
+    "Vg",
+    "Ag",
+    "Dg",
+    "Tg",
     # the papers the text cites
-    "Peters", "Devlin", "Radford", "Lan", "Liu", "McCann", "Coenen", "Ethayarajh", "Mikolov", "Vaswani", "Clark", "et", "al",
+    "Peters",
+    "Devlin",
+    "Radford",
+    "Lan",
+    "Liu",
+    "McCann",
+    "Coenen",
+    "Ethayarajh",
+    "Mikolov",
+    "Vaswani",
+    "Clark",
+    "et",
+    "al",
     # data sets and organisations named in the lecture, and glossed terms (实例（token）)
-    "SQuAD", "BooksCorpus", "GloVe", "POS", "NER", "B", "I", "PER", "LOC", "ORG", "OpenAI", "Google", "token", "fill-mask", "highway", "Highway", "ScalarMix",
+    "SQuAD",
+    "BooksCorpus",
+    "GloVe",
+    "POS",
+    "NER",
+    "B",
+    "I",
+    "PER",
+    "LOC",
+    "ORG",
+    "OpenAI",
+    "Google",
+    "token",
+    "fill-mask",
+    "highway",
+    "Highway",
+    "ScalarMix",
     # the language switch names each language in its own words
-    "Language", "English",
+    "Language",
+    "English",
 }
 NAMES_WITH_IDS = ("RoBERTa", "ALBERT", "BERT-base", "BERT-large", "GPT-2")  # models the lecture's text cites
 MODEL_IDS = {"word2vec", "elmo", "bert", "gpt"}  # the app's model ids, lower case in pickers and titles
-NOT_WORDS = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+"  # icon ligatures (keyboard_arrow_down) and ids
-                       r"|[\w<>\u4e00-\u9fff.-]*(?:/[\w<>\u4e00-\u9fff.-]+)+"
-                       r"|\b\w+\.(?:json|npz|pt|csv|txt|md|toml)\b")  # paths and file names
+NOT_WORDS = re.compile(
+    r"[A-Za-z]+(?:_[A-Za-z]+)+"  # icon ligatures (keyboard_arrow_down) and ids
+    r"|[\w<>\u4e00-\u9fff.-]*(?:/[\w<>\u4e00-\u9fff.-]+)+"
+    r"|\b\w+\.(?:json|npz|pt|csv|txt|md|toml)\b"
+)  # paths and file names
 FORMULA = re.compile(r"^h\d$")  # h1, h2: ELMo's layer states h_{k,j}
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*[A-Za-z0-9]|[A-Za-z]{2,}")
 
@@ -102,7 +220,9 @@ def page_english(page, user_text: str = "") -> dict[str, list[str]]:
             tabs[i].click()
             page.wait_for_timeout(800)
         got = page.evaluate(COLLECT_JS)
-        typed = ALLOWED | MODEL_TOKENS | set(WORD.findall(" ".join(got["skip"] + [user_text])))  # the user's own words may be English
+        typed = (
+            ALLOWED | MODEL_TOKENS | set(WORD.findall(" ".join(got["skip"] + [user_text])))
+        )  # the user's own words may be English
         for where, t in (("text", got["text"]), ("plot", "\n".join(got["svg"]))):
             for line in t.splitlines():
                 bad = english_words(line, typed)

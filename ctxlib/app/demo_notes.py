@@ -2,6 +2,7 @@
 summary of whole layers only (ELMo's halves on a line of their own), and the notes folded into one expander.
 
 The numbers are `ctxlib.triple`'s; this module caches them and words the messages."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -27,8 +28,19 @@ def split_notes(cols, word: str, texts, models: list[str]) -> None:
         return
     for k, col, sp in zip("ABC", cols, triple.segmentations(word, texts)):
         if sp is not None and sp.carved:
-            col.info(escape_md(msg("home_demo.split.carved", sentence=k, word=word, natural=show_split(sp.natural),
-                                   host=sp.host, models=", ".join(models), forced=show_split(sp.forced, sp.index))))
+            col.info(
+                escape_md(
+                    msg(
+                        "home_demo.split.carved",
+                        sentence=k,
+                        word=word,
+                        natural=show_split(sp.natural),
+                        host=sp.host,
+                        models=", ".join(models),
+                        forced=show_split(sp.forced, sp.index),
+                    )
+                )
+            )
 
 
 def verdict_lines(model: str, rows: list[triple.MarginRow], bands: dict | None, label) -> list[str]:
@@ -47,8 +59,9 @@ def verdict_lines(model: str, rows: list[triple.MarginRow], bands: dict | None, 
     if half is not None:
         b = (bands or {}).get(half.view)
         key = "home_demo.verdict.halves_noise" if triple.inside_band(half.margin, b) else "home_demo.verdict.halves"
-        lines.append("  - " + escape_md(msg(key, model=model, layer=label(half.view), margin=half.margin,
-                                            band=b or 0.0)))
+        lines.append(
+            "  - " + escape_md(msg(key, model=model, layer=label(half.view), margin=half.margin, band=b or 0.0))
+        )
     return lines
 
 

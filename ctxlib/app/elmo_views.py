@@ -1,5 +1,6 @@
 """Parts of the ELMo layers page (pages/3_ELMo_layers.py) kept out of it: the nearest words of each layer (with the
 frequency floor and counts, ctxlib/app/text_fit.py) and the live mix-training views."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -27,16 +28,30 @@ def nearest_section(layers, layer_names: list[str], pos: int, token: str) -> Non
 def mix_views(short: list[str], tasks: dict[str, str]):
     """(live_view, partial_view) for the mix-training job panel: the weights so far, while the job runs and after a
     cancel (then also the weights kept)."""
+
     def mix_plot(job):
         p = job.partial or {}
         if job.points:
-            st.plotly_chart(ve.mix_history_figure(list(job.points), short, f"{tasks.get(p.get('task'), '')}, λ = {p.get('l2')}",
-                                                  msg("labels.axis.step")), width="stretch", key=f"elmo_live_plot_{job.state}")
+            st.plotly_chart(
+                ve.mix_history_figure(
+                    list(job.points),
+                    short,
+                    f"{tasks.get(p.get('task'), '')}, λ = {p.get('l2')}",
+                    msg("labels.axis.step"),
+                ),
+                width="stretch",
+                key=f"elmo_live_plot_{job.state}",
+            )
 
     def mix_kept(job):
         mix_plot(job)
         if (job.partial or {}).get("mix_weights"):
-            st.write(msg("elmo_live.kept", step=job.partial["step"],
-                         weights=", ".join(f"{x:.3f}" for x in job.partial["mix_weights"])))
+            st.write(
+                msg(
+                    "elmo_live.kept",
+                    step=job.partial["step"],
+                    weights=", ".join(f"{x:.3f}" for x in job.partial["mix_weights"]),
+                )
+            )
 
     return mix_plot, mix_kept

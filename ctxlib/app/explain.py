@@ -1,5 +1,6 @@
 """Notes that read a measured figure for the class: the atlas's tag legend and how well a layer separates the tags,
 and why a teacher's own labelled sentences may sit at chance (with the word's counts in the training corpus)."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -41,8 +42,11 @@ def tag_accuracy_note(word: str, acc: float, majority: float, counts: dict[str, 
     st.caption(msg("atlas.accuracy.note", acc=acc, majority=majority, counts=shown))
     if explore.at_chance([acc], majority):
         smallest = min(counts.items(), key=lambda kv: kv[1])
-        st.warning(escape_md(msg("atlas.accuracy.at_chance", word=word, acc=acc, majority=majority, tag=smallest[0],
-                                 n=smallest[1])))
+        st.warning(
+            escape_md(
+                msg("atlas.accuracy.at_chance", word=word, acc=acc, majority=majority, tag=smallest[0], n=smallest[1])
+            )
+        )
 
 
 def chance_note(word: str, labels: list, res: dict, chance: float) -> None:
@@ -56,10 +60,21 @@ def chance_note(word: str, labels: list, res: dict, chance: float) -> None:
     d = explore.chance_diagnosis(labels, word_counts(word))
     causes = [msg("type_token.chance.header", chance=chance)]
     if d["few"]:
-        causes.append(msg("type_token.chance.few", label=d["smallest"][0], n=d["smallest"][1], need=explore.FEW_PER_LABEL))
-    senses = msg("common.list_sep").join(f"{s} {n}" for s, n in d["senses"].items()) or msg("type_token.chance.no_senses")
-    causes.append(msg("type_token.chance.corpus", word=word, pd=d["corpus"].get("pd", 0),
-                      reviews=d["corpus"].get("reviews", 0), senses=senses))
+        causes.append(
+            msg("type_token.chance.few", label=d["smallest"][0], n=d["smallest"][1], need=explore.FEW_PER_LABEL)
+        )
+    senses = msg("common.list_sep").join(f"{s} {n}" for s, n in d["senses"].items()) or msg(
+        "type_token.chance.no_senses"
+    )
+    causes.append(
+        msg(
+            "type_token.chance.corpus",
+            word=word,
+            pd=d["corpus"].get("pd", 0),
+            reviews=d["corpus"].get("reviews", 0),
+            senses=senses,
+        )
+    )
     causes.append(msg("type_token.chance.fix_rare" if d["rare"] else "type_token.chance.fix"))
     st.warning(escape_md("\n\n".join(causes)))
 

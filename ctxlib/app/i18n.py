@@ -10,6 +10,7 @@ Every language has the same ids and placeholders (tests/test_strings.py checks t
 code names exists). A missing id falls back to English, then to the id itself: a page never crashes on text.
 To add a language, copy `strings/en/` to `strings/<code>/`, translate, and add the code to `LANGS`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -99,8 +100,9 @@ def language_switch() -> None:
     """Sidebar selector; the choice is kept in ?lang= so shared links keep it."""
     cur = lang()
     codes = list(LANGS)
-    choice = st.sidebar.radio("语言 / Language", [LANGS[c] for c in codes], index=codes.index(cur),
-                              horizontal=True, key="ctxlab_lang_radio")
+    choice = st.sidebar.radio(
+        "语言 / Language", [LANGS[c] for c in codes], index=codes.index(cur), horizontal=True, key="ctxlab_lang_radio"
+    )
     new = codes[[LANGS[c] for c in codes].index(choice)]
     if new != cur:
         st.session_state[_STATE_KEY] = new

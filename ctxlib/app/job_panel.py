@@ -9,6 +9,7 @@ polling (its page closed) loses its job to the queue's reaper (ctxlib.jobs.STALE
 Texts are catalogue ids: the queue's own under `jobs.` (strings/*/jobs.toml), the page's under `ids` (start, cancel,
 cancelling, running, cancelled, failed, lost) and `phase_ids` (one per phase the work reports).
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,8 +35,15 @@ def _show_queued(job: jobs.Job, place: int, prefix: str):
 def _show_running(job: jobs.Job, prefix: str, ids: str, phase_ids: str, live_view: Callable[[jobs.Job], None] | None):
     """A running job: progress with its phase and ETA, the live view, and Cancel."""
     job.touch()
-    st.progress(job.progress, text=msg(f"{ids}.running", phase=msg(f"{phase_ids}.{job.phase or 'data'}"),
-                                       pct=round(100 * job.progress), eta=round(job.eta_s())))
+    st.progress(
+        job.progress,
+        text=msg(
+            f"{ids}.running",
+            phase=msg(f"{phase_ids}.{job.phase or 'data'}"),
+            pct=round(100 * job.progress),
+            eta=round(job.eta_s()),
+        ),
+    )
     if live_view is not None:
         live_view(job)
     if st.button(msg(f"{ids}.cancel"), key=f"{prefix}_cancel") or job.cancel_requested:
@@ -64,10 +72,19 @@ def _keep_outcome(job: jobs.Job | None, prefix: str, ids: str):
         st.session_state[k_note] = ("error", msg(f"{ids}.failed", error=escape_md(job.error)))
 
 
-def job_panel(kind: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: str, phase_ids: str,
-              live_view: Callable[[jobs.Job], None] | None = None,
-              partial_view: Callable[[jobs.Job], None] | None = None, poll_s: float = 2.0,
-              expected_s: float | None = None, args: Callable[[], dict] | None = None) -> Any:
+def job_panel(
+    kind: str,
+    prefix: str,
+    work: Callable[[jobs.Job], Any],
+    *,
+    ids: str,
+    phase_ids: str,
+    live_view: Callable[[jobs.Job], None] | None = None,
+    partial_view: Callable[[jobs.Job], None] | None = None,
+    poll_s: float = 2.0,
+    expected_s: float | None = None,
+    args: Callable[[], dict] | None = None,
+) -> Any:
     """Draw the controls of this session's job of `kind`; returns this session's last result (or None).
 
     `work(job)` goes into the server's job line when Start is clicked; `live_view(job)` draws the running job's
@@ -90,7 +107,9 @@ def job_panel(kind: str, prefix: str, work: Callable[[jobs.Job], Any], *, ids: s
     else:
         running, waiting = jobs.line()
         if running or waiting:
-            st.info(msg("jobs.line_now", running=len(running), waiting=len(waiting), wait=round(jobs.wait_if_started_now())))
+            st.info(
+                msg("jobs.line_now", running=len(running), waiting=len(waiting), wait=round(jobs.wait_if_started_now()))
+            )
     st.button(msg(f"{ids}.start"), key=f"{prefix}_start", type="primary", disabled=active, on_click=start)
 
     @st.fragment(run_every=poll_s)

@@ -1,6 +1,7 @@
 """The lesson page's parts: where the lesson comes from, its error messages, and each view kind's inputs (shown with
 the question) and result (shown on reveal). The numbers come from `ctxlib.lesson_compute.compute`; the plots reuse the
 pages' builders."""
+
 from __future__ import annotations
 
 import json
@@ -43,10 +44,19 @@ def source() -> tuple[lesson.Lesson | None, str, str | None]:
     with st.sidebar.expander(msg("lesson.source.header")):  # the browser refuses files over 1 MB; parse, over MAX_BYTES
         widgets.uploader_style()
         st.caption(msg("teachers.upload.lesson", kb=lesson.MAX_BYTES // 1024))  # the browser refuses over 1 MB
-        up = st.file_uploader(msg("lesson.source.upload"), type=["json"], key=UPLOAD, max_upload_size=1, help=msg(
-            "lesson.source.upload_help", max_kb=lesson.MAX_BYTES // 1024))
-        st.download_button(msg("lesson.source.download"), (lesson.LESSON_DIR / "default.json").read_bytes(),
-                           file_name="default.json", mime="application/json")
+        up = st.file_uploader(
+            msg("lesson.source.upload"),
+            type=["json"],
+            key=UPLOAD,
+            max_upload_size=1,
+            help=msg("lesson.source.upload_help", max_kb=lesson.MAX_BYTES // 1024),
+        )
+        st.download_button(
+            msg("lesson.source.download"),
+            (lesson.LESSON_DIR / "default.json").read_bytes(),
+            file_name="default.json",
+            mime="application/json",
+        )
     if up is not None:
         raw, key = up.getvalue(), f"upload:{up.name}:{up.size}"
         st.query_params.pop("lesson", None)
@@ -164,12 +174,21 @@ class _Views:
         if d["rows"]:
             rows = [((m, widgets.layer_label(name)), cs) for m, name, cs in d["rows"]]
             pairs = [msg("lesson.view.pair", j=j) for j in range(2, len(p["sentences"]) + 1)]
-            st.plotly_chart(pair_cosines_figure(rows, pairs, msg("lesson.view.cos_title", word=p["word"])),
-                            config=PLOTLY_CONFIG, key="lesson_chart_cos")
+            st.plotly_chart(
+                pair_cosines_figure(rows, pairs, msg("lesson.view.cos_title", word=p["word"])),
+                config=PLOTLY_CONFIG,
+                key="lesson_chart_cos",
+            )
             tuned = [m for m in dict.fromkeys(m for m, _, _ in d["rows"]) if _sense_tuned(m)]
             if tuned and p["word"] in triple.supplement_words():  # as on the home page: trained material, said so
-                st.caption(msg("lesson.view.sense_tuned_word", models=" / ".join(tuned), word=escape_md(p["word"]),
-                               others="、".join(triple.frozen_words()[:5])))
+                st.caption(
+                    msg(
+                        "lesson.view.sense_tuned_word",
+                        models=" / ".join(tuned),
+                        word=escape_md(p["word"]),
+                        others="、".join(triple.frozen_words()[:5]),
+                    )
+                )
 
     @staticmethod
     def fill_mask(p, d):
@@ -187,8 +206,11 @@ class _Views:
         fwd, bwd, left, right = ve.lm_panels(d, d["tokens"], d["index"], k=5)
         titles = (msg("elmo.lm.forward", context=left), msg("elmo.lm.backward", context=right))
         fmt = (msg("pretraining.lm.rank"), msg("pretraining.lm.unknown"))  # the true word, ranked, as on the ELMo page
-        st.plotly_chart(ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles, truth=d.get("actual"), fmt=fmt),
-                        config=PLOTLY_CONFIG, key="lesson_chart_lm")
+        st.plotly_chart(
+            ve.lm_bars_figure(fwd, bwd, d["tokens"][d["index"]], titles, truth=d.get("actual"), fmt=fmt),
+            config=PLOTLY_CONFIG,
+            key="lesson_chart_lm",
+        )
         st.caption(msg("elmo.lm.caption"))
 
     @staticmethod
@@ -199,8 +221,11 @@ class _Views:
             widgets.for_teachers([widgets.eval_line("elmo", t)])
         if d["evals"]:
             short = [msg("elmo.weights.token")] + [f"biLSTM {j}" for j in range(1, d["n_layers"])]
-            st.plotly_chart(ve.mix_weights_figure(d["evals"], short, tasks, msg("labels.axis.uniform")),
-                            config=PLOTLY_CONFIG, key="lesson_chart_mix")
+            st.plotly_chart(
+                ve.mix_weights_figure(d["evals"], short, tasks, msg("labels.axis.uniform")),
+                config=PLOTLY_CONFIG,
+                key="lesson_chart_mix",
+            )
             st.caption(msg("lesson.view.mix_source"))
 
     @staticmethod
@@ -214,8 +239,11 @@ class _Views:
         st.markdown(msg("pretraining.example.nsp", label=label, p=d["p_next"]))
         st.caption(msg("lesson.view.corpus"))
         start = int(p.get("seed", 0))
-        st.caption(msg("lesson.view.example_seed", start=start, seed=d["seed"]) if d["found"] else
-                   msg("lesson.view.example_not_found", start=start, end=start + lesson_compute.EXAMPLE_SEARCH))
+        st.caption(
+            msg("lesson.view.example_seed", start=start, seed=d["seed"])
+            if d["found"]
+            else msg("lesson.view.example_not_found", start=start, end=start + lesson_compute.EXAMPLE_SEARCH)
+        )
 
     @staticmethod
     def nsp(p, d):
@@ -227,9 +255,18 @@ class _Views:
     def attention(p, d):
         ax = va.AxisLabels(*(msg(f"labels.attention.{k}") for k in va.AxisLabels._fields))
         title = msg("lesson.view.head", model=d["model"].upper(), layer=d["layer"], head=d["head"])
-        st.plotly_chart(va.attention_heatmap(d["att"], d["tokens"], title, causal=d["model"] == "gpt",
-                                             masked_label=msg("attention.gpt.masked"), labels=ax),
-                        config=PLOTLY_CONFIG, key="lesson_chart_att")
+        st.plotly_chart(
+            va.attention_heatmap(
+                d["att"],
+                d["tokens"],
+                title,
+                causal=d["model"] == "gpt",
+                masked_label=msg("attention.gpt.masked"),
+                labels=ax,
+            ),
+            config=PLOTLY_CONFIG,
+            key="lesson_chart_att",
+        )
 
     @staticmethod
     def next_char(p, d):
@@ -242,30 +279,49 @@ class _Views:
             st.error("OutOfVocabulary: " + msg("errors.oov", word=escape_md(p["word"]), model="word2vec"))
         else:
             st.info(msg("lesson.view.unseen_w2v_ok", word=escape_md(p["word"])))
-        st.markdown(msg("lesson.view.unseen_elmo_vec", word=escape_md(p["word"]), dim=d["dim"],
-                        values=", ".join(f"{x:+.2f}" for x in d["vector"])))
-        st.table({msg("lesson.view.unseen_layer"): widgets.layer_labels(d["layer_names"]),
-                  msg("lesson.view.unseen_nearest"): ["  ".join(f"{w} {c:.2f}" for w, c in row) for row in d["nearest"]]})
+        st.markdown(
+            msg(
+                "lesson.view.unseen_elmo_vec",
+                word=escape_md(p["word"]),
+                dim=d["dim"],
+                values=", ".join(f"{x:+.2f}" for x in d["vector"]),
+            )
+        )
+        st.table(
+            {
+                msg("lesson.view.unseen_layer"): widgets.layer_labels(d["layer_names"]),
+                msg("lesson.view.unseen_nearest"): ["  ".join(f"{w} {c:.2f}" for w, c in row) for row in d["nearest"]],
+            }
+        )
         st.caption(msg("lesson.view.unseen_caption"))
 
     @staticmethod
     def taglm(p, d):
-        st.plotly_chart(transfer.taglm_figure({k: msg(f"finetune.taglm_fig.{k}") for k in transfer.TAGLM_LABELS}),
-                        config=PLOTLY_CONFIG, key="lesson_chart_taglm")
+        st.plotly_chart(
+            transfer.taglm_figure({k: msg(f"finetune.taglm_fig.{k}") for k in transfer.TAGLM_LABELS}),
+            config=PLOTLY_CONFIG,
+            key="lesson_chart_taglm",
+        )
         st.caption(msg("lesson.view.taglm_caption"))
         tasks = {t: msg(f"elmo.tasks.{t}") for t in lesson_facts.TASKS}
         for t in d["missing"]:
             st.info(msg("elmo.weights.no_eval", task=tasks[t], task_id=t))
             widgets.for_teachers([widgets.eval_line("elmo", t)])
         if ve.usage_tasks(d["elmo_evals"]):
-            st.plotly_chart(ve.usage_figure(d["elmo_evals"], tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}),
-                            config=PLOTLY_CONFIG, key="lesson_chart_usage")
+            st.plotly_chart(
+                ve.usage_figure(d["elmo_evals"], tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}),
+                config=PLOTLY_CONFIG,
+                key="lesson_chart_usage",
+            )
             st.caption(msg("lesson.view.usage_caption"))
 
     @staticmethod
     def cove(p, d):
-        st.plotly_chart(transfer.cove_figure({k: msg(f"finetune.cove_fig.{k}") for k in transfer.COVE_LABELS}),
-                        config=PLOTLY_CONFIG, key="lesson_chart_cove")
+        st.plotly_chart(
+            transfer.cove_figure({k: msg(f"finetune.cove_fig.{k}") for k in transfer.COVE_LABELS}),
+            config=PLOTLY_CONFIG,
+            key="lesson_chart_cove",
+        )
         st.caption(msg("lesson.view.cove_caption"))
 
     @staticmethod
@@ -273,28 +329,56 @@ class _Views:
         r = d["recipe"]
         head = msg(f"finetune.full.head_{r['head']}") if r else ""
         if d["full"]:
-            name = lambda k: msg("finetune.full.bert_finetuned_recipe", head=head, epochs=r["epochs"]) \
-                if k == "bert_finetuned" and r else msg(f"finetune.full.{k}")
-            rows = [(name(k), v) for k, v, _ in d["full"] if k in ("bert_finetuned", "bert_input", "elmo_input", "w2v_input")]
+            name = lambda k: (
+                msg("finetune.full.bert_finetuned_recipe", head=head, epochs=r["epochs"])
+                if k == "bert_finetuned" and r
+                else msg(f"finetune.full.{k}")
+            )
+            rows = [
+                (name(k), v)
+                for k, v, _ in d["full"]
+                if k in ("bert_finetuned", "bert_input", "elmo_input", "w2v_input")
+            ]
             labels = {k: msg(f"finetune.plot.{k}") for k in ("accuracy", "majority", "missing")}
-            st.plotly_chart(transfer.comparison_figure(rows, None, {**labels, "title": msg("finetune.head.full")}),
-                            config=PLOTLY_CONFIG, key="lesson_chart_ft")
+            st.plotly_chart(
+                transfer.comparison_figure(rows, None, {**labels, "title": msg("finetune.head.full")}),
+                config=PLOTLY_CONFIG,
+                key="lesson_chart_ft",
+            )
         else:
             st.info(msg("finetune.full.missing", model="bert"))
             widgets.for_teachers([widgets.eval_line("bert", "sentiment")])
         if r:
-            st.caption(msg("lesson.view.finetune_recipe", head=head, epochs=r["epochs"], lr=r.get("lr", "?"),
-                           batch=r.get("batch", "?")))
+            st.caption(
+                msg(
+                    "lesson.view.finetune_recipe",
+                    head=head,
+                    epochs=r["epochs"],
+                    lr=r.get("lr", "?"),
+                    batch=r.get("batch", "?"),
+                )
+            )
         st.caption(msg("lesson.view.finetune_caption"))
         st.markdown(f"[{msg('lesson.view.finetune_link')}](BERT_finetuning?lang={lang()})")
 
     @staticmethod
     def positions(p, d):
         st.markdown(msg(f"mechanics.scheme.{d['scheme']}", model=d["model"].upper()))
-        st.markdown(msg(f"mechanics.positions.{'same' if d['layer0_max_diff'] == 0 else 'differs'}",
-                        char=escape_md(d["char"]), i=d["positions"][0], j=d["positions"][1], diff=d["layer0_max_diff"],
-                        diff1=d["layer1_max_diff"], text=escape_md(d["text"])))
+        st.markdown(
+            msg(
+                f"mechanics.positions.{'same' if d['layer0_max_diff'] == 0 else 'differs'}",
+                char=escape_md(d["char"]),
+                i=d["positions"][0],
+                j=d["positions"][1],
+                diff=d["layer0_max_diff"],
+                diff1=d["layer1_max_diff"],
+                text=escape_md(d["text"]),
+            )
+        )
         rows = [f"{d['char']} @{i}" for i in d["positions"]]
         labels = vm.Labels(*(msg(f"mechanics.labels.{k}") for k in vm.Labels._fields))
-        st.plotly_chart(vm.token_matrix(d["layer0"], rows, msg("mechanics.fig.layer0"), labels, height=220),
-                        config=PLOTLY_CONFIG, key="lesson_chart_positions")
+        st.plotly_chart(
+            vm.token_matrix(d["layer0"], rows, msg("mechanics.fig.layer0"), labels, height=220),
+            config=PLOTLY_CONFIG,
+            key="lesson_chart_positions",
+        )

@@ -3,6 +3,7 @@
 Everything here goes through `load_encoder` by name (tests swap it for fakes), and the cached results
 are keyed by plain strings and tuples; `model_stamp` changes when a model's checkpoint changes.
 """
+
 from __future__ import annotations
 
 import collections
@@ -25,10 +26,14 @@ def model_order() -> tuple[str, ...]:
     """The models pages list, in order: the shipped kinds (a missing one is named with its build command), then the
     models a teacher registered (CTXLAB_MODELS, models.toml)."""
     return (*kinds.names(shipped=True), *(e.name for e in registered.extra_models()))
+
+
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 
-LIVE_KEY = "ctxlab_live_models"  # session: {"live: bert-3": its checkpoint folder} (the training page's "Use this model")
+LIVE_KEY = (
+    "ctxlab_live_models"  # session: {"live: bert-3": its checkpoint folder} (the training page's "Use this model")
+)
 LIVE_PREFIX = "live: "  # how a live model's name begins (a link may name one of another session's)
 
 
@@ -196,16 +201,18 @@ def vocab_matrix(model: str, stamp: str) -> tuple[list[str], np.ndarray]:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def nearest_table(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5,
-                  min_count: int = 0) -> list[str]:
+def nearest_table(
+    model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, topn: int = 5, min_count: int = 0
+) -> list[str]:
     """For each text: the nearest vocabulary words (encoded alone) to the word's token vector at `layer`, those seen
     at least `min_count` times in the model's training text, each with its count (lexicon.counts_for)."""
     from ctxlib.lexicon import counts_for
 
     words, M = vocab_matrix(model, stamp)
     vecs = word_tokens(model, word, texts, stamp).vecs[:, layer, :]
-    return explore.nearest_rows(words, M[:, layer, :], vecs, word, topn, counts_for(load_encoder(model).summary or {}),
-                                min_count)
+    return explore.nearest_rows(
+        words, M[:, layer, :], vecs, word, topn, counts_for(load_encoder(model).summary or {}), min_count
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -225,7 +232,9 @@ def projected(key: str, X: np.ndarray, method: str) -> np.ndarray:
     t-SNE and UMAP get a spinner: UMAP's first use in a server compiles numba code (up to a minute on a busy CPU)."""
     if method == "pca":
         return _projected(key, X, method)
-    with busy(msg("common.computing_umap" if method == "umap" else "common.computing_tsne"), ("projected", key, method)):
+    with busy(
+        msg("common.computing_umap" if method == "umap" else "common.computing_tsne"), ("projected", key, method)
+    ):
         return _projected(key, X, method)
 
 
@@ -268,7 +277,11 @@ def _trim(obj, n: int = 12):
     if isinstance(obj, dict):
         return {k: _trim(v, n) for k, v in obj.items()}
     if isinstance(obj, list) and len(obj) > n:
-        return [_trim(v, n) for v in obj[:n // 2]] + [f"… {len(obj) - n} more …"] + [_trim(v, n) for v in obj[-(n // 2):]]
+        return (
+            [_trim(v, n) for v in obj[: n // 2]]
+            + [f"… {len(obj) - n} more …"]
+            + [_trim(v, n) for v in obj[-(n // 2) :]]
+        )
     return obj
 
 

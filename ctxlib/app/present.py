@@ -10,6 +10,7 @@ call (any container) goes through a wrapper that, in this session's presentation
 buttons (found by their key's class `st-key-<key>`), and it reports the window's height so the page can size its
 charts to the screen. Streamlit itself has no key events.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -165,7 +166,11 @@ def keyboard(prev: str, next: str, reveal: str) -> int | None:
     if not is_on():
         return None
     st.caption(msg("present.keys"))
-    out = _keys_component()(key="ctxlab_present_keys", data={"prev": prev, "next": next, "reveal": reveal},
-                            default={"height": None}, on_height_change=lambda: None)
+    out = _keys_component()(
+        key="ctxlab_present_keys",
+        data={"prev": prev, "next": next, "reveal": reveal},
+        default={"height": None},
+        on_height_change=lambda: None,
+    )
     h = out.get("height") if isinstance(out, dict) else getattr(out, "height", None)
     return int(h) if isinstance(h, (int, float)) and h > 0 else None

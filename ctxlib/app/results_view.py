@@ -3,6 +3,7 @@ pre-training page's measured NSP table (eval_nsp.json: true, swapped and random 
 
 The figures come from the claims (read from the eval files); this module only formats them into the catalogue's
 sentences (strings/<lang>/results.toml). A figure that could not be read shows as "–", never as an error."""
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,13 @@ from ctxlib.results import (
 from .i18n import msg
 from .widgets import layer_label
 
-COLOURS = {"reproduced": "green", "partly": "orange", "not_reproduced": "red", "incomplete": "violet",
-           "missing": "gray"}  # verdict colours
+COLOURS = {
+    "reproduced": "green",
+    "partly": "orange",
+    "not_reproduced": "red",
+    "incomplete": "violet",
+    "missing": "gray",
+}  # verdict colours
 
 
 def fmt(key: str, v) -> str:
@@ -68,8 +74,9 @@ def why(claim: ClaimResult) -> str:
 def held(claim: ClaimResult) -> str:
     """How the claim's measures came out: wins of all, then ties, losses and figures not measured."""
     n = claim.counts
-    return msg("results.held", win=n["win"], n=len(claim.comparisons), tie=n["tie"], loss=n["loss"],
-               missing=n["missing"])
+    return msg(
+        "results.held", win=n["win"], n=len(claim.comparisons), tie=n["tie"], loss=n["loss"], missing=n["missing"]
+    )
 
 
 def missing_figures(claim: ClaimResult) -> str:
@@ -82,9 +89,14 @@ def overview_rows(claims: list[ClaimResult]) -> list[dict]:
     out = []
     for i, c in enumerate(claims, 1):
         n = c.counts
-        out.append({col("claim"): f"{i}. {msg(f'results.short.{c.key}')}", col("verdict"): msg(f"results.verdict.{c.verdict}"),
-                    col("held"): f"{n['win']} / {len(c.comparisons)}" if c.comparisons else msg("results.no_figure"),
-                    col("others"): f"{n['tie']} / {n['loss']} / {n['missing']}"})
+        out.append(
+            {
+                col("claim"): f"{i}. {msg(f'results.short.{c.key}')}",
+                col("verdict"): msg(f"results.verdict.{c.verdict}"),
+                col("held"): f"{n['win']} / {len(c.comparisons)}" if c.comparisons else msg("results.no_figure"),
+                col("others"): f"{n['tie']} / {n['loss']} / {n['missing']}",
+            }
+        )
     return out
 
 
@@ -106,11 +118,17 @@ def _diff(c: Comparison) -> str:
 
 def _row(c: Comparison, a_label: str) -> dict:
     col = lambda k: msg(f"results.col.{k}")  # noqa: E731
-    return {col("measure"): msg(f"results.measure.{c.measure}"), col("where"): msg(f"results.where.{c.where}"),
-            col("a"): f"{a_label}: {_value(c, c.a_value, c.a_range)}", col("a_from"): c.a_source or msg("results.fixed"),
-            col("b"): f"{msg(f'results.side.{c.b}')}: {_value(c, c.b_value, c.b_range)}",
-            col("b_from"): c.b_source or msg("results.fixed"), col("diff"): _diff(c),
-            col("margin"): f"≥ {c.margin:g}", col("outcome"): msg(f"results.outcome.{c.outcome}")}
+    return {
+        col("measure"): msg(f"results.measure.{c.measure}"),
+        col("where"): msg(f"results.where.{c.where}"),
+        col("a"): f"{a_label}: {_value(c, c.a_value, c.a_range)}",
+        col("a_from"): c.a_source or msg("results.fixed"),
+        col("b"): f"{msg(f'results.side.{c.b}')}: {_value(c, c.b_value, c.b_range)}",
+        col("b_from"): c.b_source or msg("results.fixed"),
+        col("diff"): _diff(c),
+        col("margin"): f"≥ {c.margin:g}",
+        col("outcome"): msg(f"results.outcome.{c.outcome}"),
+    }
 
 
 def comparison_rows(claim: ClaimResult) -> list[dict]:
@@ -140,7 +158,9 @@ def outside_models() -> tuple[dict, list[str]]:
 def outside_lines(extra: dict) -> tuple[list[str], list[str]]:
     """(one line per outside model that has eval files, one warning per folder without any)."""
     found = outside_files(extra)
-    ok = [msg("results.outside_folder", name=k, folder=str(extra[k]), files=", ".join(v)) for k, v in found.items() if v]
+    ok = [
+        msg("results.outside_folder", name=k, folder=str(extra[k]), files=", ".join(v)) for k, v in found.items() if v
+    ]
     empty = [msg("results.outside_empty", name=k, folder=str(extra[k])) for k, v in found.items() if not v]
     return ok, empty
 
@@ -151,18 +171,32 @@ def nsp_rows(table: dict) -> list[dict]:
     out = []
     for o in ORDERS:
         r = table["rows"][o]
-        out.append({col("pair"): msg(f"nsp.row.{o}"), col("mean_p"): f"{r['mean_p']:.2f}",
-                    col("is_next"): f"{r['share_is_next']:.0%}",
-                    col("below_true"): f"{r['share_below_true']:.0%}" if o != "true" else msg("results.no_figure")})
+        out.append(
+            {
+                col("pair"): msg(f"nsp.row.{o}"),
+                col("mean_p"): f"{r['mean_p']:.2f}",
+                col("is_next"): f"{r['share_is_next']:.0%}",
+                col("below_true"): f"{r['share_below_true']:.0%}" if o != "true" else msg("results.no_figure"),
+            }
+        )
     return out
 
 
 def nsp_readings(table: dict) -> str:
     """One sentence per row of the table, as a Markdown list."""
     rows = table["rows"]
-    return "\n".join(msg("nsp.bullet", row=msg(f"nsp.row.{o}"),
-                          reading=msg(f"nsp.reading.{o}", is_next=f"{rows[o]['share_is_next']:.0%}",
-                                      below=f"{rows[o]['share_below_true']:.0%}")) for o in ORDERS)
+    return "\n".join(
+        msg(
+            "nsp.bullet",
+            row=msg(f"nsp.row.{o}"),
+            reading=msg(
+                f"nsp.reading.{o}",
+                is_next=f"{rows[o]['share_is_next']:.0%}",
+                below=f"{rows[o]['share_below_true']:.0%}",
+            ),
+        )
+        for o in ORDERS
+    )
 
 
 LIVE_SAME = 0.1  # a swap that moves P(IsNext) less than this "barely moved" it
@@ -193,10 +227,25 @@ def nsp_table_section(folder, command: str) -> None:
         st.markdown(msg("nsp.topic" if share >= ORDER_SHARE else "nsp.order", share=f"{share:.0%}"))
     src = table.get("sources") or {}
     st.caption(msg("nsp.caption", n=table.get("n", 0), pd=src.get("pd", 0), reviews=src.get("reviews", 0)))
-    for_teachers([f"{msg('teachers.source')}`{Path(folder) / 'eval_nsp.json'}`",
-                  command_line("teachers.eval", command, model="BERT", task="nsp")])
+    for_teachers(
+        [
+            f"{msg('teachers.source')}`{Path(folder) / 'eval_nsp.json'}`",
+            command_line("teachers.eval", command, model="BERT", task="nsp"),
+        ]
+    )
     if table.get("examples"):
         with st.expander(msg("nsp.examples")):
-            st.dataframe([{"P(A, B)": f"{e['p_true']:.2f}", "P(B, A)": f"{e['p_swapped']:.2f}",
-                           f"P(A, {msg('nsp.col.random_b')})": f"{e['p_random']:.2f}", "A": e["a"], "B": e["b"],
-                           msg("nsp.col.random_b"): e["r"]} for e in table["examples"]], hide_index=True)
+            st.dataframe(
+                [
+                    {
+                        "P(A, B)": f"{e['p_true']:.2f}",
+                        "P(B, A)": f"{e['p_swapped']:.2f}",
+                        f"P(A, {msg('nsp.col.random_b')})": f"{e['p_random']:.2f}",
+                        "A": e["a"],
+                        "B": e["b"],
+                        msg("nsp.col.random_b"): e["r"],
+                    }
+                    for e in table["examples"]
+                ],
+                hide_index=True,
+            )

@@ -5,6 +5,7 @@ after that the widget owns the value. A parameter that cannot be used (an unknow
 not a number, a text longer than its box) falls back to the default, and a short caption says so: a bad link never
 raises.
 """
+
 from __future__ import annotations
 
 import re

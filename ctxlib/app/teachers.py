@@ -4,6 +4,7 @@ does not need to read, kept out of the page's own text.
 `start_page` (called by widgets.page_header) leaves an empty slot under the page's title; the first `for_teachers`
 call of a script run puts the expander there, and later calls add their lines to the same expander, so a page has one
 whichever of its parts (page, view, sidebar picker) brings a command. Text written for this project."""
+
 from __future__ import annotations
 
 import streamlit as st

@@ -1,6 +1,7 @@
 """What keeps free text a model writes or ranks fit for a classroom (the numbers are ctxlib's, the words here):
 the note naming the training text and the model's size (ctxlib.model_card), the names switch that presentation mode
 turns on, and the frequency floor of nearest-word lists (ctxlib.lexicon's counts)."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -23,8 +24,11 @@ def model_note(model: str, stamp: str, where=st) -> None:
     """The note above a model's output: what it was trained on (its checkpoint summary) and its size (counted)."""
     f = _facts(model, stamp)
     text = " + ".join(msg(f"textfit.source.{s}") for s in f["sources"]) or msg("textfit.source.unknown")
-    size = (msg("textfit.size", params=f"{f['parameters'] / 1e6:.1f}", layers=f["layers"]) if f["parameters"]
-            else msg("textfit.size_layers", layers=f["layers"]))
+    size = (
+        msg("textfit.size", params=f"{f['parameters'] / 1e6:.1f}", layers=f["layers"])
+        if f["parameters"]
+        else msg("textfit.size_layers", layers=f["layers"])
+    )
     if "outside" in f["sources"]:  # a registered Transformers model; its name has no markdown characters
         where.info(msg("textfit.note_outside", model=model, text=text, size=size))
     else:
@@ -32,7 +36,7 @@ def model_note(model: str, stamp: str, where=st) -> None:
 
 
 def names_checkbox(key: str) -> bool:
-    """"Leave out people's names": on by default in presentation mode (following the mode when it is switched),
+    """ "Leave out people's names": on by default in presentation mode (following the mode when it is switched),
     otherwise off; the teacher can always change it."""
     mode = present.is_on()
     if st.session_state.get(key + "_mode") != mode:
@@ -73,5 +77,10 @@ def outside_fill_mask(masked: str, topk: int, originals, ask) -> None:
             st.warning(msg("textfit.outside_failed", model=m, error=str(e)[:200]))
             continue
         model_note(m, stamp)
-        st.plotly_chart(vp.fill_mask_figure(res, originals, msg("pretraining.mask.panel"), msg("pretraining.lm.rank"),
-                                            msg("pretraining.lm.unknown")), width="stretch", key=f"pt_outside_{m}")
+        st.plotly_chart(
+            vp.fill_mask_figure(
+                res, originals, msg("pretraining.mask.panel"), msg("pretraining.lm.rank"), msg("pretraining.lm.unknown")
+            ),
+            width="stretch",
+            key=f"pt_outside_{m}",
+        )

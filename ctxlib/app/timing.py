@@ -4,6 +4,7 @@
 With CTXLAB_TIMING_LOG set, `write(page, ms)` appends one line "<unix time>\t<page>\t<ms>" to that file; without it,
 nothing. A log that cannot be written is logged and skipped: timing never takes a page or the warm-up down.
 """
+
 from __future__ import annotations
 
 import logging

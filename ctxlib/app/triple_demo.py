@@ -1,5 +1,6 @@
 """The home page's live demo: one word in three sentences (A and B in one sense, C in another), and per model and
 layer whether the same-sense pair is closer, beside the held-out pair ranking. The numbers are `ctxlib.triple`'s."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -20,9 +21,12 @@ from .i18n import escape_md, msg
 # (+0.085 at layer 3, ±0.224) stay inside theirs: "no clear answer". C is flagged: jieba alone keeps 苹果公司 whole.
 DEFAULTS = {"word": "苹果", "a": "我每天吃一个苹果", "b": "这个苹果又甜又脆", "c": "苹果公司发布了新手机"}
 # For registered English models (written for ctxlab, from ctxlib/examples_en.py's "bank" set: A and B money, C river).
-DEFAULTS_EN = {"word": "bank", "a": "she opened a savings account at the bank last week",
-               "b": "the bank raised its interest rates again this year",
-               "c": "we had a picnic on the grassy bank of the river"}
+DEFAULTS_EN = {
+    "word": "bank",
+    "a": "she opened a savings account at the bank last week",
+    "b": "the bank raised its interest rates again this year",
+    "c": "we had a picnic on the grassy bank of the river",
+}
 MAX_SENTENCE = 300
 
 
@@ -49,14 +53,20 @@ def view_label(names: list[str], v: triple.View) -> str:
 
 
 def demo_language() -> str:
-    """"zh", or "en" when the teacher switches the demo to English sentences: the switch shows only where a registered
+    """ "zh", or "en" when the teacher switches the demo to English sentences: the switch shows only where a registered
     English model loads (the shipped models read Chinese). A switch starts the word and sentences afresh."""
     english = [m for m in loaders.model_order() if getattr(loaders.try_load(m)[0], "language", "zh") == "en"]
     if not english:
         return "zh"
     names = {"zh": msg("home_demo.lang_zh"), "en": msg("home_demo.lang_en", models=", ".join(english))}
-    code = st.radio(msg("home_demo.lang"), list(names), format_func=names.__getitem__, horizontal=True,
-                    index=int(st.query_params.get("tl") == "en"), key="home_tl")
+    code = st.radio(
+        msg("home_demo.lang"),
+        list(names),
+        format_func=names.__getitem__,
+        horizontal=True,
+        index=int(st.query_params.get("tl") == "en"),
+        key="home_tl",
+    )
     if st.session_state.get("home_tl_was", code) != code:
         for k in ("word", "a", "b", "c"):
             st.session_state.pop(f"home_{'word' if k == 'word' else k}", None)
@@ -69,12 +79,22 @@ def demo_language() -> str:
 
 def _inputs(defaults: dict):
     """(word, A, B, C, the sentences' three columns)."""
-    word = st.text_input(msg("home.demo.word"), value=state.init("home_word", "word", defaults["word"], max_chars=20),
-                         key="home_word_w", max_chars=20)
+    word = st.text_input(
+        msg("home.demo.word"),
+        value=state.init("home_word", "word", defaults["word"], max_chars=20),
+        key="home_word_w",
+        max_chars=20,
+    )
     cols = st.columns(3)
-    s = [col.text_input(msg(f"triple.sentence_{k}"), key=f"home_{k}_w", max_chars=MAX_SENTENCE,
-                        value=state.init(f"home_{k}", k, defaults[k], max_chars=MAX_SENTENCE))
-         for col, k in zip(cols, "abc")]
+    s = [
+        col.text_input(
+            msg(f"triple.sentence_{k}"),
+            key=f"home_{k}_w",
+            max_chars=MAX_SENTENCE,
+            value=state.init(f"home_{k}", k, defaults[k], max_chars=MAX_SENTENCE),
+        )
+        for col, k in zip(cols, "abc")
+    ]
     st.query_params.update({"word": word, "a": s[0], "b": s[1], "c": s[2]})
     return word, *s, cols
 
@@ -127,8 +147,18 @@ def _measure(res: _Found, m: str, enc, word: str, texts) -> None:
     if (t := sense_tune_of(enc.summary)) is not None:
         res.tuned[m] = t
     new = triple.margins(d.vecs, enc.kind)
-    res.rows += [{"model": m, "label": view_label(d.layer_names, r.view), "margin": r.margin, "cos_ab": r.cos_ab,
-                  "cos_ac": r.cos_ac, "rank": ranks.get(r.view), "band": bands.get(r.view)} for r in new]
+    res.rows += [
+        {
+            "model": m,
+            "label": view_label(d.layer_names, r.view),
+            "margin": r.margin,
+            "cos_ab": r.cos_ab,
+            "cos_ac": r.cos_ac,
+            "rank": ranks.get(r.view),
+            "band": bands.get(r.view),
+        }
+        for r in new
+    ]
     res.lines += demo_notes.verdict_lines(m, new, bands, lambda v, names=d.layer_names: view_label(names, v))
 
 
@@ -136,14 +166,24 @@ def _chart_notes(res: _Found, word: str, opens: list[str]) -> list[str]:
     """The notes under the chart: the sense set, what each kind of model shows, sense-tuned models, stored rankings."""
     n_words, n_sents = triple.sense_set_size()
     notes = [msg("triple.caption", words=n_words, sentences=n_sents), *opens]
-    notes += [msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
-              for k in ("word2vec", "elmo", "gpt") if k in res.kinds]
+    notes += [
+        msg({"word2vec": "triple.caption_w2v", "elmo": "triple.caption_halves", "gpt": "triple.caption_gpt"}[k])
+        for k in ("word2vec", "elmo", "gpt")
+        if k in res.kinds
+    ]
     for m, t in res.tuned.items():  # a model trained with sense labels says so, and whether this word was among them
-        notes.append(msg("triple.sense_tuned", model=m, steps=t.get("config", {}).get("steps", "?"),
-                         words=t.get("words", "?")))
+        notes.append(
+            msg("triple.sense_tuned", model=m, steps=t.get("config", {}).get("steps", "?"), words=t.get("words", "?"))
+        )
     if res.tuned and word in triple.supplement_words():
-        notes.append(msg("triple.sense_tuned_word", model=" / ".join(res.tuned), word=escape_md(word),
-                         others="、".join(triple.frozen_words()[:5])))
+        notes.append(
+            msg(
+                "triple.sense_tuned_word",
+                model=" / ".join(res.tuned),
+                word=escape_md(word),
+                others="、".join(triple.frozen_words()[:5]),
+            )
+        )
     if res.stored:
         notes.append(msg("triple.ranking_file", models=", ".join(res.stored)))
     return notes
@@ -174,10 +214,20 @@ def section() -> dict[str, str | None]:
     if res.lines:  # one element, not one per model: each element is a message the server queues and sends
         verdicts.markdown("\n".join(res.lines))
     if rows:  # drawn once, when every model is in (a figure per model meant building and sending it four times)
-        chart.plotly_chart(loaders.cached_figure(f"margin|{word}|{rows}", lambda: explorer.margin_chart(
-            rows, title=msg("triple.chart_title", word=word), margin_title=msg("triple.margin_axis"),
-            rank_title=msg("triple.rank_axis"), chance_text=msg("triple.chance"),
-            band_text=msg("home_demo.band_legend", share=triple.NOISE_Q))), config=PLOTLY_CONFIG)
+        chart.plotly_chart(
+            loaders.cached_figure(
+                f"margin|{word}|{rows}",
+                lambda: explorer.margin_chart(
+                    rows,
+                    title=msg("triple.chart_title", word=word),
+                    margin_title=msg("triple.margin_axis"),
+                    rank_title=msg("triple.rank_axis"),
+                    chance_text=msg("triple.chance"),
+                    band_text=msg("home_demo.band_legend", share=triple.NOISE_Q),
+                ),
+            ),
+            config=PLOTLY_CONFIG,
+        )
         with notice:
             demo_notes.notice()
     if not any(err is None for err in status.values()):

@@ -1,6 +1,7 @@
 """Unseen words flagged per model (home and Type vs token), and the scale nearest-word cosines are read on.
 
 The numbers are `ctxlib.triple`'s; this module caches them and words the messages."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -50,37 +51,59 @@ def nearest_scale(model: str, layer: int, stamp: str, half: str | None = None) -
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def nearest_half(model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, half: str,
-                 min_count: int = 0) -> list[str]:
+def nearest_half(
+    model: str, word: str, texts: tuple[str, ...], layer: int, stamp: str, half: str, min_count: int = 0
+) -> list[str]:
     """`loaders.nearest_table` for one half of an ELMo layer: the word's half-vectors against the vocabulary's."""
     words, X = _vocab(model, layer, stamp, half)
     V = triple.view_vectors(loaders.word_tokens(model, word, texts, stamp).vecs, triple.View(layer, half))
-    return explore.nearest_rows(words, X, V, word, 5, lexicon.counts_for(loaders.load_encoder(model).summary or {}),
-                                min_count)
+    return explore.nearest_rows(
+        words, X, V, word, 5, lexicon.counts_for(loaders.load_encoder(model).summary or {}), min_count
+    )
 
 
 @st.fragment
-def nearest_tab(data: dict, stamps: dict, layers: dict, half: str | None, word: str, texts: tuple[str, ...],
-                sentence_col: str) -> None:
+def nearest_tab(
+    data: dict, stamps: dict, layers: dict, half: str | None, word: str, texts: tuple[str, ...], sentence_col: str
+) -> None:
     """Type vs token's nearest-words tab (its switch and frequency floor rerun only this tab): for each sentence and
     model, the vocabulary words nearest to the word's token vector, seen at least `floor` times in the training text,
     each with its count; then the scale the cosines are read on."""
     st.caption(msg("type_token.nearest.caption"))
     near = state.choice("tt_near", "near", ["0", "1"], what=msg("common.url.what_flag")) == "1"
-    if not st.toggle(msg("type_token.nearest.toggle"), value=near, key="tt_near_w", on_change=state.flag,
-                     args=("tt_near_w", "near")):
+    if not st.toggle(
+        msg("type_token.nearest.toggle"), value=near, key="tt_near_w", on_change=state.flag, args=("tt_near_w", "near")
+    ):
         return
     floor = text_fit.floor_input("tt_floor")
     hs = {m: half if m == "elmo" else None for m in data}
-    with loaders.busy(msg("type_token.nearest.encoding"), ("nearest", tuple(stamps.items()), word, texts,
-                                                           tuple(layers.items()), half, floor)):
+    with loaders.busy(
+        msg("type_token.nearest.encoding"),
+        ("nearest", tuple(stamps.items()), word, texts, tuple(layers.items()), half, floor),
+    ):
         scale = {m: nearest_scale(m, layers[m], stamps[m], hs[m]) for m in data}
-        st.table({sentence_col: texts, **{msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
-            nearest_half(m, word, texts, layers[m], stamps[m], hs[m], floor) if hs[m] else
-            loaders.nearest_table(m, word, texts, layers[m], stamps[m], min_count=floor)) for m in data}})
+        st.table(
+            {
+                sentence_col: texts,
+                **{
+                    msg("type_token.nearest.column", model=m, mean=scale[m][0]): (
+                        nearest_half(m, word, texts, layers[m], stamps[m], hs[m], floor)
+                        if hs[m]
+                        else loaders.nearest_table(m, word, texts, layers[m], stamps[m], min_count=floor)
+                    )
+                    for m in data
+                },
+            }
+        )
     st.caption(msg("textfit.floor_caption", floor=floor))
     if any(text_fit.counts_for(m) is None for m in data):
         st.caption(msg("textfit.floor_off"))
     st.caption(msg("type_token.nearest.scale_caption"))
-    st.dataframe(explore.scale_rows(scale, {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
-                                    {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS}), hide_index=True)
+    st.dataframe(
+        explore.scale_rows(
+            scale,
+            {m: widgets.layer_label(d.layer_names[layers[m]]) for m, d in data.items()},
+            {k: msg(f"type_token.nearest.col.{k}") for k in explore.SCALE_COLUMNS},
+        ),
+        hide_index=True,
+    )

@@ -15,6 +15,7 @@ Between 1 and 2 it makes one tiny optimizer step (`optimizer_warm`): torch impor
 A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests). With
 CTXLAB_TIMING_LOG set, each step's time is appended there as page "warmup:<step>".
 """
+
 from __future__ import annotations
 
 import logging

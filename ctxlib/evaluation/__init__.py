@@ -5,6 +5,7 @@ held-out pairs, true, swapped and random (`nsp`).
 `run_eval(model_name, task, **kw)` is the one entry point (`python -m ctxlib eval`): it picks the evaluation by the
 task and, for sentiment, by the model's kind, runs it and returns the result it wrote to eval_<task>.json.
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -3,6 +3,7 @@ character vectors or a ScalarMix of the layers; all weights trained), `predict`,
 (`bert_features`) that the feature-based way and the probes read. The evaluation itself (`python -m ctxlib eval
 bert --task sentiment`: both ways, several seeds, eval_sentiment.json) is ctxlib.evaluation.bert_sentiment.
 """
+
 from __future__ import annotations
 
 import copy
@@ -77,7 +78,9 @@ def set_dropout(bert: BertModel, p: float, p_attn: float | None = None) -> None:
             m.p_attn = p if p_attn is None else p_attn
 
 
-def _param_groups(clf: "_Classifier", lr: float, weight_decay: float, llrd: float, decay_all: bool = True) -> list[dict]:
+def _param_groups(
+    clf: "_Classifier", lr: float, weight_decay: float, llrd: float, decay_all: bool = True
+) -> list[dict]:
     """AdamW groups: layer-wise LR decay (Howard & Ruder 2018; Sun et al. 2019): block i of L gets lr * llrd^(L-i),
     the embeddings lr * llrd^(L+1), the head, pooler, mix and final LayerNorm the full lr. Weight decay on every
     weight (decay_all, the recipe the shipped figures used), or on matrices only (no decay on biases, LayerNorms and
@@ -94,8 +97,10 @@ def _param_groups(clf: "_Classifier", lr: float, weight_decay: float, llrd: floa
             depth = L + 1  # token/segment/position embeddings and their LayerNorm
         key = (depth, decay_all or p.ndim >= 2)
         groups.setdefault(key, []).append(p)
-    return [{"params": ps, "lr": lr * llrd ** d, "weight_decay": weight_decay if dec else 0.0}
-            for (d, dec), ps in groups.items()]
+    return [
+        {"params": ps, "lr": lr * llrd**d, "weight_decay": weight_decay if dec else 0.0}
+        for (d, dec), ps in groups.items()
+    ]
 
 
 def _length_batches(texts: list[str], order: np.ndarray, batch: int) -> list[np.ndarray]:
@@ -103,13 +108,14 @@ def _length_batches(texts: list[str], order: np.ndarray, batch: int) -> list[np.
     pool = 16 * batch
     batches = []
     for k in range(0, len(order), pool):
-        chunk = sorted(order[k:k + pool], key=lambda i: len(texts[i]))
-        batches += [np.array(chunk[j:j + batch]) for j in range(0, len(chunk), batch)]
+        chunk = sorted(order[k : k + pool], key=lambda i: len(texts[i]))
+        batches += [np.array(chunk[j : j + batch]) for j in range(0, len(chunk), batch)]
     return batches
 
 
-def _optimiser(clf: "_Classifier", lr: float, weight_decay: float, llrd: float, decay_all: bool, steps: int,
-               warmup: float):
+def _optimiser(
+    clf: "_Classifier", lr: float, weight_decay: float, llrd: float, decay_all: bool, steps: int, warmup: float
+):
     """AdamW on _param_groups and its schedule: linear warmup over a `warmup` share of the steps, then linear decay."""
     opt = torch.optim.AdamW(_param_groups(clf, lr, weight_decay, llrd, decay_all), lr=lr)
     w = max(1, int(steps * warmup))
@@ -131,12 +137,30 @@ def _train_step(clf: "_Classifier", opt, sched, ids, gold, bf16: bool, clip: flo
     return loss, int((logits.argmax(-1) == gold).sum())
 
 
-def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *, epochs: int = EPOCHS, lr: float = LR,
-              batch: int = BATCH, seed: int = 0, head: str = HEAD, device: str = "cpu", bf16: bool = False,
-              warmup: float = 0.1, dropout: float | None = DROPOUT, llrd: float = LLRD, weight_decay: float = 0.01,
-              decay_all: bool = True, clip: float | None = 1.0, truncate: str = TRUNCATE, select: tuple | None = None,
-              callback: Callable[[int, int, float, float], None] | None = None,
-              epoch_callback: Callable[[int, "_Classifier", float], None] | None = None) -> "_Classifier":
+def fine_tune(
+    model: BertModel,
+    tok: CharTokenizer,
+    texts: list[str],
+    labels,
+    *,
+    epochs: int = EPOCHS,
+    lr: float = LR,
+    batch: int = BATCH,
+    seed: int = 0,
+    head: str = HEAD,
+    device: str = "cpu",
+    bf16: bool = False,
+    warmup: float = 0.1,
+    dropout: float | None = DROPOUT,
+    llrd: float = LLRD,
+    weight_decay: float = 0.01,
+    decay_all: bool = True,
+    clip: float | None = 1.0,
+    truncate: str = TRUNCATE,
+    select: tuple | None = None,
+    callback: Callable[[int, int, float, float], None] | None = None,
+    epoch_callback: Callable[[int, "_Classifier", float], None] | None = None,
+) -> "_Classifier":
     """Fine-tune a copy of `model` with a classification head on all weights: AdamW, `warmup` share of linear warmup
     then linear decay, batches of similar lengths in random order. The given model is left as it was.
     dropout: the encoder's dropout while fine-tuning (None: as pre-trained); llrd: layer-wise LR decay (1 = none);
@@ -188,13 +212,15 @@ def fine_tune(model: BertModel, tok: CharTokenizer, texts: list[str], labels, *,
 
 
 @torch.no_grad()
-def predict(clf: _Classifier, tok: CharTokenizer, texts: list[str], device: str = "cpu", truncate: str | None = None) -> np.ndarray:
+def predict(
+    clf: _Classifier, tok: CharTokenizer, texts: list[str], device: str = "cpu", truncate: str | None = None
+) -> np.ndarray:
     """Predicted class per text (truncated as the classifier was trained, unless `truncate` says otherwise)."""
     truncate = truncate or getattr(clf, "truncate", "head")
     out = np.zeros(len(texts), np.int64)
     order = np.argsort([len(t) for t in texts], kind="stable")
     for k in range(0, len(texts), 128):
-        idx = order[k:k + 128]
+        idx = order[k : k + 128]
         ids = batch_ids(tok, [texts[i] for i in idx], clf.bert.cfg.max_len, truncate).to(device)
         out[idx] = clf(ids, torch.zeros_like(ids)).argmax(-1).cpu().numpy()
     return out
@@ -210,16 +236,18 @@ def batch_ids(tok: CharTokenizer, texts: list[str], max_len: int, truncate: str 
     for t in texts:
         e = tok.encode(t)
         if len(e) > cap:
-            e = e[:cap] if truncate == "head" else e[:cap // 2] + e[len(e) - (cap - cap // 2):]
+            e = e[:cap] if truncate == "head" else e[: cap // 2] + e[len(e) - (cap - cap // 2) :]
         seqs.append([tok.cls_id] + e + [tok.sep_id])
     T = max(len(s) for s in seqs)
     ids = torch.zeros(len(seqs), T, dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, :len(s)] = torch.tensor(s)
+        ids[i, : len(s)] = torch.tensor(s)
     return ids
 
 
-def bert_features(enc, sentences: list[list[str]], batch_size: int = 32) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+def bert_features(
+    enc, sentences: list[list[str]], batch_size: int = 32
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Frozen BERT features of word-segmented texts, all layers: (per-text (n_words, L+1, D) float16 word vectors,
     each the mean of its characters' vectors; (n, L+1, D) [CLS] vectors; (n, L+1, D) means over the characters).
     A text longer than max_len - 2 tokens is read in overlapping windows (stride half a window) and each token
@@ -238,13 +266,13 @@ def bert_features(enc, sentences: list[list[str]], batch_size: int = 32) -> tupl
     L1, D = enc.model.cfg.layers + 1, enc.model.cfg.hidden
     cls_out, mean_out = np.zeros((len(sentences), L1, D), np.float32), np.zeros((len(sentences), L1, D), np.float32)
     for b in range(0, len(order), batch_size):
-        sel = order[b:b + batch_size]
+        sel = order[b : b + batch_size]
         seqs, where = [], []
         for i in sel:
             _, toks, starts = prepared[i]
             for s0 in starts:
                 where.append((i, s0))
-                seqs.append([tk.cls_id] + [tk.token_id(t) for t, _, _ in toks[s0:s0 + cap]] + [tk.sep_id])
+                seqs.append([tk.cls_id] + [tk.token_id(t) for t, _, _ in toks[s0 : s0 + cap]] + [tk.sep_id])
         H, _ = enc.run_ids(seqs, [[0] * len(q) for q in seqs], need_weights=False)  # (W, L+1, T, D)
         win = {}
         for k, (i, s0) in enumerate(where):

@@ -6,6 +6,7 @@ The reviews are ELMo's sentiment samples (tasks.task_sentences, seeded), each cu
 word boundary, so the word-level models and BERT read the same text). `run(job, ...)` is the work of a background
 job (ctxlib.jobs): it reports progress and each step's loss and batch accuracy, and stops when the job is cancelled.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,7 +61,7 @@ def frozen_baselines(bert, elmo, word2vec, train: tuple, test: tuple) -> dict:
         texts = ["".join(w) for w in ws]
         out = []
         for i in range(0, len(texts), 64):
-            sub = texts[i:i + 64]
+            sub = texts[i : i + 64]
             out += [e.layers[-1, 0] for e in bert.encode_tokens([char_tokens(t) for t in sub], sub, need_weights=False)]
         return np.stack(out)  # (n, D): [CLS] is token 0
 
@@ -76,9 +77,21 @@ def frozen_baselines(bert, elmo, word2vec, train: tuple, test: tuple) -> dict:
     return res
 
 
-def run(job, bert, elmo=None, word2vec=None, *, n_train: int = N_TRAIN, n_test: int = N_TEST,
-        max_chars: int = MAX_CHARS, epochs: int = 1, lr: float = LR, batch: int = BATCH, seed: int = 0,
-        n_examples: int = 8) -> dict:
+def run(
+    job,
+    bert,
+    elmo=None,
+    word2vec=None,
+    *,
+    n_train: int = N_TRAIN,
+    n_test: int = N_TEST,
+    max_chars: int = MAX_CHARS,
+    epochs: int = 1,
+    lr: float = LR,
+    batch: int = BATCH,
+    seed: int = 0,
+    n_examples: int = 8,
+) -> dict:
     """Fine-tune `bert` (a BertEncoder; left unchanged) on n_train reviews and score it on n_test held-out reviews,
     with the frozen baselines on the same reviews. `job` (a ctxlib.jobs.Job or None) gets progress, one point per
     step {step, loss, acc}, and phases "data", "finetune", "test", "baselines".
@@ -98,8 +111,18 @@ def run(job, bert, elmo=None, word2vec=None, *, n_train: int = N_TRAIN, n_test: 
         _report(job, 0.05 + 0.75 * min(1.0, k / max(total, 1)), {"step": k, "total": total, "loss": loss, "acc": acc})
 
     t_ft, c_ft = time.time(), time.thread_time()
-    clf = finetune.fine_tune(bert.model, bert.tokenizer, xtr, train[1], epochs=epochs, lr=lr, batch=batch, seed=seed,
-                             head="cls", callback=step)  # the head the page draws (the eval's recipe is finetune.HEAD)
+    clf = finetune.fine_tune(
+        bert.model,
+        bert.tokenizer,
+        xtr,
+        train[1],
+        epochs=epochs,
+        lr=lr,
+        batch=batch,
+        seed=seed,
+        head="cls",
+        callback=step,
+    )  # the head the page draws (the eval's recipe is finetune.HEAD)
     ft_seconds, ft_cpu = time.time() - t_ft, time.thread_time() - c_ft
     _report(job, 0.8, phase="test")
     pred = finetune.predict(clf, bert.tokenizer, xte)
@@ -112,11 +135,24 @@ def run(job, bert, elmo=None, word2vec=None, *, n_train: int = N_TRAIN, n_test: 
         _BASELINES[key] = frozen_baselines(bert, elmo, word2vec, train, test)
     majority = float(max(test[1].mean(), 1 - test[1].mean()))
     log.info("live fine-tuning: accuracy %.3f, baselines %s (%.0f s)", accuracy, _BASELINES[key], time.time() - t0)
-    return {"accuracy": accuracy, "baselines": dict(_BASELINES[key]), "majority": majority, "history": history,
-            "examples": examples, "n_train": len(xtr), "n_test": len(xte), "max_chars": max_chars, "epochs": epochs,
-            "lr": lr, "batch": batch, "seed": seed, "finetune_seconds": round(ft_seconds, 1),
-            "finetune_cpu_seconds": round(ft_cpu, 1), "seconds": round(time.time() - t0, 1),
-            "cpu_seconds": round(time.thread_time() - c0, 1)}
+    return {
+        "accuracy": accuracy,
+        "baselines": dict(_BASELINES[key]),
+        "majority": majority,
+        "history": history,
+        "examples": examples,
+        "n_train": len(xtr),
+        "n_test": len(xte),
+        "max_chars": max_chars,
+        "epochs": epochs,
+        "lr": lr,
+        "batch": batch,
+        "seed": seed,
+        "finetune_seconds": round(ft_seconds, 1),
+        "finetune_cpu_seconds": round(ft_cpu, 1),
+        "seconds": round(time.time() - t0, 1),
+        "cpu_seconds": round(time.thread_time() - c0, 1),
+    }
 
 
 def _examples(clf, tok, texts: list[str], gold) -> list[tuple[str, int, float]]:
@@ -154,13 +190,22 @@ def full_size_rows(bert_eval, elmo_eval) -> list[tuple[str, float, str]]:
     if bert_eval is not None:
         x = bert_eval.extra
         # files before the feature-based figure have only `score` (fine-tuning); newer ones name each way
-        tuned = x["finetune_score"] if "finetune_score" in x else (bert_eval.score if x.get("score_from") in (None, "finetune") else None)
+        tuned = (
+            x["finetune_score"]
+            if "finetune_score" in x
+            else (bert_eval.score if x.get("score_from") in (None, "finetune") else None)
+        )
         rows.append(("bert_finetuned", tuned, "checkpoints/bert/eval_sentiment.json"))
         rows.append(("bert_input", bert_eval.input_score, "checkpoints/bert/eval_sentiment.json"))
         if bert_eval.per_layer_score:
             rows.append(("bert_probe", max(bert_eval.per_layer_score), "checkpoints/bert/eval_sentiment.json"))
     if elmo_eval is not None:
-        for key, field in (("elmo_input", "input_score"), ("elmo_concat", "concat_score"), ("elmo_probe", "mix_probe_score"),
-                           ("w2v_input", "word2vec_score"), ("w2v_probe", "word2vec_probe_score")):
+        for key, field in (
+            ("elmo_input", "input_score"),
+            ("elmo_concat", "concat_score"),
+            ("elmo_probe", "mix_probe_score"),
+            ("w2v_input", "word2vec_score"),
+            ("w2v_probe", "word2vec_probe_score"),
+        ):
             rows.append((key, getattr(elmo_eval, field), "checkpoints/elmo/eval_sentiment.json"))
     return [(k, float(v), f) for k, v, f in rows if v is not None]

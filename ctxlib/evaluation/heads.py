@@ -1,6 +1,7 @@
 """The heads `tasks` trains on frozen features: a linear probe on a ScalarMix of the layers (`train_probe`) and a
 small biLSTM task model that takes the mixed features as its input or beside its hidden layer (`train_task_model`).
 """
+
 from __future__ import annotations
 
 import random
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from ..models.scalar_mix import ScalarMix
 
 # -- heads ------------------------------------------------------------------------------------------------------
+
 
 class MixProbe(nn.Module):
     """Linear softmax classifier on gamma * sum_j s_j h_j."""
@@ -33,8 +35,21 @@ def _param_groups(model, lr):
     return [{"params": rest, "lr": lr}, {"params": mix, "lr": 10 * lr}]  # the scalars learn faster (few parameters)
 
 
-def train_probe(xtr, ytr, xte, n_classes, *, l2=0.0, epochs=10, lr=1e-2, batch=256, seed=0, max_seconds=0.0,
-                callback=None, device="cpu"):
+def train_probe(
+    xtr,
+    ytr,
+    xte,
+    n_classes,
+    *,
+    l2=0.0,
+    epochs=10,
+    lr=1e-2,
+    batch=256,
+    seed=0,
+    max_seconds=0.0,
+    callback=None,
+    device="cpu",
+):
     """Train a MixProbe on (N, L, D) features; returns (model, test predictions, history of mix weights)."""
     torch.manual_seed(seed)
     m = MixProbe(xtr.shape[1], xtr.shape[2], n_classes, l2=l2).to(device)
@@ -46,7 +61,7 @@ def train_probe(xtr, ytr, xte, n_classes, *, l2=0.0, epochs=10, lr=1e-2, batch=2
     for _ in range(epochs):
         perm = torch.randperm(len(X), generator=g)
         for i in range(0, len(X), batch):
-            idx = perm[i:i + batch].to(device)
+            idx = perm[i : i + batch].to(device)
             loss = F.cross_entropy(m(X[idx]), Y[idx]) + m.mix.penalty()
             opt.zero_grad()
             loss.backward()
@@ -63,7 +78,9 @@ def train_probe(xtr, ytr, xte, n_classes, *, l2=0.0, epochs=10, lr=1e-2, batch=2
         break
     with torch.no_grad():
         m.eval()
-        pred = torch.cat([m(torch.from_numpy(xte[i:i + 4096]).to(device)).argmax(-1).cpu() for i in range(0, len(xte), 4096)])
+        pred = torch.cat(
+            [m(torch.from_numpy(xte[i : i + 4096]).to(device)).argmax(-1).cpu() for i in range(0, len(xte), 4096)]
+        )
     return m, pred.numpy(), hist
 
 
@@ -98,7 +115,7 @@ class TaskModel(nn.Module):
 
 def _batches(ids, feats, labels, order, bs, sentence, std, device):
     for i in range(0, len(order), bs):
-        sel = order[i:i + bs]
+        sel = order[i : i + bs]
         T = max(len(ids[j]) for j in sel)
         Ix = np.zeros((len(sel), T), np.int64)
         M = np.zeros((len(sel), T), bool)
@@ -116,25 +133,30 @@ def _batches(ids, feats, labels, order, bs, sentence, std, device):
                 Y[k, :n] = labels[j]
             if Fe is not None:
                 Fe[k, :n] = std(feats[j].astype(np.float32))
-        yield (torch.from_numpy(Ix).to(device), None if Fe is None else torch.from_numpy(Fe).to(device),
-               torch.from_numpy(M).to(device), torch.from_numpy(Y).to(device))
+        yield (
+            torch.from_numpy(Ix).to(device),
+            None if Fe is None else torch.from_numpy(Fe).to(device),
+            torch.from_numpy(M).to(device),
+            torch.from_numpy(Y).to(device),
+        )
 
 
 def _length_batches(ids, bs, rng=None) -> list[list[int]]:
     """Index batches of similar-length sentences (less padding); shuffled batch order when rng is given."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    groups = [order[i:i + bs] for i in range(0, len(order), bs)]
+    groups = [order[i : i + bs] for i in range(0, len(order), bs)]
     if rng is not None:
         rng.shuffle(groups)
     return groups
 
 
-def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=None, epochs=3, lr=5e-3, bs=32, seed=0,
-                     device="cpu"):
+def train_task_model(
+    train, test, use, n_classes, word_ids, sentence, *, std=None, epochs=3, lr=5e-3, bs=32, seed=0, device="cpu"
+):
     """Train a TaskModel on train = (ids, feats, labels); returns (model, test predictions flattened in order)."""
     torch.manual_seed(seed)
     ids, feats, labels = train
-    L, D = (feats[0].shape[1:] if feats is not None else (1, 1))
+    L, D = feats[0].shape[1:] if feats is not None else (1, 1)
     m = TaskModel(len(word_ids), n_classes, L, D, use, sentence).to(device)
     opt = torch.optim.Adam(_param_groups(m, lr))
     rng = random.Random(seed)
@@ -143,8 +165,9 @@ def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=Non
         for grp in _length_batches(ids, bs, rng):
             for Ix, Fe, M, Y in _batches(ids, feats, labels, grp, len(grp), sentence, std, device):
                 logits = m(Ix, Fe, M)
-                loss = F.cross_entropy(logits if sentence else logits.flatten(0, -2), Y if sentence else Y.flatten(),
-                                       ignore_index=-100)
+                loss = F.cross_entropy(
+                    logits if sentence else logits.flatten(0, -2), Y if sentence else Y.flatten(), ignore_index=-100
+                )
                 if m.mix is not None:
                     loss = loss + m.mix.penalty()
                 opt.zero_grad()
@@ -158,5 +181,5 @@ def train_task_model(train, test, use, n_classes, word_ids, sentence, *, std=Non
             for Ix, Fe, M, Y in _batches(tids, tfeats, tlabels, grp, len(grp), sentence, std, device):
                 p = m(Ix, Fe, M).argmax(-1).cpu().numpy()
                 for k, j in enumerate(grp):
-                    per[j] = p[k:k + 1] if sentence else p[k, :len(tids[j])]
+                    per[j] = p[k : k + 1] if sentence else p[k, : len(tids[j])]
     return m, np.concatenate(per)

@@ -14,6 +14,7 @@
 
 `python -m ctxlib eval MODEL --task senses|cloze` writes eval_senses.json / eval_cloze.json.
 """
+
 from __future__ import annotations
 
 import time
@@ -81,7 +82,7 @@ def type_mean(enc, word: str, cap: int = 200, seed: int = 0, window: int = 40) -
         if k >= 0:
             a = k + len(word)
         if o.text.find(word, a) == o.start:
-            texts.append(o.text[a:o.end + window])
+            texts.append(o.text[a : o.end + window])
     if not texts:
         return None, 0
     return enc.word_vectors(texts, word).astype(np.float64).mean(0), len(texts)
@@ -102,17 +103,29 @@ def sense_scores(enc, name: str, vectors: dict | None = None, center: bool = Fal
             V = V.astype(np.float64) - (mean[None] if mean is not None else 0.0)
         acc = [loo_centroid_accuracy(V[:, j], labels) for j in range(V.shape[1])]
         pr = [pair_ranking(V[:, j], labels) for j in range(V.shape[1])]
-        per_word[w] = {"n": len(items), "accuracy": [round(a, 4) for a in acc], "pair_ranking": [round(p, 4) for p in pr]}
+        per_word[w] = {
+            "n": len(items),
+            "accuracy": [round(a, 4) for a in acc],
+            "pair_ranking": [round(p, 4) for p in pr],
+        }
         if center:
             per_word[w]["type_occurrences"] = n_occ
         acc_rows.append(acc)
         pr_rows.append(pr)
     acc_m, pr_m = np.mean(acc_rows, 0), np.mean(pr_rows, 0)
-    return {"set": name, "words": len(sets), **({"centered": True} if center else {}), "sentences": sum(len(v) for v in sets.values()),
-            "accuracy": [round(float(a), 4) for a in acc_m], "pair_ranking": [round(float(p), 4) for p in pr_m],
-            "best_accuracy": round(float(acc_m.max()), 4), "best_accuracy_layer": int(acc_m.argmax()),
-            "best_pair_ranking": round(float(pr_m.max()), 4), "best_pair_ranking_layer": int(pr_m.argmax()),
-            "per_word": per_word}
+    return {
+        "set": name,
+        "words": len(sets),
+        **({"centered": True} if center else {}),
+        "sentences": sum(len(v) for v in sets.values()),
+        "accuracy": [round(float(a), 4) for a in acc_m],
+        "pair_ranking": [round(float(p), 4) for p in pr_m],
+        "best_accuracy": round(float(acc_m.max()), 4),
+        "best_accuracy_layer": int(acc_m.argmax()),
+        "best_pair_ranking": round(float(pr_m.max()), 4),
+        "best_pair_ranking_layer": int(pr_m.argmax()),
+        "per_word": per_word,
+    }
 
 
 def cloze_items() -> list[tuple[str, str, str]]:
@@ -142,9 +155,15 @@ def cloze(enc) -> dict:
             hits[key][2] += 1
         if rank != 1:
             misses.append({"text": text, "answer": ans, "top5": cands})
-    return {"n": len(items), **{k: {"top1": round(v[0] / v[2], 4), "top5": round(v[1] / v[2], 4), "n": v[2]}
-                                for k, v in sorted(hits.items())}, "misses": misses[:30],
-            "ranks": ranks}  # per item in cloze.tsv order: the answer's rank in the top 5, 0 when not in it
+    return {
+        "n": len(items),
+        **{
+            k: {"top1": round(v[0] / v[2], 4), "top5": round(v[1] / v[2], 4), "n": v[2]}
+            for k, v in sorted(hits.items())
+        },
+        "misses": misses[:30],
+        "ranks": ranks,
+    }  # per item in cloze.tsv order: the answer's rank in the top 5, 0 when not in it
 
 
 def sets_for_model(enc) -> tuple[str, ...]:
@@ -161,8 +180,13 @@ def run_eval(model_name: str, task: str, out=None, **_) -> dict:
     t0 = time.time()
     enc = load(model_name)
     if task == "senses":
-        result = {"task": "senses", "model": enc.name, "kind": enc.kind, "layer_names": enc.layer_names,
-                  "sets": {n: sense_scores(enc, n) for n in sets_for_model(enc)}}
+        result = {
+            "task": "senses",
+            "model": enc.name,
+            "kind": enc.kind,
+            "layer_names": enc.layer_names,
+            "sets": {n: sense_scores(enc, n) for n in sets_for_model(enc)},
+        }
     elif task == "cloze":
         if getattr(enc, "language", "zh") != "zh":
             from . import TaskChoiceError

@@ -16,6 +16,7 @@ near 1, order counts for nothing; near 0, a swapped pair is as unlikely as a ran
 
 `python -m ctxlib eval bert --task nsp` writes eval_nsp.json.
 """
+
 from __future__ import annotations
 
 import time
@@ -42,8 +43,11 @@ def heldout_pairs(paragraphs, n: int = 300, seed: int = 0, max_chars: int = 120)
     for i, p in enumerate(paragraphs):
         if split[i]:
             by_source.setdefault(p.source, []).append(i)
-    cands = [i for i, ss in enumerate(split) if any(len(x) + len(y) <= max_chars for x, y in zip(ss, ss[1:]))
-             and len(by_source[paragraphs[i].source]) >= 2]
+    cands = [
+        i
+        for i, ss in enumerate(split)
+        if any(len(x) + len(y) <= max_chars for x, y in zip(ss, ss[1:])) and len(by_source[paragraphs[i].source]) >= 2
+    ]
     out = []
     for i in rng.permutation(len(cands))[:n] if cands else []:
         pi = cands[int(i)]
@@ -68,17 +72,38 @@ def nsp_table(enc, triples: list[dict]) -> dict:
         raise ValueError("no sentence pairs to test")
     if not hasattr(enc, "next_sentence"):
         raise ValueError(f"model '{enc.name}' is a {enc.kind} model; the NSP test needs BERT's next-sentence head")
-    p = {o: np.array([enc.next_sentence(*pair) for pair in
-                      ([(t["a"], t["b"]) for t in triples] if o == "true" else
-                       [(t["b"], t["a"]) for t in triples] if o == "swapped" else
-                       [(t["a"], t["r"]) for t in triples])]) for o in ORDERS}
-    rows = {o: {"mean_p": round(float(p[o].mean()), 4), "share_is_next": round(float((p[o] > 0.5).mean()), 4),
-                "share_below_true": round(float((p[o] < p["true"]).mean()), 4)} for o in ORDERS}
+    p = {
+        o: np.array(
+            [
+                enc.next_sentence(*pair)
+                for pair in (
+                    [(t["a"], t["b"]) for t in triples]
+                    if o == "true"
+                    else [(t["b"], t["a"]) for t in triples]
+                    if o == "swapped"
+                    else [(t["a"], t["r"]) for t in triples]
+                )
+            ]
+        )
+        for o in ORDERS
+    }
+    rows = {
+        o: {
+            "mean_p": round(float(p[o].mean()), 4),
+            "share_is_next": round(float((p[o] > 0.5).mean()), 4),
+            "share_below_true": round(float((p[o] < p["true"]).mean()), 4),
+        }
+        for o in ORDERS
+    }
     gap = float(p["true"].mean() - p["random"].mean())
     share = (float(p["swapped"].mean() - p["random"].mean()) / gap) if abs(gap) > 1e-9 else None
-    return {"n": len(triples), "rows": rows, "order_share": None if share is None else round(share, 4),
-            "sources": {s: sum(t["source"] == s for t in triples) for s in sorted({t["source"] for t in triples})},
-            "examples": [{**t, **{f"p_{o}": round(float(p[o][i]), 4) for o in ORDERS}} for i, t in enumerate(triples[:8])]}
+    return {
+        "n": len(triples),
+        "rows": rows,
+        "order_share": None if share is None else round(share, 4),
+        "sources": {s: sum(t["source"] == s for t in triples) for s in sorted({t["source"] for t in triples})},
+        "examples": [{**t, **{f"p_{o}": round(float(p[o][i]), 4) for o in ORDERS}} for i, t in enumerate(triples[:8])],
+    }
 
 
 def run_eval(model_name, task: str = "nsp", out=None, seed: int = 0, n: int = 300, **_) -> dict:
@@ -90,9 +115,16 @@ def run_eval(model_name, task: str = "nsp", out=None, seed: int = 0, n: int = 30
     t0 = time.time()
     enc = load(model_name)
     triples = heldout_pairs(corpus.load("corpora", "valid"), n=n, seed=seed, max_chars=enc.max_len - 3)
-    result = {"task": "nsp", "model": enc.name, "kind": enc.kind, "split": "valid", "seed": seed,
-              **nsp_table(enc, triples), "seconds": round(time.time() - t0, 1),
-              "command": f"python -m ctxlib eval {model_name} --task nsp --seed {seed}"}
+    result = {
+        "task": "nsp",
+        "model": enc.name,
+        "kind": enc.kind,
+        "split": "valid",
+        "seed": seed,
+        **nsp_table(enc, triples),
+        "seconds": round(time.time() - t0, 1),
+        "command": f"python -m ctxlib eval {model_name} --task nsp --seed {seed}",
+    }
     checkpoint.atomic_write_json(Path(out) if out else Path(enc.path) / "eval_nsp.json", result)
     return result
 
@@ -105,4 +137,6 @@ def read_table(folder) -> dict | None:
         d = json.loads((Path(folder) / "eval_nsp.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return d if isinstance(d, dict) and isinstance(d.get("rows"), dict) and all(o in d["rows"] for o in ORDERS) else None
+    return (
+        d if isinstance(d, dict) and isinstance(d.get("rows"), dict) and all(o in d["rows"] for o in ORDERS) else None
+    )

@@ -32,6 +32,7 @@ Bidirectional Transformers for Language Understanding" (masked LM + next-sentenc
   `train()`) is in ctxlib.training.bert; fine-tuning on review sentiment in
   ctxlib.evaluation.finetune.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,7 +66,9 @@ class BertConfig:
 
     def __post_init__(self):
         if self.vocab_size < len(SPECIALS) + 1:
-            raise ValueError(f"vocab_size must be > {len(SPECIALS)} (specials + at least one token), got {self.vocab_size}")
+            raise ValueError(
+                f"vocab_size must be > {len(SPECIALS)} (specials + at least one token), got {self.vocab_size}"
+            )
         if self.hidden <= 0 or self.layers <= 0 or self.heads <= 0 or self.ffn <= 0:
             raise ValueError("hidden, layers, heads and ffn must be positive")
         if self.hidden % self.heads:
@@ -92,7 +95,7 @@ class CharTokenizer:
     """Character tokens (tokens.char_tokens) mapped through a Vocab with BERT's specials first."""
 
     def __init__(self, vocab: Vocab):
-        if vocab.itos[:len(SPECIALS)] != SPECIALS:
+        if vocab.itos[: len(SPECIALS)] != SPECIALS:
             raise ValueError(f"the vocabulary must start with {SPECIALS}")
         self.vocab = vocab
         self.itos = vocab.itos
@@ -127,14 +130,14 @@ class _LinearCrossEntropy(torch.autograd.Function):
         gh, gw, gb = torch.empty_like(h), torch.zeros_like(w), torch.zeros_like(b)
         total = h.new_zeros(())
         for s in range(0, n, chunk):
-            hc, lc = h[s:s + chunk], labels[s:s + chunk]
+            hc, lc = h[s : s + chunk], labels[s : s + chunk]
             z = torch.addmm(b, hc, w.t())  # (c, V) logits
             lse = torch.logsumexp(z, -1)  # (c,)
             total += (lse - z.gather(1, lc[:, None]).squeeze(1)).sum()
             z.sub_(lse[:, None]).exp_()  # softmax
             z[torch.arange(len(lc), device=z.device), lc] -= 1.0  # d(loss sum)/d(logits)
             z.mul_(1.0 / n)  # of the mean
-            torch.mm(z, w, out=gh[s:s + chunk])
+            torch.mm(z, w, out=gh[s : s + chunk])
             gw.addmm_(z.t(), hc)
             gb.add_(z.sum(0))
         ctx.save_for_backward(gh, gw, gb)
@@ -154,8 +157,13 @@ FUSED_LM_HEAD = True  # False: the plain F.linear + F.cross_entropy path everywh
 
 def _fused_head_pays(h, w, b) -> bool:
     """Training in fp32: a gradient is wanted, no autocast (bf16 keeps autocast's plain path)."""
-    return (FUSED_LM_HEAD and torch.is_grad_enabled() and (h.requires_grad or w.requires_grad)
-            and h.dtype == w.dtype == b.dtype == torch.float32 and not torch.is_autocast_enabled(h.device.type))
+    return (
+        FUSED_LM_HEAD
+        and torch.is_grad_enabled()
+        and (h.requires_grad or w.requires_grad)
+        and h.dtype == w.dtype == b.dtype == torch.float32
+        and not torch.is_autocast_enabled(h.device.type)
+    )
 
 
 def linear_cross_entropy(h, w, b, labels, fused: bool | None = None):
@@ -183,7 +191,7 @@ def rotate(x, base: float = 10000.0):
     inv = base ** (-torch.arange(0, d // 2, device=x.device, dtype=torch.float32) / (d // 2))  # (d/2,)
     ang = torch.arange(T, device=x.device, dtype=torch.float32)[:, None] * inv[None]  # (T, d/2)
     cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)  # (B, H, T, d)
 
 
@@ -231,7 +239,9 @@ class SelfAttention(nn.Module):
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p_drop)  # (B, H, T, d)
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         if packed is not None:
-            y = y.reshape(B * T, D).float().index_select(0, packed[0])  # (N, D); fp32: index_add in the backward is slow in bf16
+            y = (
+                y.reshape(B * T, D).float().index_select(0, packed[0])
+            )  # (N, D); fp32: index_add in the backward is slow in bf16
         return self.drop(self.proj(y)), probs
 
 
@@ -243,7 +253,9 @@ class Block(nn.Module):
         self.ln1 = nn.LayerNorm(cfg.hidden)
         self.attn = SelfAttention(cfg)
         self.ln2 = nn.LayerNorm(cfg.hidden)
-        self.mlp = nn.Sequential(nn.Linear(cfg.hidden, cfg.ffn), nn.GELU(), nn.Linear(cfg.ffn, cfg.hidden), nn.Dropout(cfg.dropout))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.hidden, cfg.ffn), nn.GELU(), nn.Linear(cfg.ffn, cfg.hidden), nn.Dropout(cfg.dropout)
+        )
 
     def forward(self, x, keep, need_weights=False, packed=None):
         a, probs = self.attn(self.ln1(x), keep, need_weights, packed)
@@ -354,7 +366,6 @@ class BertModel(nn.Module):
         cls = rank[torch.arange(ids.size(0), device=ids.device) * ids.size(1)]  # packed rows of [CLS]
         nsp = F.cross_entropy(self.nsp_logits(h.index_select(0, cls)).float(), batch["nsp"])
         return mlm + nsp, int(h.size(0))
-
 
     def lm_loss(self, batch):
         """Causal LM: batch["ids"] (B, T) = [CLS] + characters, batch["labels"] (B, T) the next character at each

@@ -3,6 +3,7 @@ attentions, fill_mask, next_sentence and encode_pair.
 
 `CharTransformerEncoder` is what BERT and GPT (ctxlib.models.gpt, the same network with `causal=True`) share:
 loading, layer names, character tokens pooled into words, the vocabulary words, running the model."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,8 +42,10 @@ class CharTransformerEncoder(Encoder):
                 raise ValueError(f"causal={cfg.causal}, a {cls.kind} model needs causal={cls.causal}")
             model = BertModel(cfg)
         except (TypeError, ValueError, KeyError) as e:
-            raise checkpoint.CheckpointError(f"{Path(path) / 'config.json'} is not a valid {cls.kind.upper()} config ({e}). "
-                                             f"Rebuild with: {checkpoint.rebuild_command(cls.kind)}") from e
+            raise checkpoint.CheckpointError(
+                f"{Path(path) / 'config.json'} is not a valid {cls.kind.upper()} config ({e}). "
+                f"Rebuild with: {checkpoint.rebuild_command(cls.kind)}"
+            ) from e
         checkpoint.load_state_into(model, sd, path)
         return cls(Path(path).name, cfg_json["config"], cfg_json.get("summary", {}), Path(path), model, tok)
 
@@ -62,7 +65,11 @@ class CharTransformerEncoder(Encoder):
 
         for w, _ in train_word_counts():
             toks = char_tokens(w)
-            if toks and all(self.tokenizer.token_id(t) != self.tokenizer.unk_id for t, _, _ in toks) and any(c.isalnum() for c in w):
+            if (
+                toks
+                and all(self.tokenizer.token_id(t) != self.tokenizer.unk_id for t, _, _ in toks)
+                and any(c.isalnum() for c in w)
+            ):
                 out.append(w)
                 if len(out) == max_words:
                     break
@@ -74,8 +81,8 @@ class CharTransformerEncoder(Encoder):
         ids = torch.zeros(len(seqs), T, dtype=torch.long)
         seg = torch.zeros(len(seqs), T, dtype=torch.long)
         for i, (s, g) in enumerate(zip(seqs, segs)):
-            ids[i, :len(s)] = torch.tensor(s)
-            seg[i, :len(g)] = torch.tensor(g)
+            ids[i, : len(s)] = torch.tensor(s)
+            seg[i, : len(g)] = torch.tensor(g)
         layers, atts = self.model(ids, seg, need_weights=need_weights, all_layers=True)
         H = torch.stack(layers, 1).float().numpy()  # (B, L+1, T, D)
         A = torch.stack(atts, 1).float().numpy() if need_weights else None  # (B, L, H, T, T)
@@ -84,10 +91,17 @@ class CharTransformerEncoder(Encoder):
     def _pack(self, text, toks, H, A, i, truncated, segment_ids=None) -> Encoded:
         n = len(toks)
         known = [(a == b and t in SPECIALS) or self.tokenizer.token_id(t) != self.tokenizer.unk_id for t, a, b in toks]
-        return Encoded(text=text, tokens=[t for t, _, _ in toks], spans=[(a, b) for _, a, b in toks],
-                       layers=np.ascontiguousarray(H[i, :, :n]), layer_names=self.layer_names,
-                       attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
-                       truncated=truncated, known=known, segment_ids=segment_ids)
+        return Encoded(
+            text=text,
+            tokens=[t for t, _, _ in toks],
+            spans=[(a, b) for _, a, b in toks],
+            layers=np.ascontiguousarray(H[i, :, :n]),
+            layer_names=self.layer_names,
+            attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
+            truncated=truncated,
+            known=known,
+            segment_ids=segment_ids,
+        )
 
 
 class BertEncoder(CharTransformerEncoder):
@@ -100,7 +114,11 @@ class BertEncoder(CharTransformerEncoder):
             flags.append(len(toks) > cap)
             toks = [("[CLS]", 0, 0)] + list(toks[:cap]) + [("[SEP]", len(text), len(text))]
             full.append(toks)
-            seqs.append([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in toks[1:-1]] + [self.tokenizer.sep_id])
+            seqs.append(
+                [self.tokenizer.cls_id]
+                + [self.tokenizer.token_id(t) for t, _, _ in toks[1:-1]]
+                + [self.tokenizer.sep_id]
+            )
         H, A = self.run_ids(seqs, [[0] * len(s) for s in seqs], need_weights)
         return [self._pack(text, toks, H, A, i, flags[i]) for i, (toks, text) in enumerate(zip(full, texts))]
 
@@ -114,11 +132,21 @@ class BertEncoder(CharTransformerEncoder):
             else:
                 tb = tb[:-1]
         n = len(a)
-        toks = ([("[CLS]", 0, 0)] + list(ta) + [("[SEP]", n, n)] + [(t, s + n, e + n) for t, s, e in tb]
-                + [("[SEP]", n + len(b), n + len(b))])
+        toks = (
+            [("[CLS]", 0, 0)]
+            + list(ta)
+            + [("[SEP]", n, n)]
+            + [(t, s + n, e + n) for t, s, e in tb]
+            + [("[SEP]", n + len(b), n + len(b))]
+        )
         seg = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
-        ids = ([self.tokenizer.cls_id] + [self.tokenizer.token_id(t) for t, _, _ in ta] + [self.tokenizer.sep_id]
-               + [self.tokenizer.token_id(t) for t, _, _ in tb] + [self.tokenizer.sep_id])
+        ids = (
+            [self.tokenizer.cls_id]
+            + [self.tokenizer.token_id(t) for t, _, _ in ta]
+            + [self.tokenizer.sep_id]
+            + [self.tokenizer.token_id(t) for t, _, _ in tb]
+            + [self.tokenizer.sep_id]
+        )
         return toks, seg, ids, truncated
 
     def encode_pair(self, a: str, b: str) -> Encoded:
@@ -151,17 +179,26 @@ class BertEncoder(CharTransformerEncoder):
         cap = self.model.cfg.max_len - 2
         if len(toks) > cap:
             raise ValueError(f"the text is {len(toks)} tokens long; fill-mask takes at most {cap}")
-        ids = [self.tokenizer.cls_id] + [self.tokenizer.mask_id if t == "[MASK]" else self.tokenizer.token_id(t) for t, _, _ in toks] + [self.tokenizer.sep_id]
+        ids = (
+            [self.tokenizer.cls_id]
+            + [self.tokenizer.mask_id if t == "[MASK]" else self.tokenizer.token_id(t) for t, _, _ in toks]
+            + [self.tokenizer.sep_id]
+        )
         x = torch.tensor([ids])
         (h,), _ = self.model(x, torch.zeros_like(x))
         logits = self.model.mlm_logits(h[0, [i for i, _ in mask_at]]).float()  # (M, V)
-        logits[:, :self.tokenizer.n_special] = float("-inf")
+        logits[:, : self.tokenizer.n_special] = float("-inf")
         probs = logits.softmax(-1)
         out = []
         for (i, o), p in zip(mask_at, probs):
             v, j = p.topk(min(topk, len(self.tokenizer) - self.tokenizer.n_special))
-            out.append({"index": i, "char_offset": o,
-                        "candidates": [(self.tokenizer.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)]})
+            out.append(
+                {
+                    "index": i,
+                    "char_offset": o,
+                    "candidates": [(self.tokenizer.itos[int(a)], round(float(b), 6)) for a, b in zip(j, v)],
+                }
+            )
         for k, r in enumerate(out if originals is not None else []):
             tok = originals[k] if k < len(originals) else None
             if tok is not None:
@@ -176,4 +213,3 @@ class BertEncoder(CharTransformerEncoder):
         _, seg, ids, _ = self._pair(a, b)
         (h,), _ = self.model(torch.tensor([ids]), torch.tensor([seg]))
         return float(self.model.nsp_logits(h[:, 0]).float().softmax(-1)[0, 1])
-

@@ -13,6 +13,7 @@ As AllenNLP does, a token is represented by 2L+1 = 3 layers of one width (2 x di
 char-CNN vector duplicated, then forward||backward states of each biLSTM layer.
 The presets, batching and `train()` are in ctxlib.training.elmo.
 """
+
 from __future__ import annotations
 
 import math
@@ -69,8 +70,8 @@ class ElmoConfig:
             raise ValueError("vocab_size >= 10 and increasing cutoffs >= 5 required")
 
 
-
 # -- modules ----------------------------------------------------------------------------------------------
+
 
 class Highway(nn.Module):
     """y = g * relu(W_h x) + (1 - g) * x with g = sigmoid(W_g x) (Srivastava et al. 2015)."""
@@ -125,8 +126,9 @@ class ElmoLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.chars = CharCNN(cfg)
-        mk = lambda: nn.ModuleList(nn.LSTM(cfg.dim, cfg.hidden, proj_size=cfg.dim, batch_first=True)
-                                   for _ in range(cfg.n_layers))
+        mk = lambda: nn.ModuleList(
+            nn.LSTM(cfg.dim, cfg.hidden, proj_size=cfg.dim, batch_first=True) for _ in range(cfg.n_layers)
+        )
         self.fwd, self.bwd = mk(), mk()
         self.drop = nn.Dropout(cfg.dropout)
         if cfg.softmax == "adaptive":
@@ -186,6 +188,7 @@ class ElmoLM(nn.Module):
 
 # -- data --------------------------------------------------------------------------------------------------
 
+
 class Featurizer:
     """Words -> batch tensors: distinct words' character ids, an index into them, output-word targets."""
 
@@ -228,12 +231,16 @@ class Featurizer:
         u = np.zeros((len(uniq), C), dtype=np.int64)
         for j, ids in enumerate(uniq):
             u[j, : len(ids)] = ids
-        return {"uniq": torch.from_numpy(u), "idx": torch.from_numpy(idx), "targets": torch.from_numpy(tgt),
-                "lengths": torch.tensor([len(s) for s in seqs])}
-
+        return {
+            "uniq": torch.from_numpy(u),
+            "idx": torch.from_numpy(idx),
+            "targets": torch.from_numpy(tgt),
+            "lengths": torch.tensor([len(s) for s in seqs]),
+        }
 
 
 # -- the Encoder the app uses ----------------------------------------------------------------------------
+
 
 class ElmoEncoder(Encoder):
     """3 layers per token: char-CNN (duplicated to 2*dim), then forward||backward of biLSTM layers 1 and 2."""
@@ -252,19 +259,35 @@ class ElmoEncoder(Encoder):
         try:
             cfg = ElmoConfig(**cfg_json["config"])
         except (TypeError, ValueError) as e:
-            raise checkpoint.CheckpointError(f"{path / 'config.json'} has a bad ELMo config ({e}). "
-                                             f"Rebuild with: {checkpoint.rebuild_command('elmo')}") from e
+            raise checkpoint.CheckpointError(
+                f"{path / 'config.json'} has a bad ELMo config ({e}). "
+                f"Rebuild with: {checkpoint.rebuild_command('elmo')}"
+            ) from e
         model = ElmoLM(cfg)
         checkpoint.load_state_into(model, sd, path)
-        enc = cls(path.name, cfg_json["config"], cfg_json.get("summary", {}), path, model,
-                  Vocab.from_json(vocab_json["words"]), Vocab.from_json(vocab_json["chars"]))
+        enc = cls(
+            path.name,
+            cfg_json["config"],
+            cfg_json.get("summary", {}),
+            path,
+            model,
+            Vocab.from_json(vocab_json["words"]),
+            Vocab.from_json(vocab_json["chars"]),
+        )
         return enc
 
     def untrained(self, seed: int = 0) -> "ElmoEncoder":
         """The same architecture and vocabularies with random weights (the baseline for 'what training adds')."""
         torch.manual_seed(seed)
-        return ElmoEncoder(self.name + " (untrained)", self.config, {}, None, ElmoLM(self.model.cfg),
-                           self.featurizer.word_vocab, self.featurizer.char_vocab)
+        return ElmoEncoder(
+            self.name + " (untrained)",
+            self.config,
+            {},
+            None,
+            ElmoLM(self.model.cfg),
+            self.featurizer.word_vocab,
+            self.featurizer.char_vocab,
+        )
 
     @property
     def dim(self) -> int:
@@ -299,10 +322,17 @@ class ElmoEncoder(Encoder):
         lay = torch.stack([torch.cat([x, x], -1)] + [torch.cat([hf, hb], -1) for hf, hb in zip(f, bw)]).numpy()
         for i, (toks, text) in enumerate(zip(batch, texts)):
             n = len(toks)
-            out.append(Encoded(text=text, tokens=[w for w, _, _ in toks], spans=[(a, e) for _, a, e in toks],
-                               layers=np.ascontiguousarray(lay[:, i, 1:n + 1, :], dtype=np.float32),
-                               layer_names=self.layer_names, attentions=None,
-                               known=[nfkc(w) in self.featurizer.word_vocab.stoi for w, _, _ in toks]))
+            out.append(
+                Encoded(
+                    text=text,
+                    tokens=[w for w, _, _ in toks],
+                    spans=[(a, e) for _, a, e in toks],
+                    layers=np.ascontiguousarray(lay[:, i, 1 : n + 1, :], dtype=np.float32),
+                    layer_names=self.layer_names,
+                    attentions=None,
+                    known=[nfkc(w) in self.featurizer.word_vocab.stoi for w, _, _ in toks],
+                )
+            )
         return out
 
     @torch.no_grad()
@@ -331,7 +361,10 @@ class ElmoEncoder(Encoder):
             lp = self.model.log_probs(h[None])[0]  # (V,)
             lp[skip] = -float("inf")
             top = torch.topk(lp, min(k, lp.numel() - 1))
-            res[name] = [(self.featurizer.word_vocab.itos[i], float(math.exp(v))) for v, i in zip(top.values.tolist(), top.indices.tolist())]
+            res[name] = [
+                (self.featurizer.word_vocab.itos[i], float(math.exp(v)))
+                for v, i in zip(top.values.tolist(), top.indices.tolist())
+            ]
             res["actual"][name] = float(lp[actual].exp())
             res["actual"]["rank"][name] = rank_in(lp, actual)[0]
             res["punct"][name] = float(lp[punct].exp().sum()) if punct else 0.0

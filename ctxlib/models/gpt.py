@@ -12,6 +12,7 @@ maps (exactly 0 above the diagonal), `next_char` (top-k next characters) and `ge
 temperature and top-k, a repetition penalty and n-gram ban (ctxlib.writing) and optionally banned names; every step's
 choice and top-5 candidates). Training is in ctxlib.training.gpt.
 """
+
 from __future__ import annotations
 
 import torch
@@ -72,10 +73,10 @@ class GptEncoder(CharTransformerEncoder):
     def _next_logits(self, ids: list[int]) -> torch.Tensor:
         """(V,) float logits for the character after `ids` ([CLS] first; cut to the model's last max_len
         positions), specials set to -inf: the model never proposes [PAD], [UNK], [CLS], [SEP] or [MASK]."""
-        ids = ids if len(ids) <= self.model.cfg.max_len else [ids[0]] + ids[-(self.model.cfg.max_len - 1):]
+        ids = ids if len(ids) <= self.model.cfg.max_len else [ids[0]] + ids[-(self.model.cfg.max_len - 1) :]
         (h,), _ = self.model(torch.tensor([ids]))
         logits = self.model.mlm_logits(h[0, -1:]).float()[0]  # (V,)
-        logits[:self.tokenizer.n_special] = float("-inf")
+        logits[: self.tokenizer.n_special] = float("-inf")
         return logits
 
     def _top(self, probs: torch.Tensor, k: int) -> list[tuple[str, float]]:
@@ -119,9 +120,17 @@ class GptEncoder(CharTransformerEncoder):
                     out.add(j)
         return sorted(out)
 
-    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0,
-                 repetition_penalty: float = REPETITION_PENALTY, no_repeat_ngram: int = NO_REPEAT_NGRAM,
-                 banned_names=None) -> dict:
+    def generate(
+        self,
+        prompt: str,
+        max_new: int = 50,
+        temperature: float = 0.8,
+        top_k: int = 20,
+        seed: int = 0,
+        repetition_penalty: float = REPETITION_PENALTY,
+        no_repeat_ngram: int = NO_REPEAT_NGRAM,
+        banned_names=None,
+    ) -> dict:
         """Continue `prompt` by sampling `max_new` characters, each from the model's distribution divided by
         `temperature` and cut to the `top_k` most likely (a fixed `seed` gives the same text again).
 
@@ -154,8 +163,14 @@ class GptEncoder(CharTransformerEncoder):
             pick = int(torch.multinomial(sample, 1, generator=gen))
             j = int(top_j[pick])
             ch = self.tokenizer.itos[j]
-            steps.append({"char": ch, "prob": round(float(probs[j]), 6), "sample_prob": round(float(sample[pick]), 6),
-                          "candidates": self._top(probs, STEP_CANDIDATES)})
+            steps.append(
+                {
+                    "char": ch,
+                    "prob": round(float(probs[j]), 6),
+                    "sample_prob": round(float(sample[pick]), 6),
+                    "candidates": self._top(probs, STEP_CANDIDATES),
+                }
+            )
             text += ch
             ids.append(j)
-        return {"prompt": prompt, "text": text, "generated": text[len(prompt):], "steps": steps}
+        return {"prompt": prompt, "text": text, "generated": text[len(prompt) :], "steps": steps}

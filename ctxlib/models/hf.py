@@ -9,6 +9,7 @@ model wrappers): the fast tokenizer's offsets become our spans, `hidden_states` 
 Loading and its safety rules (no remote code, safetensors or weights-only .bin, offline by default) are in
 ctxlib.models.hf_load. `transformers` is imported there, on first use, never when ctxlib is imported.
 """
+
 from __future__ import annotations
 
 import re
@@ -60,8 +61,9 @@ class HfEncoder(HfWriting, Encoder):
     word_level = False
     HAS_ATTENTIONS = True
 
-    def __init__(self, name: str, source: str, folder: Path, model, tokenizer, family: str, has_nsp: bool,
-                 license: str | None):
+    def __init__(
+        self, name: str, source: str, folder: Path, model, tokenizer, family: str, has_nsp: bool, license: str | None
+    ):
         c = model.config
         self.model, self.tokenizer, self.family, self.has_nsp = model, tokenizer, family, bool(has_nsp)
         self.source, self.license = source, license
@@ -69,10 +71,15 @@ class HfEncoder(HfWriting, Encoder):
         self._specials = sorted({int(i) for i in tokenizer.all_special_ids})
         decoder = type(tokenizer.backend_tokenizer.decoder).__name__
         self._wordpiece, self._bytelevel = decoder == "WordPiece", decoder == "ByteLevel"
-        config = {"model_type": c.model_type, "architectures": list(getattr(c, "architectures", None) or []),
-                  "dim": int(c.hidden_size), "layers": int(c.num_hidden_layers),
-                  "heads": int(getattr(c, "num_attention_heads", 0) or 0), "vocab_size": len(tokenizer),
-                  "max_len": self._max_len(c, tokenizer)}
+        config = {
+            "model_type": c.model_type,
+            "architectures": list(getattr(c, "architectures", None) or []),
+            "dim": int(c.hidden_size),
+            "layers": int(c.num_hidden_layers),
+            "heads": int(getattr(c, "num_attention_heads", 0) or 0),
+            "vocab_size": len(tokenizer),
+            "max_len": self._max_len(c, tokenizer),
+        }
         super().__init__(name, config, {"outside": True, "parameters": self.n_params}, folder)  # not trained here
         self.language = self._language()
 
@@ -85,7 +92,7 @@ class HfEncoder(HfWriting, Encoder):
         return min(caps) if caps else 512
 
     def _language(self) -> str:
-        """"zh" when most word-like vocabulary entries (letters, no continuation mark) hold CJK characters."""
+        """ "zh" when most word-like vocabulary entries (letters, no continuation mark) hold CJK characters."""
         cjk = other = 0
         for piece in self.tokenizer.get_vocab():
             w = piece[1:] if piece.startswith(_WORD_PREFIX) else piece
@@ -102,8 +109,15 @@ class HfEncoder(HfWriting, Encoder):
         return ["embeddings"] + [f"layer {i + 1}" for i in range(self.config["layers"])]
 
     def info(self) -> dict:
-        return {**super().info(), "family": self.family, "language": self.language, "n_params": self.n_params,
-                "license": self.license, "source": self.source, "has_nsp": self.has_nsp}
+        return {
+            **super().info(),
+            "family": self.family,
+            "language": self.language,
+            "n_params": self.n_params,
+            "license": self.license,
+            "source": self.source,
+            "has_nsp": self.has_nsp,
+        }
 
     # -- tokens ----------------------------------------------------------------------------------------
     def display(self, piece: str) -> str:
@@ -132,8 +146,9 @@ class HfEncoder(HfWriting, Encoder):
         """The model's tokens of `text` (no special tokens) as (token, start, end); `target` is ignored: words are
         pooled over their sub-word tokens."""
         enc = self.tokenizer(text[:MAX_CHARS], add_special_tokens=False, return_offsets_mapping=True)
-        return self._tokens(text, enc["input_ids"], enc["offset_mapping"], [0] * len(enc["input_ids"]),
-                            {0: (0, len(text))})
+        return self._tokens(
+            text, enc["input_ids"], enc["offset_mapping"], [0] * len(enc["input_ids"]), {0: (0, len(text))}
+        )
 
     def in_vocab(self, word: str) -> bool:
         ids = self.tokenizer(word, add_special_tokens=False)["input_ids"]
@@ -148,16 +163,17 @@ class HfEncoder(HfWriting, Encoder):
         ids = torch.full((len(seqs), T), pad, dtype=torch.long)
         mask = torch.zeros(len(seqs), T, dtype=torch.long)
         for i, s in enumerate(seqs):
-            ids[i, :len(s)] = torch.tensor(s)
-            mask[i, :len(s)] = 1
+            ids[i, : len(s)] = torch.tensor(s)
+            mask[i, : len(s)] = 1
         extra = {}
         if segs is not None:
             seg = torch.zeros(len(seqs), T, dtype=torch.long)
             for i, g in enumerate(segs):
-                seg[i, :len(g)] = torch.tensor(g)
+                seg[i, : len(g)] = torch.tensor(g)
             extra["token_type_ids"] = seg
-        out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
-                         output_attentions=need_weights, **extra)
+        out = self.model(
+            input_ids=ids, attention_mask=mask, output_hidden_states=True, output_attentions=need_weights, **extra
+        )
         H = torch.stack(out.hidden_states, 1).float().numpy()  # (B, L+1, T, D)
         A = torch.stack(out.attentions, 1).float().numpy() if need_weights else None  # (B, L, H, T, T)
         return H, A, out
@@ -165,29 +181,37 @@ class HfEncoder(HfWriting, Encoder):
     def _pack(self, text, toks, ids, H, A, i, truncated, segment_ids=None) -> Encoded:
         n = len(toks)
         unk = self.tokenizer.unk_token_id
-        return Encoded(text=text, tokens=[t for t, _, _ in toks], spans=[(a, b) for _, a, b in toks],
-                       layers=np.ascontiguousarray(H[i, :, :n]), layer_names=self.layer_names,
-                       attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
-                       truncated=truncated, known=[unk is None or int(t) != unk for t in ids],
-                       segment_ids=segment_ids)
+        return Encoded(
+            text=text,
+            tokens=[t for t, _, _ in toks],
+            spans=[(a, b) for _, a, b in toks],
+            layers=np.ascontiguousarray(H[i, :, :n]),
+            layer_names=self.layer_names,
+            attentions=None if A is None else np.ascontiguousarray(A[i, :, :, :n, :n]),
+            truncated=truncated,
+            known=[unk is None or int(t) != unk for t in ids],
+            segment_ids=segment_ids,
+        )
 
-    def encode(self, texts: list[str], target: str | None = None, batch_size: int = 32,
-               attentions: bool = True) -> list[Encoded]:
+    def encode(
+        self, texts: list[str], target: str | None = None, batch_size: int = 32, attentions: bool = True
+    ) -> list[Encoded]:
         """Encode each text (the first MAX_CHARS characters, then at most max_len tokens; `truncated` says when
         some was cut). `target` is ignored (sub-words are pooled by span). `attentions=False`: `.attentions` None."""
         if isinstance(texts, str):
             raise TypeError("encode() takes a list of texts")
         out: list[Encoded] = []
         for i in range(0, len(texts), batch_size):
-            out.extend(self.encode_tokens(None, list(texts[i:i + batch_size]), need_weights=attentions))
+            out.extend(self.encode_tokens(None, list(texts[i : i + batch_size]), need_weights=attentions))
         return out
 
     def encode_tokens(self, batch, texts: list[str], need_weights: bool = True) -> list[Encoded]:
         """Encode `texts` in one batch. `batch` (tokenize's output per text) is not needed: the fast tokenizer runs
         on the texts again, which gives the same tokens."""
         cut = [t[:MAX_CHARS] for t in texts]
-        enc = self.tokenizer(cut, truncation=True, max_length=self.max_len, return_overflowing_tokens=True,
-                             return_offsets_mapping=True)
+        enc = self.tokenizer(
+            cut, truncation=True, max_length=self.max_len, return_overflowing_tokens=True, return_offsets_mapping=True
+        )
         rows: dict[int, int] = {}  # text -> its first row; a text with more rows was cut at max_len
         for r, k in enumerate(enc["overflow_to_sample_mapping"]):
             rows.setdefault(int(k), r)
@@ -198,13 +222,16 @@ class HfEncoder(HfWriting, Encoder):
             seqs.append(enc["input_ids"][r])
             toks.append(self._tokens(t, seqs[-1], enc["offset_mapping"][r], enc.sequence_ids(r), {0: (0, len(t))}))
         H, A, _ = self.run_ids(seqs, None, need_weights)
-        return [self._pack(cut[k], toks[k], seqs[k], H, A, k, bool(n_rows[k] > 1) or len(texts[k]) > MAX_CHARS)
-                for k in range(len(texts))]
+        return [
+            self._pack(cut[k], toks[k], seqs[k], H, A, k, bool(n_rows[k] > 1) or len(texts[k]) > MAX_CHARS)
+            for k in range(len(texts))
+        ]
 
     # -- sentence pairs (BERT's next-sentence prediction) ------------------------------------------------
     def _pair(self, a: str, b: str):
-        enc = self.tokenizer(a, b, truncation=True, max_length=self.max_len, return_offsets_mapping=True,
-                             return_token_type_ids=True)
+        enc = self.tokenizer(
+            a, b, truncation=True, max_length=self.max_len, return_offsets_mapping=True, return_token_type_ids=True
+        )
         ids = enc["input_ids"]
         seq = enc.sequence_ids(0)
         toks = self._tokens(a + b, ids, enc["offset_mapping"], seq, {0: (0, len(a)), 1: (len(a), len(a) + len(b))})
@@ -222,8 +249,9 @@ class HfEncoder(HfWriting, Encoder):
     def next_sentence(self, a: str, b: str) -> float:
         """P(IsNext): the NSP head's probability that b follows a (Transformers' label 0 = IsNext)."""
         if not self.has_nsp:
-            raise ValueError(f"{self.name} has no next-sentence head (only BERT checkpoints saved with "
-                             "BertForPreTraining have one)")
+            raise ValueError(
+                f"{self.name} has no next-sentence head (only BERT checkpoints saved with BertForPreTraining have one)"
+            )
         _, ids, seg, _ = self._pair(a, b)
         _, _, out = self.run_ids([ids], [seg], need_weights=False)
         return float(out.seq_relationship_logits.float().softmax(-1)[0, 0])
@@ -258,7 +286,9 @@ class HfEncoder(HfWriting, Encoder):
         vocabulary: [{"index", "char_offset", "candidates": [(token, prob), ...]}] (BertEncoder.fill_mask's format).
         With `originals`, each result also has "original": {"token", "rank", "prob"} (None when not one token)."""
         if self.family != "masked":
-            raise ValueError(f"{self.name} is a {self.family} model; fill-mask needs a masked language model (BERT-like)")
+            raise ValueError(
+                f"{self.name} is a {self.family} model; fill-mask needs a masked language model (BERT-like)"
+            )
         if MASK not in text:
             raise ValueError("the text has no [MASK]; write e.g. 今天天气很[MASK]")
         offsets = [m.start() for m in re.finditer(re.escape(MASK), text)]

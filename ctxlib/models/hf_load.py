@@ -7,6 +7,7 @@ weights-only unpickling; nothing is downloaded unless asked (`download=True` or 
 `transformers` and `huggingface_hub` are imported inside the functions, so importing ctxlib does not import them.
 Every failure is an HfModelError: one line saying what is wrong and what to do.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,28 @@ from pathlib import Path
 from ..checkpoint import CheckpointError
 
 ALLOW_DOWNLOAD_ENV = "CTXLAB_ALLOW_DOWNLOAD"  # "1": a hub name not in the cache is downloaded once
-ALLOW_PATTERNS = ["config.json", "generation_config.json", "*.safetensors", "*.safetensors.index.json",
-                  "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                  "vocab.txt", "vocab.json", "merges.txt", "README.md"]
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
-                   "sentencepiece.bpe.model")
+ALLOW_PATTERNS = [
+    "config.json",
+    "generation_config.json",
+    "*.safetensors",
+    "*.safetensors.index.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "README.md",
+]
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 NSP_KEY = "seq_relationship"  # BERT's next-sentence head: cls.seq_relationship.weight
 
 
@@ -49,8 +67,10 @@ def resolve(spec: str, download: bool = False) -> tuple[Path, str, str]:
     if p.is_dir():
         return p.resolve(), str(p.resolve()), p.name
     if p.exists() or spec.startswith(("/", ".", "~")) or os.sep + os.sep in spec or spec.count("/") > 1:
-        raise HfModelError(f"{spec} is not a folder. Give a folder saved with save_pretrained (config.json, "
-                           "weights, tokenizer files) or a hub name such as bert-base-chinese.")
+        raise HfModelError(
+            f"{spec} is not a folder. Give a folder saved with save_pretrained (config.json, "
+            "weights, tokenizer files) or a hub name such as bert-base-chinese."
+        )
     allowed = allow_download(download)
     try:
         from huggingface_hub import snapshot_download
@@ -58,11 +78,15 @@ def resolve(spec: str, download: bool = False) -> tuple[Path, str, str]:
         folder = snapshot_download(spec, allow_patterns=ALLOW_PATTERNS, local_files_only=not allowed)
     except Exception as e:  # an I/O boundary: no cache entry, offline, bad name, network or HTTP errors
         if not allowed:
-            raise HfModelError(f"{spec} is not in the Hugging Face cache and downloads are off ({_short(e)}). Fetch it "
-                               f"once with ctxlib.models.hf.download('{spec}', DIR) and load hf:DIR, or set "
-                               f"{ALLOW_DOWNLOAD_ENV}=1.") from e
-        raise HfModelError(f"Could not download {spec} ({_short(e)}). Check the name and the network, or load a "
-                           "saved folder with hf:DIR.") from e
+            raise HfModelError(
+                f"{spec} is not in the Hugging Face cache and downloads are off ({_short(e)}). Fetch it "
+                f"once with ctxlib.models.hf.download('{spec}', DIR) and load hf:DIR, or set "
+                f"{ALLOW_DOWNLOAD_ENV}=1."
+            ) from e
+        raise HfModelError(
+            f"Could not download {spec} ({_short(e)}). Check the name and the network, or load a "
+            "saved folder with hf:DIR."
+        ) from e
     return Path(folder), spec, spec
 
 
@@ -75,8 +99,10 @@ def download(name: str, out_dir) -> Path:
 
         snapshot_download(name, allow_patterns=ALLOW_PATTERNS, local_dir=out)
     except Exception as e:  # offline, unknown repository, network or disk errors
-        raise HfModelError(f"Could not download {name} into {out} ({_short(e)}). Check the name and the network "
-                           "(HF_HUB_OFFLINE must not be 1), or copy a saved folder there.") from e
+        raise HfModelError(
+            f"Could not download {name} into {out} ({_short(e)}). Check the name and the network "
+            "(HF_HUB_OFFLINE must not be 1), or copy a saved folder there."
+        ) from e
     if not (out / "config.json").is_file():
         raise HfModelError(f"{name} has no config.json on the hub; it is not a Transformers model ctxlab can load.")
     return out
@@ -87,16 +113,20 @@ def read_config(folder: Path) -> dict:
     try:
         cfg = json.loads(f.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
-        raise HfModelError(f"{f} is missing. Save the model with save_pretrained(folder) (it writes config.json).") from e
+        raise HfModelError(
+            f"{f} is missing. Save the model with save_pretrained(folder) (it writes config.json)."
+        ) from e
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise HfModelError(f"{f} is corrupt ({_short(e)}). Save the model again with save_pretrained.") from e
     if not isinstance(cfg, dict) or not cfg.get("model_type"):
-        raise HfModelError(f"{f} has no model_type; it is not a Transformers config. Save the model with save_pretrained.")
+        raise HfModelError(
+            f"{f} has no model_type; it is not a Transformers config. Save the model with save_pretrained."
+        )
     return cfg
 
 
 def family_of(cfg: dict, folder: Path) -> str:
-    """"masked", "causal" or "encoder", from config.architectures, else model_type; HfModelError when unsupported."""
+    """ "masked", "causal" or "encoder", from config.architectures, else model_type; HfModelError when unsupported."""
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -105,11 +135,14 @@ def family_of(cfg: dict, folder: Path) -> str:
 
     mt, archs = cfg["model_type"], [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
     if cfg.get("is_encoder_decoder") or mt not in MODEL_MAPPING_NAMES:
-        raise HfModelError(f"{folder}: architecture {(archs or [mt])[0]} (model_type {mt}) is not supported; ctxlab "
-                           "takes encoder models (BERT-like, masked LM) and decoder-only language models (GPT-like).")
+        raise HfModelError(
+            f"{folder}: architecture {(archs or [mt])[0]} (model_type {mt}) is not supported; ctxlab "
+            "takes encoder models (BERT-like, masked LM) and decoder-only language models (GPT-like)."
+        )
     for a in archs:
-        if a.endswith("ForMaskedLM") or (a.endswith("ForPreTraining") and mt in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-                                         and mt != "electra"):  # ELECTRA's pre-training head is a discriminator
+        if a.endswith("ForMaskedLM") or (
+            a.endswith("ForPreTraining") and mt in MODEL_FOR_MASKED_LM_MAPPING_NAMES and mt != "electra"
+        ):  # ELECTRA's pre-training head is a discriminator
             return "masked"
         if a.endswith(("ForCausalLM", "LMHeadModel")) and mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
             return "causal"
@@ -127,8 +160,10 @@ def weight_files(folder: Path) -> tuple[list[Path], bool]:
         return st, True
     bins = sorted(folder.glob("pytorch_model*.bin"))
     if not bins:
-        raise HfModelError(f"{folder} has no weights (model.safetensors or pytorch_model.bin). Save the model with "
-                           "save_pretrained(folder, safe_serialization=True).")
+        raise HfModelError(
+            f"{folder} has no weights (model.safetensors or pytorch_model.bin). Save the model with "
+            "save_pretrained(folder, safe_serialization=True)."
+        )
     return bins, False
 
 
@@ -153,9 +188,11 @@ def weight_keys(files: list[Path], safetensors: bool) -> set[str]:
         try:
             sd = torch.load(f, map_location="cpu", weights_only=True, mmap=True)
         except pickle.UnpicklingError as e:
-            raise HfModelError(f"{f} holds Python objects besides tensors and would need unsafe unpickling; ctxlab "
-                               "refuses it. Convert the weights to safetensors (save_pretrained(folder, "
-                               "safe_serialization=True) where you trust the file).") from e
+            raise HfModelError(
+                f"{f} holds Python objects besides tensors and would need unsafe unpickling; ctxlab "
+                "refuses it. Convert the weights to safetensors (save_pretrained(folder, "
+                "safe_serialization=True) where you trust the file)."
+            ) from e
         except (OSError, RuntimeError, EOFError, ValueError) as e:
             raise HfModelError(f"{f} is corrupt or not a state dict ({_short(e)}). Save the model again.") from e
         if not isinstance(sd, dict):
@@ -167,18 +204,24 @@ def weight_keys(files: list[Path], safetensors: bool) -> set[str]:
 def load_tokenizer(folder: Path):
     """The folder's fast tokenizer (offsets need one)."""
     if not any((folder / f).is_file() for f in TOKENIZER_FILES):
-        raise HfModelError(f"{folder} has no tokenizer (tokenizer.json or vocab files). Save it next to the model "
-                           "with tokenizer.save_pretrained(folder).")
+        raise HfModelError(
+            f"{folder} has no tokenizer (tokenizer.json or vocab files). Save it next to the model "
+            "with tokenizer.save_pretrained(folder)."
+        )
     from transformers import AutoTokenizer
 
     try:
         tok = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as e:  # transformers raises OSError, ValueError, KeyError ... for unreadable tokenizer files
-        raise HfModelError(f"{folder}: the tokenizer does not load ({_short(e)}). Save it again with "
-                           "tokenizer.save_pretrained(folder).") from e
+        raise HfModelError(
+            f"{folder}: the tokenizer does not load ({_short(e)}). Save it again with "
+            "tokenizer.save_pretrained(folder)."
+        ) from e
     if not getattr(tok, "is_fast", False) or not hasattr(tok, "backend_tokenizer"):
-        raise HfModelError(f"{folder} has only a slow (Python) tokenizer, which gives no character offsets. Save a "
-                           "fast one: AutoTokenizer.from_pretrained(...).save_pretrained(folder) writes tokenizer.json.")
+        raise HfModelError(
+            f"{folder} has only a slow (Python) tokenizer, which gives no character offsets. Save a "
+            "fast one: AutoTokenizer.from_pretrained(...).save_pretrained(folder) writes tokenizer.json."
+        )
     return tok
 
 
@@ -196,8 +239,13 @@ def load_model(folder: Path, family: str, has_nsp: bool, safetensors: bool, mode
     import transformers as tr
 
     quiet()
-    kw = {"local_files_only": True, "use_safetensors": safetensors, "weights_only": True,
-          "attn_implementation": "eager", "dtype": torch.float32}
+    kw = {
+        "local_files_only": True,
+        "use_safetensors": safetensors,
+        "weights_only": True,
+        "attn_implementation": "eager",
+        "dtype": torch.float32,
+    }
     if has_nsp and model_type == "bert":
         cls = tr.BertForPreTraining  # a concrete class never runs remote code
     else:
@@ -206,8 +254,10 @@ def load_model(folder: Path, family: str, has_nsp: bool, safetensors: bool, mode
     try:
         model = cls.from_pretrained(folder, **kw)
     except Exception as e:  # transformers raises OSError / ValueError / RuntimeError for bad or mismatched weights
-        raise HfModelError(f"{folder}: the model does not load ({_short(e)}). Check that the weights match "
-                           "config.json, or save the model again.") from e
+        raise HfModelError(
+            f"{folder}: the model does not load ({_short(e)}). Check that the weights match "
+            "config.json, or save the model again."
+        ) from e
     return model.eval()
 
 

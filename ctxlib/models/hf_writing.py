@@ -1,5 +1,6 @@
 """HfEncoder's left-to-right writing (causal LMs): the next token's distribution, a token's rank in it, and
 sampling with GptEncoder's options and return format (ctxlib.models.hf holds the rest of the encoder)."""
+
 from __future__ import annotations
 
 import torch
@@ -16,14 +17,18 @@ class HfWriting:
 
     def _need_causal(self):
         if self.family != "causal":
-            raise ValueError(f"{self.name} is a {self.family} model; next-token prediction needs a causal (GPT-like) model")
+            raise ValueError(
+                f"{self.name} is a {self.family} model; next-token prediction needs a causal (GPT-like) model"
+            )
 
     def prompt_ids(self, prompt: str) -> list[int]:
         """The prompt's token ids (a BOS first when the tokenizer adds one). ValueError (one line) when the prompt is
         empty, has no known token, or is longer than the model takes."""
         self._need_causal()
         ids = self.tokenizer(prompt or "")["input_ids"]
-        while ids and ids[-1] in self._specials and ids[-1] in (self.tokenizer.eos_token_id, self.tokenizer.sep_token_id):
+        while (
+            ids and ids[-1] in self._specials and ids[-1] in (self.tokenizer.eos_token_id, self.tokenizer.sep_token_id)
+        ):
             ids = ids[:-1]  # a tokenizer that closes every text with EOS / [SEP]: the model continues before it
         content = [i for i in ids if i not in self._specials]
         if not content:
@@ -37,7 +42,7 @@ class HfWriting:
     @torch.no_grad()
     def _next_logits(self, ids: list[int]) -> torch.Tensor:
         """(V,) float logits for the token after `ids` (the last max_len of them)."""
-        out = self.model(input_ids=torch.tensor([ids[-self.max_len:]]))
+        out = self.model(input_ids=torch.tensor([ids[-self.max_len :]]))
         return out.logits[0, -1].float()
 
     def next_char(self, text: str, topk: int = 5) -> list[tuple[str, float]]:
@@ -56,8 +61,17 @@ class HfWriting:
         rank, prob = rank_in(self._probs(self._next_logits(self.prompt_ids(text))), tid)
         return {"token": char, "rank": rank, "prob": round(prob, 6)}
 
-    def generate(self, prompt: str, max_new: int = 50, temperature: float = 0.8, top_k: int = 20, seed: int = 0,
-                 repetition_penalty: float = 1.0, no_repeat_ngram: int = 0, banned_names=None) -> dict:
+    def generate(
+        self,
+        prompt: str,
+        max_new: int = 50,
+        temperature: float = 0.8,
+        top_k: int = 20,
+        seed: int = 0,
+        repetition_penalty: float = 1.0,
+        no_repeat_ngram: int = 0,
+        banned_names=None,
+    ) -> dict:
         """Continue `prompt` by sampling `max_new` tokens, each from the model's distribution after the repetition
         penalty (tokens in the prompt or output; 1.0 = off) and the n-gram ban (a token that would repeat an
         `no_repeat_ngram`-gram; 0 = off), divided by `temperature`, cut to the `top_k` most likely (a fixed `seed`
@@ -92,9 +106,15 @@ class HfWriting:
             sample = top_v.softmax(-1)
             pick = int(torch.multinomial(sample, 1, generator=gen))
             j = int(top_j[pick])
-            steps.append({"char": self.display(self.tokenizer.convert_ids_to_tokens(j)), "prob": round(float(probs[j]), 6),
-                          "sample_prob": round(float(sample[pick]), 6), "candidates": self._top(probs, STEP_CANDIDATES),
-                          "id": j})
+            steps.append(
+                {
+                    "char": self.display(self.tokenizer.convert_ids_to_tokens(j)),
+                    "prob": round(float(probs[j]), 6),
+                    "sample_prob": round(float(sample[pick]), 6),
+                    "candidates": self._top(probs, STEP_CANDIDATES),
+                    "id": j,
+                }
+            )
             ids.append(j)
         generated = self.tokenizer.decode(ids[n_prompt:])
         return {"prompt": prompt, "text": prompt + generated, "generated": generated, "steps": steps}
@@ -106,7 +126,7 @@ class HfWriting:
         from ..lexicon import banned_next
 
         table, longest = names
-        text = (prompt + self.tokenizer.decode(new_ids))[-max(longest, 1):]
+        text = (prompt + self.tokenizer.decode(new_ids))[-max(longest, 1) :]
         out = scores.clone()
         checked: set[int] = set()
         while True:
@@ -122,4 +142,4 @@ class HfWriting:
                     if ch in banned_next(tail, table, longest):
                         out[j] = float("-inf")
                         break
-                    tail = (tail + ch)[-max(longest, 1):]
+                    tail = (tail + ch)[-max(longest, 1) :]

@@ -5,6 +5,7 @@ and a scale gamma. Optionally each layer is layer-normalised first (over the unm
 the paper's regulariser lambda * ||w||^2 (`penalty()`) pulls the weights towards uniform: with a large
 lambda the mix is close to the plain average of the layers.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,8 +18,15 @@ from ..vecmath import EPS
 class ScalarMix(nn.Module):
     """gamma * sum_j softmax(w)_j * h_j over n_layers tensors of the same shape (..., D)."""
 
-    def __init__(self, n_layers: int, *, do_layer_norm: bool = False, l2: float = 0.0,
-                 initial_scalars: list[float] | None = None, trainable: bool = True):
+    def __init__(
+        self,
+        n_layers: int,
+        *,
+        do_layer_norm: bool = False,
+        l2: float = 0.0,
+        initial_scalars: list[float] | None = None,
+        trainable: bool = True,
+    ):
         super().__init__()
         if n_layers < 1:
             raise ValueError(f"n_layers must be >= 1, got {n_layers}")
@@ -38,7 +46,7 @@ class ScalarMix(nn.Module):
 
     def penalty(self) -> torch.Tensor:
         """The paper's regulariser l2 * ||w||^2 (add it to the task loss)."""
-        return self.l2 * (self.scalars ** 2).sum()
+        return self.l2 * (self.scalars**2).sum()
 
     @staticmethod
     def _layer_norm(h: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

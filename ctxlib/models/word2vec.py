@@ -3,6 +3,7 @@
 Only the input vectors are shipped; the Encoder reads them without importing torch (`read_state_numpy`).
 Training (skip-gram and CBOW with negative sampling) is in ctxlib.training.word2vec.
 """
+
 from __future__ import annotations
 
 import io
@@ -33,7 +34,9 @@ class Word2VecConfig:
     lr: float = 0.025  # initial learning rate (gensim's alpha)
     min_lr: float = 1e-4  # final learning rate (gensim's min_alpha)
     batch_size: int = 256  # center words (with their windows) per SGD step
-    max_row_updates: int = 128  # a table row hit more often in one step has its summed update scaled to this many (0 = off)
+    max_row_updates: int = (
+        128  # a table row hit more often in one step has its summed update scaled to this many (0 = off)
+    )
     seed: int = 0  # vector init, subsampling, windows and negatives
     max_vocab: int = 50000  # keep at most this many most frequent words (0 = no cap)
     ns_exponent: float = 0.75  # exponent of the unigram distribution for negatives
@@ -114,7 +117,13 @@ class KeyedVectors:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(self.index_to_key[i], float(sims[i])) for i in top if i not in skip][:topn]
 
-_NP_STORAGE = {"HalfStorage": np.float16, "FloatStorage": np.float32, "DoubleStorage": np.float64, "LongStorage": np.int64}
+
+_NP_STORAGE = {
+    "HalfStorage": np.float16,
+    "FloatStorage": np.float32,
+    "DoubleStorage": np.float64,
+    "LongStorage": np.int64,
+}
 
 
 def read_state_numpy(path: Path) -> dict[str, np.ndarray]:
@@ -133,7 +142,9 @@ def read_state_numpy(path: Path) -> dict[str, np.ndarray]:
 
         def rebuild(storage, offset, size, stride, *_):
             item = storage.itemsize
-            return np.lib.stride_tricks.as_strided(storage[offset:], tuple(size), tuple(s * item for s in stride)).copy()
+            return np.lib.stride_tricks.as_strided(
+                storage[offset:], tuple(size), tuple(s * item for s in stride)
+            ).copy()
 
         class Restricted(pickle.Unpickler):
             def find_class(self, module, name):
@@ -184,11 +195,15 @@ class Word2VecEncoder(Encoder):
             if vec is None:
                 raise KeyError("no 'in_vectors' tensor")
         except (KeyError, TypeError, ValueError) as e:
-            raise checkpoint.CheckpointError(f"{d / 'model.pt'} or {d / 'vocab.json'} is not a word2vec checkpoint ({e}). Rebuild with: {fix}") from e
+            raise checkpoint.CheckpointError(
+                f"{d / 'model.pt'} or {d / 'vocab.json'} is not a word2vec checkpoint ({e}). Rebuild with: {fix}"
+            ) from e
         dim = int(cfg["config"].get("dim", -1))
         if tuple(vec.shape) != (len(vocab), dim):
-            raise checkpoint.CheckpointError(f"{d / 'model.pt'} holds vectors {tuple(vec.shape)}, but {d / 'config.json'} and "
-                                             f"vocab.json say ({len(vocab)}, {dim}). Rebuild with: {fix}")
+            raise checkpoint.CheckpointError(
+                f"{d / 'model.pt'} holds vectors {tuple(vec.shape)}, but {d / 'config.json'} and "
+                f"vocab.json say ({len(vocab)}, {dim}). Rebuild with: {fix}"
+            )
         kv = KeyedVectors(vocab.itos, vec.astype(np.float32), vocab.counts)
         return cls(d.name, cfg["config"], cfg.get("summary", {}), kv, d)
 
@@ -215,8 +230,18 @@ class Word2VecEncoder(Encoder):
             hit = [k for k, i in enumerate(idx) if i is not None]
             if hit:
                 layer[hit] = self.keyed_vectors.vectors[[idx[k] for k in hit]]
-            out.append(Encoded(text, [t for t, _, _ in toks], [(a, b) for _, a, b in toks], layer[None],
-                               self.layer_names, None, False, [i is not None for i in idx]))
+            out.append(
+                Encoded(
+                    text,
+                    [t for t, _, _ in toks],
+                    [(a, b) for _, a, b in toks],
+                    layer[None],
+                    self.layer_names,
+                    None,
+                    False,
+                    [i is not None for i in idx],
+                )
+            )
         return out
 
     def word_vectors_with_tokens(self, texts: list[str], word: str, occurrence: int = 0):

@@ -3,6 +3,7 @@
 The model, tokenizer and Encoder are in ctxlib.models.bert; the masked examples and batches in
 ctxlib.training.bert_data.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,33 +24,61 @@ from .presets import Preset, named
 log = logging.getLogger(__name__)
 
 
-PRESETS: dict[str, Preset] = named({
-    # tests: a few seconds on a slice of the corpus
-    "tiny": Preset(model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64), steps=60, lr=3e-3, warmup=5,
-                   timeline=False, data=dict(batch=16, max_paragraphs=400, min_count=1, whole_word=False)),
-    # the previous shipped model: 107 min of training on one CPU thread, bf16 autocast (2x fp32 on this CPU); the
-    # learning-rate decay follows whichever runs out first, steps or the time budget
-    # (no dropout: chosen when the budget gave ~5 passes, keeps the fused attention path on)
-    "default": Preset(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
-                      steps=20000, lr=1e-3, warmup=100, budget_s=6400.0, amp="auto",
-                      data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=False)),
-    # the long run (models issue): same size, rotary (relative) positions, a step schedule (no time budget) so it
-    # can run in stretches with --resume; ~6 h on one CPU thread. Whole-word masking in half of the examples:
-    # the first 6,370 steps used it in all of them and the model could not fill one hidden character of a word
-    # (cloze top-1 0.02), so the run went on with this mix from there.
-    "long": Preset(model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0,
-                              positions="rope"),
-                   steps=28000, lr=1e-3, warmup=500, budget_s=0.0, amp="auto",
-                   data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=0.5)),
-    # the width lever (models issue): `long` at 384 wide (6 heads of 64, ffn 4x), everything else the same; 9.6 M
-    # parameters, 18 MiB as fp16, about twice the compute per token. For a GPU or a measured pilot (--steps). lr 5e-4:
-    # in a 4,000-step CPU pilot lr 1e-3 (long's) lagged long's held-out loss (step 1,223: 6.451 vs 6.066), 5e-4 kept
-    # level with it (6.042; 5.341 vs 5.299 at step 2,212).
-    "wide": Preset(model=dict(hidden=384, layers=4, heads=6, ffn=1536, max_len=128, dropout=0.0, attn_dropout=0.0,
-                              positions="rope"),
-                   steps=52000, lr=5e-4, warmup=500, budget_s=0.0, amp="auto",
-                   data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=0.5)),
-})
+PRESETS: dict[str, Preset] = named(
+    {
+        # tests: a few seconds on a slice of the corpus
+        "tiny": Preset(
+            model=dict(hidden=32, layers=2, heads=2, ffn=64, max_len=64),
+            steps=60,
+            lr=3e-3,
+            warmup=5,
+            timeline=False,
+            data=dict(batch=16, max_paragraphs=400, min_count=1, whole_word=False),
+        ),
+        # the previous shipped model: 107 min of training on one CPU thread, bf16 autocast (2x fp32 on this CPU); the
+        # learning-rate decay follows whichever runs out first, steps or the time budget
+        # (no dropout: chosen when the budget gave ~5 passes, keeps the fused attention path on)
+        "default": Preset(
+            model=dict(hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0),
+            steps=20000,
+            lr=1e-3,
+            warmup=100,
+            budget_s=6400.0,
+            amp="auto",
+            data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=False),
+        ),
+        # the long run (models issue): same size, rotary (relative) positions, a step schedule (no time budget) so it
+        # can run in stretches with --resume; ~6 h on one CPU thread. Whole-word masking in half of the examples:
+        # the first 6,370 steps used it in all of them and the model could not fill one hidden character of a word
+        # (cloze top-1 0.02), so the run went on with this mix from there.
+        "long": Preset(
+            model=dict(
+                hidden=256, layers=4, heads=4, ffn=1024, max_len=128, dropout=0.0, attn_dropout=0.0, positions="rope"
+            ),
+            steps=28000,
+            lr=1e-3,
+            warmup=500,
+            budget_s=0.0,
+            amp="auto",
+            data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=0.5),
+        ),
+        # the width lever (models issue): `long` at 384 wide (6 heads of 64, ffn 4x), everything else the same; 9.6 M
+        # parameters, 18 MiB as fp16, about twice the compute per token. For a GPU or a measured pilot (--steps). lr 5e-4:
+        # in a 4,000-step CPU pilot lr 1e-3 (long's) lagged long's held-out loss (step 1,223: 6.451 vs 6.066), 5e-4 kept
+        # level with it (6.042; 5.341 vs 5.299 at step 2,212).
+        "wide": Preset(
+            model=dict(
+                hidden=384, layers=4, heads=6, ffn=1536, max_len=128, dropout=0.0, attn_dropout=0.0, positions="rope"
+            ),
+            steps=52000,
+            lr=5e-4,
+            warmup=500,
+            budget_s=0.0,
+            amp="auto",
+            data=dict(batch=32, max_paragraphs=None, min_count=2, whole_word=0.5),
+        ),
+    }
+)
 
 
 def _set_seed(seed: int):
@@ -63,8 +92,9 @@ def build_model(tok: CharTokenizer, model_kw: dict, seed: int = 0) -> BertModel:
 
 
 @torch.no_grad()
-def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: int = 1000, batch: int = 64,
-                         seed: int = 1234) -> dict:
+def evaluate_pretraining(
+    model: BertModel, tok: CharTokenizer, paragraphs, n: int = 1000, batch: int = 64, seed: int = 1234
+) -> dict:
     """Held-out MLM top-1 / top-5 accuracy (on all chosen positions) and NSP accuracy, on fixed examples."""
     from .bert_data import Documents, collate, make_example
 
@@ -76,7 +106,7 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
     model.eval()
     c1 = c5 = tot = nsp_ok = 0
     for i in range(0, n, batch):
-        b = {k: v.to(dev) for k, v in collate(exs[i:i + batch]).items()}
+        b = {k: v.to(dev) for k, v in collate(exs[i : i + batch]).items()}
         (h,), _ = model(b["ids"], b["segment_ids"])
         hm = h.reshape(-1, h.size(-1)).index_select(0, b["mlm_pos"])
         top = model.mlm_logits(hm).topk(5, -1).indices  # (N, 5)
@@ -86,8 +116,13 @@ def evaluate_pretraining(model: BertModel, tok: CharTokenizer, paragraphs, n: in
         tot += len(lab)
         nsp_ok += int((model.nsp_logits(h[:, 0]).argmax(-1) == b["nsp"]).sum())
     model.train(was)
-    return {"mlm_top1": round(c1 / max(tot, 1), 4), "mlm_top5": round(c5 / max(tot, 1), 4),
-            "nsp_acc": round(nsp_ok / n, 4), "n_examples": n, "n_masked": tot}
+    return {
+        "mlm_top1": round(c1 / max(tot, 1), 4),
+        "mlm_top5": round(c5 / max(tot, 1), 4),
+        "nsp_acc": round(nsp_ok / n, 4),
+        "n_examples": n,
+        "n_masked": tot,
+    }
 
 
 def train_paragraphs(max_paragraphs: int | None, seed: int) -> list:
@@ -115,9 +150,16 @@ def train_config(plan: Preset, o, time_limit: float):
     options' AMP and stretch, and saving every `o.save_every` s when the preset records a timeline."""
     from .trainer import TrainConfig
 
-    return TrainConfig(steps=plan.steps, lr=plan.lr, warmup=plan.warmup, amp=o.amp or plan.amp,
-                       budget_s=time_limit or plan.budget_s, time_limit=o.stretch,
-                       save_every=o.save_every if plan.timeline else 0.0, log_every=max(1, min(200, plan.steps // 50)))
+    return TrainConfig(
+        steps=plan.steps,
+        lr=plan.lr,
+        warmup=plan.warmup,
+        amp=o.amp or plan.amp,
+        budget_s=time_limit or plan.budget_s,
+        time_limit=o.stretch,
+        save_every=o.save_every if plan.timeline else 0.0,
+        log_every=max(1, min(200, plan.steps // 50)),
+    )
 
 
 def _batches(paragraphs, files, tok: CharTokenizer, model: BertModel, data: dict, seed: int, rank: int, world: int):
@@ -131,7 +173,9 @@ def _batches(paragraphs, files, tok: CharTokenizer, model: BertModel, data: dict
     if files is None:
         docs = Documents(paragraphs, tok)
         return docs, PretrainBatches(docs, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
-    return None, StreamPretrainBatches(files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world)
+    return None, StreamPretrainBatches(
+        files, tok, bs, model.cfg.max_len, seed=seed, whole_word=ww, rank=rank, world=world
+    )
 
 
 def _run_folder(spec, o, rank: int, world: int, model: BertModel, tok: CharTokenizer, docs):
@@ -143,18 +187,37 @@ def _run_folder(spec, o, rank: int, world: int, model: BertModel, tok: CharToken
     if spec.plan.timeline and o.timeline and rank == 0:
         n_valid = spec.plan.data.get("timeline_valid", VALID_EXAMPLES)
         valid_loss = _valid_loss_fn(model, tok, _valid_paragraphs(n_valid), n=n_valid)
-        tl = Timeline("bert", spec.plan.steps, model, lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok),
-                      valid_loss)
+        tl = Timeline(
+            "bert",
+            spec.plan.steps,
+            model,
+            lambda: BertEncoder("live", asdict(model.cfg), {}, None, model, tok),
+            valid_loss,
+        )
     batch = spec.plan.data["batch"]
     return RunFolder(
-        spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(spec.out, "bert", model.cfg.to_json(), tok.vocab.to_json(),
-                                                        model.state_dict(), summary, half=True),
-        summary_extra=lambda tr: {"epochs": round(tr.step * batch / max(1, len(docs.a_docs)), 3) if docs else None})
+        spec,
+        rank,
+        world,
+        timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(
+            spec.out, "bert", model.cfg.to_json(), tok.vocab.to_json(), model.state_dict(), summary, half=True
+        ),
+        summary_extra=lambda tr: {"epochs": round(tr.step * batch / max(1, len(docs.a_docs)), 3) if docs else None},
+    )
 
 
-def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback=None, paragraphs=None, corpus_path=None, **run_options) -> Path:
+def train(
+    preset: Preset | str = "default",
+    device: str = "auto",
+    out=None,
+    seed: int = 0,
+    time_limit: float = 0.0,
+    callback=None,
+    paragraphs=None,
+    corpus_path=None,
+    **run_options,
+) -> Path:
     """Pre-train with MLM + NSP on the train split of all sources and save a checkpoint (default checkpoints/bert).
 
     preset: a Preset or the name of one of PRESETS. time_limit: a time budget that the lr decay follows (0 = the
@@ -180,16 +243,26 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     if spec.resumed is not None:
         tok, model = resumed_model(spec)
     else:
-        source = paragraphs if files is None else (user_text.user_paragraph(ln, i, words=False)
-                                                   for i, ln in enumerate(user_text.iter_user_lines(files)))
+        source = (
+            paragraphs
+            if files is None
+            else (user_text.user_paragraph(ln, i, words=False) for i, ln in enumerate(user_text.iter_user_lines(files)))
+        )
         tok = CharTokenizer.build(source, min_count=data["min_count"])
         model = build_model(tok, P.model, seed)
     docs, batches = _batches(paragraphs, files, tok, model, data, seed, rank, world)
     tc = train_config(P, o, time_limit)
     if rank == 0:
-        log.info("BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s", asdict(model.cfg),
-                 sum(p.numel() for p in model.parameters()), len(tok), len(docs) if docs else -1, spec.preset, world,
-                 f", resuming {out} at step {spec.state['step']}" if spec.state else "")
+        log.info(
+            "BERT %s: %d params, vocab %d, %d documents, preset %s, %d process(es)%s",
+            asdict(model.cfg),
+            sum(p.numel() for p in model.parameters()),
+            len(tok),
+            len(docs) if docs else -1,
+            spec.preset,
+            world,
+            f", resuming {out} at step {spec.state['step']}" if spec.state else "",
+        )
     folder = _run_folder(spec, o, rank, world, model, tok, docs)
     trainer = Trainer(model, batches, tc, device, callback, state=spec.state, **folder.hooks())
     folder.start()
@@ -233,7 +306,7 @@ def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VA
     rng = np.random.default_rng(seed)
     exs = [make_example(rng, tok, docs, max_len=model.cfg.max_len) for _ in range(n)]
     exs.sort(key=lambda e: len(e["ids"]))
-    batches = [collate(exs[i:i + 64]) for i in range(0, n, 64)]
+    batches = [collate(exs[i : i + 64]) for i in range(0, n, 64)]
 
     @torch.no_grad()
     def fn() -> float:
@@ -245,4 +318,3 @@ def _valid_loss_fn(model: BertModel, tok: CharTokenizer, paragraphs, n: int = VA
         return tot / len(batches)
 
     return fn
-

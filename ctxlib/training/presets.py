@@ -30,6 +30,7 @@ when asked.
 Every model's `train(preset, ...)` takes a Preset or the name of one of its module's PRESETS; `resolve` turns the
 one into the other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -63,7 +64,7 @@ def resolve(kind: str, preset: Preset | str) -> Preset:
     kind's training module's PRESETS (ValueError naming the choices when there is none)."""
     if isinstance(preset, Preset):
         if not preset.name:
-            raise ValueError("a Preset given to train() needs a name (the summary's \"preset\", what --resume looks up)")
+            raise ValueError('a Preset given to train() needs a name (the summary\'s "preset", what --resume looks up)')
         return preset
     from .. import kinds
 

@@ -5,6 +5,7 @@ see `Trainer.state_dict`) is written beside config.json / vocab.json / model.pt 
 by git. `python -m ctxlib train KIND --resume DIR` continues from it; when it is missing or
 unreadable the run continues from model.pt's weights alone with a fresh optimizer (and says so).
 """
+
 from __future__ import annotations
 
 import io
@@ -33,7 +34,9 @@ def load_state(directory) -> dict | None:
 
     path = Path(directory) / RESUME_FILE
     if not path.is_file():
-        log.warning("%s not found: continuing from the weights in model.pt alone (fresh optimizer, new data order)", path)
+        log.warning(
+            "%s not found: continuing from the weights in model.pt alone (fresh optimizer, new data order)", path
+        )
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
@@ -50,8 +53,10 @@ def run_info(directory) -> dict:
     cfg = checkpoint.read_config(directory)
     run = cfg.get("summary", {}).get("run")
     if not isinstance(run, dict) or "preset" not in run:
-        raise checkpoint.CheckpointError(f"{Path(directory) / 'config.json'} has no run record to resume from; "
-                                         f"it was not written by a resumable run (start a new one with --out)")
+        raise checkpoint.CheckpointError(
+            f"{Path(directory) / 'config.json'} has no run record to resume from; "
+            f"it was not written by a resumable run (start a new one with --out)"
+        )
     return {"kind": cfg["kind"], **run}
 
 

@@ -12,6 +12,7 @@
   (config.json with the summary so far and the `run` record that --resume reads, vocab.json, model.pt), the
   timeline and resume.pt (unless the plan's `resume_file` is off); every step it records a timeline snapshot when one is due.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,6 +33,7 @@ class RunOptions:
     run saved in that folder; stretch: stop this process after so many seconds of training (resumable); save_every:
     seconds between saves; amp: mixed precision (None = the preset's); steps: re-plan the optimizer steps; timeline:
     record the training timeline (where the preset does); init_from: a new run from that run folder's weights."""
+
     resume: str | Path | None = None
     stretch: float = 0.0
     save_every: float = 600.0
@@ -71,13 +73,24 @@ class RunSpec:
         return self.plan.name
 
     @classmethod
-    def make(cls, kind: str, preset: Preset | str, seed: int, out, resume=None, corpus_path=None,
-             steps: int | None = None, init_from=None) -> "RunSpec":
+    def make(
+        cls,
+        kind: str,
+        preset: Preset | str,
+        seed: int,
+        out,
+        resume=None,
+        corpus_path=None,
+        steps: int | None = None,
+        init_from=None,
+    ) -> "RunSpec":
         resumed = state = None
         prev: dict = {}
         if resume is not None and init_from is not None:
-            raise ValueError("resume and init_from exclude each other: resume continues a run in its own folder, "
-                             "init_from starts a new run from another run's weights")
+            raise ValueError(
+                "resume and init_from exclude each other: resume continues a run in its own folder, "
+                "init_from starts a new run from another run's weights"
+            )
         source = resume if resume is not None else init_from
         if source is not None:
             run = rs.run_info(source)
@@ -93,34 +106,62 @@ class RunSpec:
             state = rs.load_state(resume) if resume is not None else None
             prev = resumed[0].get("summary", {})
             if state is None:  # the weights alone: keep the step count (and so the schedule), fresh optimizer and order
-                state = {"model": resumed[2], "step": int(prev.get("steps", 0)), "tokens": int(prev.get("tokens_seen", 0)),
-                         "trained_s": float(prev.get("wall_s", 0.0)), "optimizer": None, "batches": None}
+                state = {
+                    "model": resumed[2],
+                    "step": int(prev.get("steps", 0)),
+                    "tokens": int(prev.get("tokens_seen", 0)),
+                    "trained_s": float(prev.get("wall_s", 0.0)),
+                    "optimizer": None,
+                    "batches": None,
+                }
             if resume is None and (steps is None or steps <= state["step"]):
-                raise ValueError(f"init_from {source}: plan the continued run with steps beyond its {state['step']:,} "
-                                 f"steps (got {steps})")
+                raise ValueError(
+                    f"init_from {source}: plan the continued run with steps beyond its {state['step']:,} "
+                    f"steps (got {steps})"
+                )
         preset = resolve(kind, preset)  # a resumed or continued run's by its recorded name
         out = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / kind
-        return cls(kind, preset.replan(steps), seed, out, corpus_path, resumed, state, prev, preset.steps,
-                   None if init_from is None else str(init_from))
+        return cls(
+            kind,
+            preset.replan(steps),
+            seed,
+            out,
+            corpus_path,
+            resumed,
+            state,
+            prev,
+            preset.steps,
+            None if init_from is None else str(init_from),
+        )
 
     def run_record(self, world: int) -> dict:
         """What --resume needs to continue this run (stored as summary["run"])."""
         user = self.corpus_path is not None
-        rec = {"preset": self.preset, "seed": self.seed, "world_size": world, "steps": self.plan.steps,
-               "corpus": str(self.corpus_path) if user else None,
-               "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)"}
+        rec = {
+            "preset": self.preset,
+            "seed": self.seed,
+            "world_size": world,
+            "steps": self.plan.steps,
+            "corpus": str(self.corpus_path) if user else None,
+            "sources": f"user corpus {self.corpus_path}" if user else "pd+reviews+supplement (train split)",
+        }
         if self.init_from is not None:
             rec["init_from"] = self.init_from
         return rec
 
     def command(self) -> str:
         if self.init_from is not None:  # the source run's own command comes first (its config.json names it)
-            return (f"{checkpoint.rebuild_command(self.kind)} --init-from {self.init_from} --steps {self.plan.steps}"
-                    + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else "") + " --out DIR")
+            return (
+                f"{checkpoint.rebuild_command(self.kind)} --init-from {self.init_from} --steps {self.plan.steps}"
+                + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else "")
+                + " --out DIR"
+            )
         replanned = self.preset_steps is not None and self.plan.steps != self.preset_steps
-        return (f"{checkpoint.rebuild_command(self.kind)} --preset {self.preset} --seed {self.seed}"
-                + (f" --steps {self.plan.steps}" if replanned else "")
-                + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else ""))
+        return (
+            f"{checkpoint.rebuild_command(self.kind)} --preset {self.preset} --seed {self.seed}"
+            + (f" --steps {self.plan.steps}" if replanned else "")
+            + (f" --corpus {self.corpus_path}" if self.corpus_path is not None else "")
+        )
 
 
 class RunFolder:
@@ -128,29 +169,51 @@ class RunFolder:
 
     save_checkpoint(summary) writes config/vocab/weights; summary_extra(trainer) adds model-specific fields."""
 
-    def __init__(self, spec: RunSpec, rank: int, world: int, save_checkpoint: Callable[[dict], None],
-                 summary_extra: Callable[[object], dict] = lambda tr: {}, timeline=None):
+    def __init__(
+        self,
+        spec: RunSpec,
+        rank: int,
+        world: int,
+        save_checkpoint: Callable[[dict], None],
+        summary_extra: Callable[[object], dict] = lambda tr: {},
+        timeline=None,
+    ):
         self.spec, self.rank, self.world = spec, rank, world
         self.save_checkpoint, self.summary_extra, self.timeline = save_checkpoint, summary_extra, timeline
         if timeline is not None and spec.resumed is not None:  # a continued run goes on with its source's timeline
-            timeline.load_existing(spec.out if spec.init_from is None or spec.out.joinpath("timeline.json").is_file()
-                                   else spec.init_from)
+            timeline.load_existing(
+                spec.out if spec.init_from is None or spec.out.joinpath("timeline.json").is_file() else spec.init_from
+            )
 
     def write(self, trainer, summary: dict) -> None:
         keep = self.spec.plan.resume_file
         state = trainer.state_dict() if keep else None  # on every rank: it gathers the ranks' data positions
         if self.rank != 0:
             return
-        self.save_checkpoint({**self.spec.prev, **summary, **self.summary_extra(trainer),
-                              "run": self.spec.run_record(self.world), "command": self.spec.command()})
+        self.save_checkpoint(
+            {
+                **self.spec.prev,
+                **summary,
+                **self.summary_extra(trainer),
+                "run": self.spec.run_record(self.world),
+                "command": self.spec.command(),
+            }
+        )
         if self.timeline is not None:
             self.timeline.save(self.spec.out)
         if keep:
             rs.save_state(self.spec.out, state)
 
     def on_save(self, trainer) -> None:
-        self.write(trainer, {"steps": trainer.step, "tokens_seen": trainer.tokens, "wall_s": round(trainer.trained_s, 1),
-                             "finished": False})
+        self.write(
+            trainer,
+            {
+                "steps": trainer.step,
+                "tokens_seen": trainer.tokens,
+                "wall_s": round(trainer.trained_s, 1),
+                "finished": False,
+            },
+        )
 
     def on_step(self, trainer, force: bool = False) -> None:
         if self.timeline is not None:
@@ -170,5 +233,10 @@ class RunFolder:
             self.on_step(trainer, force=True)
         self.write(trainer, summary)
         if not summary["finished"] and self.rank == 0:
-            log.info("stopped at step %d of %d; continue with: %s --resume %s",
-                     trainer.step, self.spec.plan.steps, checkpoint.rebuild_command(self.spec.kind), self.spec.out)
+            log.info(
+                "stopped at step %d of %d; continue with: %s --resume %s",
+                trainer.step,
+                self.spec.plan.steps,
+                checkpoint.rebuild_command(self.spec.kind),
+                self.spec.out,
+            )

@@ -15,6 +15,7 @@ set, whose words are not in the supplement at all, stay unseen, so the frozen se
 over to words the tune never saw. The checkpoint's summary keeps the pre-training record and adds `sense_tune`; the
 app says on the home page that the model was sense-tuned, and on what.
 """
+
 from __future__ import annotations
 
 import logging
@@ -85,7 +86,7 @@ class _BertSide:
         """Token ids of [CLS] text [SEP] and the positions of the word's first occurrence; None past the cap."""
         from ..tokens import char_tokens
 
-        toks = char_tokens(text)[:self.cap]
+        toks = char_tokens(text)[: self.cap]
         s = text.find(word)
         e = s + len(word)
         idx = [i + 1 for i, (_, a, b) in enumerate(toks) if a < e and b > s]
@@ -97,10 +98,12 @@ class _BertSide:
         T = max(len(x) for x, _ in items)
         ids = torch.zeros(len(items), T, dtype=torch.long)
         for i, (x, _) in enumerate(items):
-            ids[i, :len(x)] = torch.tensor(x)
+            ids[i, : len(x)] = torch.tensor(x)
         hs, _ = self.model(ids, torch.zeros_like(ids), all_layers=True)
-        return [torch.stack([hs[self.n_layers + 1 - k][i, idx].mean(0) for i, (_, idx) in enumerate(items)])
-                for k in from_top]
+        return [
+            torch.stack([hs[self.n_layers + 1 - k][i, idx].mean(0) for i, (_, idx) in enumerate(items)])
+            for k in from_top
+        ]
 
     def lm_loss(self) -> torch.Tensor:
         return self.model.loss(next(self._lm))[0]
@@ -112,8 +115,9 @@ class _BertSide:
         return evaluate_pretraining(self.model, self.tok, corpus.load("corpora", "valid"), n=2000)
 
     def save(self, out: Path, summary: dict):
-        checkpoint.save(out, "bert", self.model.cfg.to_json(), self.tok.vocab.to_json(), self.model.state_dict(),
-                        summary, half=True)
+        checkpoint.save(
+            out, "bert", self.model.cfg.to_json(), self.tok.vocab.to_json(), self.model.state_dict(), summary, half=True
+        )
 
 
 class _ElmoSide:
@@ -134,12 +138,14 @@ class _ElmoSide:
         self.own_corpus = paragraphs is None
         self.max_len = PRESETS["long"].data["max_len"]
         pars = paragraphs if paragraphs is not None else corpus.load("all", "train")
-        self._lm = iter(BucketBatches(paragraph_sentences(pars, self.max_len), self.feat, cfg.mlm_batch * 50, seed=seed))  # ~ the BERT batch's tokens
+        self._lm = iter(
+            BucketBatches(paragraph_sentences(pars, self.max_len), self.feat, cfg.mlm_batch * 50, seed=seed)
+        )  # ~ the BERT batch's tokens
 
     def item(self, text: str, word: str):
         """The sentence's words (the word kept whole, as the app segments it) and the word's position; None when
         it is not a token of its own or lies past the cap."""
-        toks = self.enc.tokenize(text, word)[:self.cap]
+        toks = self.enc.tokenize(text, word)[: self.cap]
         s = text.find(word)
         k = next((i for i, (w, a, _) in enumerate(toks) if a == s and w == word), None)
         return None if s < 0 or k is None else ([w for w, _, _ in toks], k + 1)  # +1: <S>
@@ -158,21 +164,29 @@ class _ElmoSide:
         from .. import corpus
         from .elmo import PRESETS, held_out_sentences, perplexity
 
-        valid = held_out_sentences(corpus.load("corpora", "valid"), self.max_len, PRESETS["long"].data["valid_sentences"], 0)
+        valid = held_out_sentences(
+            corpus.load("corpora", "valid"), self.max_len, PRESETS["long"].data["valid_sentences"], 0
+        )
         return perplexity(self.model, self.feat, valid, torch.device("cpu"))
 
     def save(self, out: Path, summary: dict):
-        checkpoint.save(out, "elmo", asdict(self.model.cfg), {"words": self.feat.word_vocab.to_json(),
-                                                              "chars": self.feat.char_vocab.to_json()},
-                        self.model.state_dict(), summary)
+        checkpoint.save(
+            out,
+            "elmo",
+            asdict(self.model.cfg),
+            {"words": self.feat.word_vocab.to_json(), "chars": self.feat.char_vocab.to_json()},
+            self.model.state_dict(),
+            summary,
+        )
 
 
 SIDES = {"bert": _BertSide, "elmo": _ElmoSide}
 SENSE_TUNE_LR = {"bert": 2e-4, "elmo": 5e-4}  # the command's default peak learning rate per kind
 
 
-def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows=None, paragraphs=None,
-               exclude=(), callback=None) -> Path:
+def sense_tune(
+    src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows=None, paragraphs=None, exclude=(), callback=None
+) -> Path:
     """Sense-tune the BERT or ELMo checkpoint in `src` and save it in `out`. `rows` (supplement rows) and
     `paragraphs` (corpus paragraphs for the LM loss) default to the built-in ones; `exclude` leaves words out of the
     tune (a dev split: how far the change carries to words it did not see); callback(step, loss) every step."""
@@ -183,13 +197,20 @@ def sense_tune(src, out, cfg: SenseTuneConfig | None = None, seed: int = 0, rows
     ema, ema_c, history = _tune(side, data, cfg, random.Random(seed), callback)
     side.model.eval()
     summary = dict(side.enc.summary)
-    tuned = {"from": str(src), "seed": seed, "config": {**asdict(cfg), "layers": list(cfg.layers)},
-             "words": len(data), "sentences": sum(len(v) for s in data.values() for v in s.values()),
-             "excluded": sorted(set(exclude)),
-             "data": "teaching supplement, train split (written for this project); held-out part and frozen set unseen",
-             "wall_s": round(time.time() - t0, 1), "final_contrastive": round(ema_c or 0.0, 4),
-             "final_loss": round(ema or 0.0, 4), "history": history,
-             "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --lr {cfg.lr:g} --seed {seed}"}
+    tuned = {
+        "from": str(src),
+        "seed": seed,
+        "config": {**asdict(cfg), "layers": list(cfg.layers)},
+        "words": len(data),
+        "sentences": sum(len(v) for s in data.values() for v in s.values()),
+        "excluded": sorted(set(exclude)),
+        "data": "teaching supplement, train split (written for this project); held-out part and frozen set unseen",
+        "wall_s": round(time.time() - t0, 1),
+        "final_contrastive": round(ema_c or 0.0, 4),
+        "final_loss": round(ema or 0.0, 4),
+        "history": history,
+        "command": f"python -m ctxlib sense-tune {src} --out {out} --steps {cfg.steps} --lr {cfg.lr:g} --seed {seed}",
+    }
     if side.own_corpus:  # the summary's held-out figures describe these weights; the pre-trained ones move to "before"
         with torch.no_grad():
             after = side.valid()
@@ -214,7 +235,9 @@ def _prepare(src: Path, cfg: SenseTuneConfig, seed: int, rows, paragraphs, exclu
         raise ValueError(f"layers are counted from the top, 1..{side.n_layers}; got {cfg.layers}")
     data = {w: v for w, v in train_senses(rows).items() if w not in set(exclude)}
     if len(data) < cfg.words:
-        raise ValueError(f"{len(data)} words with two senses in the supplement's train split; the tune needs {cfg.words}")
+        raise ValueError(
+            f"{len(data)} words with two senses in the supplement's train split; the tune needs {cfg.words}"
+        )
     return side, data
 
 
@@ -242,8 +265,14 @@ def _tune(side, data: dict, cfg: SenseTuneConfig, rng: random.Random, callback) 
         ema_c = lc if ema_c is None else 0.98 * ema_c + 0.02 * lc
         if step % 50 == 0 or step == cfg.steps - 1:
             history.append((step, round(ema_c, 4), round(ema, 4)))
-            log.info("sense-tune step %d/%d contrastive %.3f total %.3f (%.0f s)", step + 1, cfg.steps, ema_c, ema,
-                     time.time() - t0)
+            log.info(
+                "sense-tune step %d/%d contrastive %.3f total %.3f (%.0f s)",
+                step + 1,
+                cfg.steps,
+                ema_c,
+                ema,
+                time.time() - t0,
+            )
         if callback is not None:
             callback(step, lv)
     return ema, ema_c, history

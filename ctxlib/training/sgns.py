@@ -13,6 +13,7 @@ dot products into one small matrix product; `shared_negatives=False` draws them 
 way sequential SGD does, so a row hit more than `max_row_updates` times in one step has
 its update scaled down (without this, rare bursts blew single rows up to norms of 200).
 """
+
 from __future__ import annotations
 
 from ..models.word2vec import Word2VecConfig
@@ -98,8 +99,14 @@ class SGNS:
         d_in = torch.bmm(g[:, None, :], c).squeeze(1)  # (P, D)
         d_out = g[:, :, None] * h[:, None, :]  # (P, K+1, D)
         if self.cfg.max_row_updates:
-            d_out, d_in = self._cap_rows(d_out, tgt, torch.ones_like(tgt, dtype=torch.float32),
-                                         d_in, ctx, torch.ones_like(ctx, dtype=torch.float32))
+            d_out, d_in = self._cap_rows(
+                d_out,
+                tgt,
+                torch.ones_like(tgt, dtype=torch.float32),
+                d_in,
+                ctx,
+                torch.ones_like(ctx, dtype=torch.float32),
+            )
         self.w_out.index_add_(0, tgt.reshape(-1), d_out.reshape(-1, D))
         self.w_in.index_add_(0, ctx, d_in)
         loss = -(torch.nn.functional.logsigmoid(torch.where(label > 0, f, -f)) * keep).sum()

@@ -28,6 +28,7 @@ Compiled code is cached on disk (numba's cache=True: next to this file in __pyca
 user-wide cache dir / NUMBA_CACHE_DIR when that is not writable; never inside checkpoints/), so only the
 first process on a machine compiles (a few seconds); later ones load the machine code.
 """
+
 from __future__ import annotations
 
 import logging
@@ -106,8 +107,26 @@ def _example(h, row, w_out, neu1e, center, negs, negative, use_table, exp_table,
     return loss
 
 
-def _train_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, table, lr, use_table, exp_table,
-                 rng, loss_every, work, negs):
+def _train_chunk(
+    w_in,
+    w_out,
+    ids,
+    sid,
+    lo,
+    hi,
+    window,
+    negative,
+    sg,
+    shared,
+    table,
+    lr,
+    use_table,
+    exp_table,
+    rng,
+    loss_every,
+    work,
+    negs,
+):
     """Train on kept positions lo..hi. w_in/w_out (V, D) float32, updated in place; ids/sid (n,) int64 word ids and
     sentence ids of the kept words; table: the unigram^0.75 table; rng: uint64[1] generator state (updated);
     work (2, D) float32 scratch; negs (negative,) int64 scratch. The loss is summed for every `loss_every`-th
@@ -147,8 +166,9 @@ def _train_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, ta
                         negs[k] = table[np.int64((state >> np.uint64(16)) % n_table)]
                 for d in range(dim):
                     neu1e[d] = 0.0
-                loss = _example(w_in, ctx, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr,
-                                with_loss, loss)
+                loss = _example(
+                    w_in, ctx, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr, with_loss, loss
+                )
                 for d in range(dim):
                     w_in[ctx, d] += neu1e[d]
                 pairs += 1
@@ -171,8 +191,9 @@ def _train_chunk(w_in, w_out, ids, sid, lo, hi, window, negative, sg, shared, ta
             inv = np.float32(1.0 / cw)
             for d in range(dim):
                 neu1[d] *= inv
-            loss = _example(work, 0, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr,
-                            with_loss, loss)  # work[0] is neu1
+            loss = _example(
+                work, 0, w_out, neu1e, center, negs, negative, use_table, exp_table, scale, lr, with_loss, loss
+            )  # work[0] is neu1
             for j in range(a, b):
                 if j == p or sid[j] != s:
                     continue
@@ -194,7 +215,9 @@ def kernel():
     global _kernel, _example
     if _kernel is None:
         _cache_outside_checkpoints()
-        _example = _njit(_example, inline="always")  # compiled first: numba resolves the kernel's call to it when compiling the kernel
+        _example = _njit(
+            _example, inline="always"
+        )  # compiled first: numba resolves the kernel's call to it when compiling the kernel
         _kernel = _njit(_train_chunk)
     return _kernel
 
@@ -226,8 +249,26 @@ class Worker:
     def run(self, w_in, w_out, ids, sid, lo, hi, cfg, table, lr: float, exp_table=None, loss_every: int = 8):
         use_table = exp_table is not None
         et = exp_table if use_table else _NO_TABLE
-        return kernel()(w_in, w_out, ids, sid, lo, hi, cfg.window, cfg.negative, cfg.sg, cfg.shared_negatives, table,
-                        lr, use_table, et, self.rng, loss_every, self.work, self.negs)
+        return kernel()(
+            w_in,
+            w_out,
+            ids,
+            sid,
+            lo,
+            hi,
+            cfg.window,
+            cfg.negative,
+            cfg.sg,
+            cfg.shared_negatives,
+            table,
+            lr,
+            use_table,
+            et,
+            self.rng,
+            loss_every,
+            self.work,
+            self.negs,
+        )
 
 
 _NO_TABLE = np.zeros(1, np.float32)

@@ -22,6 +22,7 @@ stored as q * scale per vector; `attention_0`, `attention_1` float16 (S, L, H, T
 files written before the GPT branch of `_measure` hold neither attention nor next-character answers).
 Snapshot k of the JSON is row k of every array. Step 0 is the untrained model.
 """
+
 from __future__ import annotations
 
 import io
@@ -42,13 +43,26 @@ SCHEMA = 1
 N_SNAPSHOTS = 16
 
 FILL_MASK_SENTENCES = [  # written for the timeline (not an evaluation set): everyday cloze items
-    "早餐我喝了一杯热牛[MASK]。", "今天天气很[MASK]，我们去公园散步吧。", "我们明天上午九点在学校门[MASK]见面。",
-    "中华人民共和国的首都是北[MASK]。", "这家酒店的服务很周[MASK]。", "苹果手[MASK]的电池不太耐用。",
-    "春节期间，很多人回家过[MASK]。", "这部电影太感[MASK]了，我看哭了。", "请把窗[MASK]打开，屋里太闷了。",
-    "小明这次考试得了一百[MASK]。", "医生说他需要多喝[MASK]，多休息。", "会议将在下[MASK]三点开始。",
-    "经济发展离不开科学技[MASK]。", "这本书我已经看[MASK]了。", "外面下着大[MASK]，记得带伞。",
-    "我妈妈是一名中学老[MASK]。", "房间很干[MASK]，床也很舒服。", "他们坐飞[MASK]去上海出差。",
-    "她的中文说得非常流[MASK]。", "他在银行存了一大笔[MASK]。",
+    "早餐我喝了一杯热牛[MASK]。",
+    "今天天气很[MASK]，我们去公园散步吧。",
+    "我们明天上午九点在学校门[MASK]见面。",
+    "中华人民共和国的首都是北[MASK]。",
+    "这家酒店的服务很周[MASK]。",
+    "苹果手[MASK]的电池不太耐用。",
+    "春节期间，很多人回家过[MASK]。",
+    "这部电影太感[MASK]了，我看哭了。",
+    "请把窗[MASK]打开，屋里太闷了。",
+    "小明这次考试得了一百[MASK]。",
+    "医生说他需要多喝[MASK]，多休息。",
+    "会议将在下[MASK]三点开始。",
+    "经济发展离不开科学技[MASK]。",
+    "这本书我已经看[MASK]了。",
+    "外面下着大[MASK]，记得带伞。",
+    "我妈妈是一名中学老[MASK]。",
+    "房间很干[MASK]，床也很舒服。",
+    "他们坐飞[MASK]去上海出差。",
+    "她的中文说得非常流[MASK]。",
+    "他在银行存了一大笔[MASK]。",
 ]
 FILL_MASK_ANSWERS = "奶好口京到机年动户分水午术完雨师净机利钱"  # the character each blank above was written for
 ATTENTION_SENTENCES = ["苹果手机很好用，就是价格有点贵。", "他在银行存了一笔钱。"]
@@ -76,15 +90,24 @@ class Timeline:
     """Records snapshots during training. `make_encoder()` returns an Encoder around the live model;
     `valid_loss()` the held-out loss. Call `maybe_record(step, tokens, wall_s, train_loss)` every step."""
 
-    def __init__(self, kind: str, planned_steps: int, model, make_encoder: Callable, valid_loss: Callable[[], float],
-                 n: int = N_SNAPSHOTS):
+    def __init__(
+        self,
+        kind: str,
+        planned_steps: int,
+        model,
+        make_encoder: Callable,
+        valid_loss: Callable[[], float],
+        n: int = N_SNAPSHOTS,
+    ):
         from ..examples import EXAMPLE_SETS
 
         self.kind, self.planned, self.model = kind, planned_steps, model
         self.make_encoder, self.valid_loss = make_encoder, valid_loss
         self.steps = snapshot_steps(planned_steps, n)
-        self.sets = {s["word"]: {"sentences": [t for t, _ in s["sentences"]], "labels": [lab for _, lab in s["sentences"]]}
-                     for s in EXAMPLE_SETS.values()}
+        self.sets = {
+            s["word"]: {"sentences": [t for t, _ in s["sentences"]], "labels": [lab for _, lab in s["sentences"]]}
+            for s in EXAMPLE_SETS.values()
+        }
         self.snapshots: list[dict] = []
         self.arrays: dict[str, list[np.ndarray]] = {}
         self.layer_names: list[str] = []
@@ -122,13 +145,23 @@ class Timeline:
                 snap["valid_loss"] = round(float(self.valid_loss()), 4)
         finally:
             model.train(was)
-        snap.update({"step": int(step), "tokens": int(tokens), "wall_s": round(float(wall_s), 1),
-                     "train_loss": None if train_loss is None else round(float(train_loss), 4)})
+        snap.update(
+            {
+                "step": int(step),
+                "tokens": int(tokens),
+                "wall_s": round(float(wall_s), 1),
+                "train_loss": None if train_loss is None else round(float(train_loss), 4),
+            }
+        )
         self.snapshots.append(snap)
         for k, v in arrays.items():
             self.arrays.setdefault(k, []).append(v)
-        log.info("timeline snapshot at step %d (%.1f s): sense accuracy %s", step, time.time() - t0,
-                 snap["sense_accuracy_mean"])
+        log.info(
+            "timeline snapshot at step %d (%.1f s): sense accuracy %s",
+            step,
+            time.time() - t0,
+            snap["sense_accuracy_mean"],
+        )
 
     def _measure(self, enc) -> tuple[dict, dict]:
         self.layer_names = list(enc.layer_names)
@@ -140,11 +173,17 @@ class Timeline:
             pr.append([pair_ranking(V[:, j], s["labels"]) for j in range(V.shape[1])])
         q, scale = _quantize(np.concatenate(vecs))
         arrays = {"vectors_q": q, "vectors_scale": scale}
-        snap = {"sense_accuracy": acc, "sense_accuracy_mean": [round(float(x), 4) for x in np.mean(list(acc.values()), 0)],
-                "pair_ranking_mean": [round(float(x), 4) for x in np.mean(pr, 0)], "fill_mask": None, "lm": None}
+        snap = {
+            "sense_accuracy": acc,
+            "sense_accuracy_mean": [round(float(x), 4) for x in np.mean(list(acc.values()), 0)],
+            "pair_ranking_mean": [round(float(x), 4) for x in np.mean(pr, 0)],
+            "fill_mask": None,
+            "lm": None,
+        }
         if hasattr(enc, "fill_mask"):
-            snap["fill_mask"] = [[[t, round(p, 4)] for t, p in enc.fill_mask(t, topk=5)[0]["candidates"]]
-                                 for t in FILL_MASK_SENTENCES]
+            snap["fill_mask"] = [
+                [[t, round(p, 4)] for t, p in enc.fill_mask(t, topk=5)[0]["candidates"]] for t in FILL_MASK_SENTENCES
+            ]
         if hasattr(enc, "lm_topk"):
             lm = []
             for item in self.lm_items(enc):
@@ -152,8 +191,10 @@ class Timeline:
                 lm.append({d: [[w, round(p, 4)] for w, p in r[d]] for d in ("forward", "backward")})
             snap["lm"] = lm
         elif hasattr(enc, "next_char"):  # GPT: the next character after the text before each blank
-            snap["lm"] = [{"forward": [[c, round(p, 4)] for c, p in enc.next_char(item["text"][:item["start"]], topk=5)]}
-                          for item in self.lm_items(enc)]
+            snap["lm"] = [
+                {"forward": [[c, round(p, 4)] for c, p in enc.next_char(item["text"][: item["start"]], topk=5)]}
+                for item in self.lm_items(enc)
+            ]
         if self.kind in ("bert", "gpt"):  # the Transformers: attention of the fixed sentences
             encs = enc.encode(ATTENTION_SENTENCES)
             for i, e in enumerate(encs):
@@ -177,11 +218,18 @@ class Timeline:
 
     # -- files -----------------------------------------------------------------------------------
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "kind": self.kind, "layer_names": self.layer_names, "planned_steps": self.planned,
-                "sets": self.sets, "fill_mask_sentences": FILL_MASK_SENTENCES if self.kind == "bert" else [],
-                "lm_sentences": self.meta.get("lm_sentences", []), "attention_sentences":
-                    ATTENTION_SENTENCES if self.meta.get("attention_tokens") else [],
-                "attention_tokens": self.meta.get("attention_tokens", []), "snapshots": self.snapshots}
+        return {
+            "schema": SCHEMA,
+            "kind": self.kind,
+            "layer_names": self.layer_names,
+            "planned_steps": self.planned,
+            "sets": self.sets,
+            "fill_mask_sentences": FILL_MASK_SENTENCES if self.kind == "bert" else [],
+            "lm_sentences": self.meta.get("lm_sentences", []),
+            "attention_sentences": ATTENTION_SENTENCES if self.meta.get("attention_tokens") else [],
+            "attention_tokens": self.meta.get("attention_tokens", []),
+            "snapshots": self.snapshots,
+        }
 
     def save(self, directory) -> None:
         d = Path(directory)
@@ -190,7 +238,9 @@ class Timeline:
         # attention was recorded, then resumed) is left out rather than misaligned
         keep = {k: v for k, v in self.arrays.items() if len(v) == len(self.snapshots)}
         for k in self.arrays.keys() - keep.keys():
-            log.warning("timeline: %s has %d rows for %d snapshots; not saved", k, len(self.arrays[k]), len(self.snapshots))
+            log.warning(
+                "timeline: %s has %d rows for %d snapshots; not saved", k, len(self.arrays[k]), len(self.snapshots)
+            )
         np.savez_compressed(buf, **{k: _stack(v) for k, v in keep.items()})
         checkpoint.atomic_write_bytes(d / "timeline.npz", buf.getvalue())
         checkpoint.atomic_write_json(d / "timeline.json", self.to_json())

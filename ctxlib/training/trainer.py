@@ -19,6 +19,7 @@ time limits, data parallelism, resumable state, logging, a tqdm bar with tokens/
   history, the torch RNG and (when the batch iterable has `state_dict`) its position; a trainer
   given that state continues exactly where the interrupted one stopped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -97,9 +98,17 @@ class Trainer:
     on_step(trainer) every step on rank 0 (timeline recording), on_save(trainer) every `save_every`
     seconds and at the end on rank 0 (resumable checkpoints)."""
 
-    def __init__(self, model: torch.nn.Module, batches: Iterator, cfg: TrainConfig, device: str = "auto",
-                 callback: Callable[[int, float, dict], None] | None = None, state: dict | None = None,
-                 on_step: Callable[["Trainer"], None] | None = None, on_save: Callable[["Trainer"], None] | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        batches: Iterator,
+        cfg: TrainConfig,
+        device: str = "auto",
+        callback: Callable[[int, float, dict], None] | None = None,
+        state: dict | None = None,
+        on_step: Callable[["Trainer"], None] | None = None,
+        on_save: Callable[["Trainer"], None] | None = None,
+    ):
         self.model, self.batches, self.cfg, self.callback = model, batches, cfg, callback
         self.on_step, self.on_save = on_step, on_save
         self.device = resolve_device(device)
@@ -158,11 +167,20 @@ class Trainer:
             pos = every
         else:
             pos = [pos]
-        return {"model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
-                "optimizer": self.opt.state_dict() if self.opt is not None else None,
-                "step": self.step, "tokens": self.tokens, "trained_s": self.trained_s, "ema": self.ema,
-                "history": list(self.history), "torch_rng": torch.get_rng_state(), "batches": pos,
-                "world": self.world, "train_config": asdict(self.cfg), "rewarm_from": self.rewarm_from}
+        return {
+            "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
+            "optimizer": self.opt.state_dict() if self.opt is not None else None,
+            "step": self.step,
+            "tokens": self.tokens,
+            "trained_s": self.trained_s,
+            "ema": self.ema,
+            "history": list(self.history),
+            "torch_rng": torch.get_rng_state(),
+            "batches": pos,
+            "world": self.world,
+            "train_config": asdict(self.cfg),
+            "rewarm_from": self.rewarm_from,
+        }
 
     def _load_state(self, s: dict):
         self.model.load_state_dict(s["model"])
@@ -177,8 +195,11 @@ class Trainer:
         pos = s.get("batches") or [None]
         if hasattr(self.batches, "load_state_dict") and pos[min(self.rank, len(pos) - 1)] is not None:
             if len(pos) != self.world:
-                log.warning("resuming a %d-process run on %d processes: the data order restarts at an epoch start",
-                            len(pos), self.world)
+                log.warning(
+                    "resuming a %d-process run on %d processes: the data order restarts at an epoch start",
+                    len(pos),
+                    self.world,
+                )
             else:
                 self.batches.load_state_dict(pos[self.rank])
 
@@ -252,7 +273,9 @@ class Trainer:
             if self._interrupted:  # a second signal: stop at once
                 raise KeyboardInterrupt
             self._interrupted = True
-            log.warning("signal %d: stopping after this step; the run will be saved (send it again to stop at once)", signum)
+            log.warning(
+                "signal %d: stopping after this step; the run will be saved (send it again to stop at once)", signum
+            )
 
         old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
         return lambda: [signal.signal(sig, h) for sig, h in old.items()]
@@ -278,11 +301,22 @@ class Trainer:
         self.model.eval()
         self.finished = self.step >= c.steps or bool(c.budget_s and self.trained_s > c.budget_s)
         wall = self._agree(0.0, 0, clock)[2]
-        return {"steps": self.step, "planned_steps": c.steps, "stopped_early": stopped_early, "finished": self.finished,
-                "tokens_seen": self.tokens, "wall_s": round(self.trained_s, 1), "this_stretch_s": round(wall, 1),
-                "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1), "world_size": self.world,
-                "device": str(self.device), "bf16": self.amp_used(), "final_loss": round(self.ema, 4) if self.ema is not None else None,
-                "loss_history": [(s, round(v, 4)) for s, v in self.history], "train_config": asdict(c)}
+        return {
+            "steps": self.step,
+            "planned_steps": c.steps,
+            "stopped_early": stopped_early,
+            "finished": self.finished,
+            "tokens_seen": self.tokens,
+            "wall_s": round(self.trained_s, 1),
+            "this_stretch_s": round(wall, 1),
+            "tokens_per_s": round((self.tokens - tokens0) / max(wall, 1e-9), 1),
+            "world_size": self.world,
+            "device": str(self.device),
+            "bf16": self.amp_used(),
+            "final_loss": round(self.ema, 4) if self.ema is not None else None,
+            "loss_history": [(s, round(v, 4)) for s, v in self.history],
+            "train_config": asdict(c),
+        }
 
     def _loop(self, step_fn, batches, clock: "_Clock", bar, base_s: float, tokens0: int) -> bool:
         """Steps until the plan, a time limit or a signal ends the stretch; True when it stopped early."""

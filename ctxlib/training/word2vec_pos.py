@@ -2,6 +2,7 @@
 
 ctxlib.training.word2vec re-exports both functions; the preset runs add the figure to their summary.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,10 +37,12 @@ def pos_agreement(words: list[str], vectors: np.ndarray, n_words: int = 2000, to
     q = np.array([index[w] for w in probe])
     hits = 0
     for a in range(0, len(q), 500):
-        sims = m[q[a:a + 500]] @ m.T  # (b, V)
-        sims[np.arange(len(sims)), q[a:a + 500]] = -np.inf
+        sims = m[q[a : a + 500]] @ m.T  # (b, V)
+        sims[np.arange(len(sims)), q[a : a + 500]] = -np.inf
         nn = np.argpartition(-sims, topn, axis=1)[:, :topn]  # (b, topn)
-        for w, row in zip(probe[a:a + 500], nn):
+        for w, row in zip(probe[a : a + 500], nn):
             hits += sum(major.get(words[j]) == major[w] for j in row)
-    return {"pos_agreement_at_10" if topn == 10 else f"pos_agreement_at_{topn}": round(hits / max(len(probe) * topn, 1), 4),
-            "pos_words": len(probe)}
+    return {
+        "pos_agreement_at_10" if topn == 10 else f"pos_agreement_at_{topn}": round(hits / max(len(probe) * topn, 1), 4),
+        "pos_words": len(probe),
+    }

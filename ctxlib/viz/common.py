@@ -3,6 +3,7 @@
 User text is HTML-escaped before it reaches Plotly (which renders a subset of HTML in labels
 and hover text), so `<script>` in a sentence is shown as text, never run.
 """
+
 from __future__ import annotations
 
 import html
@@ -10,8 +11,7 @@ import html
 import plotly.graph_objects as go
 
 CJK_FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'Microsoft YaHei', 'PingFang SC', sans-serif"
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-           "#bcbd22", "#7f7f7f")
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
@@ -25,7 +25,9 @@ class SpecFigure(go.Figure):
     builds it unvalidated (the builders' dicts are fixed; tests validate each builder's output). A layout that names
     its own template keeps it. `freeze` turns any built figure into one (the app's cached figures)."""
 
-    def __init__(self, data: list[dict], layout: dict, frames: list[dict] | None = None):  # base runs in _build (no super().__init__)
+    def __init__(
+        self, data: list[dict], layout: dict, frames: list[dict] | None = None
+    ):  # base runs in _build (no super().__init__)
         traces = [{"type": "scatter", **t} for t in data]
         object.__setattr__(self, "_ctxlab_args", (traces, dict(layout), list(frames or [])))
         object.__setattr__(self, "_ctxlab_built", False)
@@ -48,7 +50,10 @@ class SpecFigure(go.Figure):
         spec = object.__getattribute__(self, "_ctxlab_dict")
         if spec is None:
             traces, layout, frames = object.__getattribute__(self, "_ctxlab_args")
-            spec = {"data": traces, "layout": layout if "template" in layout else {**layout, "template": default_template()}}
+            spec = {
+                "data": traces,
+                "layout": layout if "template" in layout else {**layout, "template": default_template()},
+            }
             if frames:
                 spec["frames"] = frames
             object.__setattr__(self, "_ctxlab_dict", spec)
@@ -65,7 +70,9 @@ def freeze(fig):
     """`fig` (a go.Figure) as a SpecFigure of its dict: to_dict() then returns one dict made once (shared: read it,
     never change it) instead of a deep copy per call. st.plotly_chart calls to_dict() on every run: ~2 ms a figure,
     ~15% of a Type vs token run. An unbuilt SpecFigure is returned as it is; what has no to_dict() too."""
-    if (isinstance(fig, SpecFigure) and not object.__getattribute__(fig, "_ctxlab_built")) or not hasattr(fig, "to_dict"):
+    if (isinstance(fig, SpecFigure) and not object.__getattribute__(fig, "_ctxlab_built")) or not hasattr(
+        fig, "to_dict"
+    ):
         return fig
     spec = fig.to_dict()
     return SpecFigure(spec.get("data", []), spec.get("layout", {}), spec.get("frames"))
@@ -104,8 +111,9 @@ def percent(p: float) -> str:
     return f"{p:.1%}" if p >= 0.001 or p == 0 else f"{p * 100:.2g}%"
 
 
-def with_true_bar(items: list[tuple[str, float]], true: dict | None, rank_fmt: str = "{token} #{rank}",
-                  unknown_fmt: str = "{token} ?") -> tuple[list[tuple[str, float]], str | None]:
+def with_true_bar(
+    items: list[tuple[str, float]], true: dict | None, rank_fmt: str = "{token} #{rank}", unknown_fmt: str = "{token} ?"
+) -> tuple[list[tuple[str, float]], str | None]:
     """(bars, the label to draw red) for a model's candidates and the true token `true` = {"token", "rank", "prob"}
     (None: not known). Among the candidates: they are returned as they are. Outside them: one more bar, drawn last
     (at the bottom), labelled with the token's rank in the model's full distribution (`rank_fmt`) at its probability;
@@ -126,8 +134,13 @@ def with_true_bar(items: list[tuple[str, float]], true: dict | None, rank_fmt: s
     return items + [(label, float(true["prob"]))], label
 
 
-def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: str | list | None = None,
-                per_row: int = 2, font_size: int = 13, label_size: int | None = None) -> go.Figure:
+def hbar_panels(
+    panels: list[tuple[str, list[tuple[str, float]], str]],
+    actual: str | list | None = None,
+    per_row: int = 2,
+    font_size: int = 13,
+    label_size: int | None = None,
+) -> go.Figure:
     """Panels of horizontal probability bars, largest on top: [(title, [(label, p)], colour)]. `actual` (one label
     for all panels, or one per panel) is drawn in red. `font_size`: the panel titles'; `label_size`: the bars'
     labels' (None: Plotly's)."""
@@ -147,19 +160,44 @@ def hbar_panels(panels: list[tuple[str, list[tuple[str, float]], str]], actual: 
         longest = max(longest, len(items))
         probs = [float(p) for _, p in items]
         act = actual[k] if isinstance(actual, list) else actual
-        data.append({"type": "bar", "orientation": "h", "x": probs, "y": [f"{escape(lab)}\u2002" for lab, _ in items],
-                     "xaxis": f"x{sfx}", "yaxis": f"y{sfx}", "showlegend": False,
-                     "marker": {"color": ["#d62728" if lab == act else color for lab, _ in items]},
-                     "text": [percent(p) for p in probs], "textposition": "outside",
-                     "hovertemplate": "%{y}: %{x:.3f}<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": probs,
+                "y": [f"{escape(lab)}\u2002" for lab, _ in items],
+                "xaxis": f"x{sfx}",
+                "yaxis": f"y{sfx}",
+                "showlegend": False,
+                "marker": {"color": ["#d62728" if lab == act else color for lab, _ in items]},
+                "text": [percent(p) for p in probs],
+                "textposition": "outside",
+                "hovertemplate": "%{y}: %{x:.3f}<extra></extra>",
+            }
+        )
         top = max(probs + [0.01])
-        layout[f"xaxis{sfx}"] = {"domain": [x0, x0 + w], "anchor": f"y{sfx}", "range": [0, top * 1.35],
-                                 "tickformat": ".1%" if top < 0.2 else ".0%"}
+        layout[f"xaxis{sfx}"] = {
+            "domain": [x0, x0 + w],
+            "anchor": f"y{sfx}",
+            "range": [0, top * 1.35],
+            "tickformat": ".1%" if top < 0.2 else ".0%",
+        }
         layout[f"yaxis{sfx}"] = {"domain": [y1 - h, y1], "anchor": f"x{sfx}"}
         if label_size:
             layout[f"yaxis{sfx}"]["tickfont"] = {"size": label_size}
-        notes.append({"text": escape(title), "x": x0 + w / 2, "y": y1, "xref": "paper", "yref": "paper",
-                      "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": font_size}})
+        notes.append(
+            {
+                "text": escape(title),
+                "x": x0 + w / 2,
+                "y": y1,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": font_size},
+            }
+        )
     layout.update(base_layout(annotations=notes, height=60 + rows * (40 + 26 * longest)))
     return go.Figure({"data": data, "layout": layout})
 
@@ -169,8 +207,14 @@ def _box_labels(layout: dict) -> list[dict]:
     grow with the text."""
     if not any(isinstance(s, dict) and s.get("type") == "rect" for s in layout.get("shapes") or []):
         return []
-    return [a for a in layout.get("annotations") or [] if isinstance(a, dict) and a.get("text")
-            and str(a.get("xref", "paper"))[:1] == "x" and "domain" not in str(a.get("xref"))]
+    return [
+        a
+        for a in layout.get("annotations") or []
+        if isinstance(a, dict)
+        and a.get("text")
+        and str(a.get("xref", "paper"))[:1] == "x"
+        and "domain" not in str(a.get("xref"))
+    ]
 
 
 def _pin_default_sizes(d: dict, size: float, cap: float, factor: float) -> None:

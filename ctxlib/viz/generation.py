@@ -4,6 +4,7 @@ animated figure, and every step's top-5 candidates as a grid.
 `steps` are GptEncoder.generate's: [{"char", "prob" (the model's probability of it), "sample_prob" (after temperature
 and top-k), "candidates": [(char, prob) x 5] (the model's top 5)}]. User text is escaped everywhere.
 """
+
 from __future__ import annotations
 
 import html
@@ -50,7 +51,7 @@ def parse_float(raw, default: float, lo: float, hi: float) -> float:
 
 
 def _wrap(text: str, n: int = WRAP) -> list[str]:
-    return [text[i:i + n] for i in range(0, len(text), n)] or [""]
+    return [text[i : i + n] for i in range(0, len(text), n)] or [""]
 
 
 def text_so_far(prompt: str, steps: list[dict], i: int, n: int = WRAP) -> str:
@@ -58,8 +59,11 @@ def text_so_far(prompt: str, steps: list[dict], i: int, n: int = WRAP) -> str:
     one bold red; wrapped every `n` characters, each run of text escaped."""
     kinds = ["p"] * len(prompt) + ["g"] * sum(len(s["char"]) for s in steps[:i]) + ["new"] * len(steps[i]["char"])
     text = prompt + "".join(s["char"] for s in steps[:i]) + steps[i]["char"]
-    style = {"p": f'<span style="color:{PROMPT_GREY}">{{}}</span>', "g": "{}",
-             "new": f'<b><span style="color:{CHOSEN}">{{}}</span></b>'}
+    style = {
+        "p": f'<span style="color:{PROMPT_GREY}">{{}}</span>',
+        "g": "{}",
+        "new": f'<b><span style="color:{CHOSEN}">{{}}</span></b>',
+    }
     lines = []
     for a in range(0, len(text), n):
         runs, b = [], a
@@ -79,10 +83,17 @@ def _bars(step: dict, outside: str) -> dict:
     items = list(step["candidates"])
     if step["char"] not in [c for c, _ in items]:
         items.append((step["char"], step["prob"]))
-    return dict(type="bar", orientation="h", x=[float(p) for _, p in items], y=list(range(len(items))),
-                text=[f"{escape(c)}  {float(p):.1%}" for c, p in items], textposition="outside",
-                marker=dict(color=[CHOSEN if c == step["char"] else OTHER for c, _ in items]),
-                hovertemplate="%{text}<extra></extra>", cliponaxis=False)
+    return dict(
+        type="bar",
+        orientation="h",
+        x=[float(p) for _, p in items],
+        y=list(range(len(items))),
+        text=[f"{escape(c)}  {float(p):.1%}" for c, p in items],
+        textposition="outside",
+        marker=dict(color=[CHOSEN if c == step["char"] else OTHER for c, _ in items]),
+        hovertemplate="%{text}<extra></extra>",
+        cliponaxis=False,
+    )
 
 
 def writing_figure(prompt: str, steps: list[dict], labels: dict[str, str]) -> go.Figure:
@@ -93,27 +104,78 @@ def writing_figure(prompt: str, steps: list[dict], labels: dict[str, str]) -> go
     top 5), "probability" (the x axis)."""
     if not steps:
         return go.Figure()
-    frames = [dict(name=str(i + 1), data=[_bars(s, labels["outside"])],
-                   layout=dict(title=dict(text=text_so_far(prompt, steps, i)))) for i, s in enumerate(steps)]
+    frames = [
+        dict(
+            name=str(i + 1),
+            data=[_bars(s, labels["outside"])],
+            layout=dict(title=dict(text=text_so_far(prompt, steps, i))),
+        )
+        for i, s in enumerate(steps)
+    ]
     lines = len(_wrap(prompt + "".join(s["char"] for s in steps)))
     top = max(float(p) for s in steps for _, p in s["candidates"] + [(s["char"], s["prob"])])
     now = dict(frame=dict(duration=0, redraw=True), mode="immediate", transition=dict(duration=0))
-    slider = dict(active=0, currentvalue=dict(prefix=labels["step"] + " "), x=0.2, len=0.8, y=0, yanchor="top", pad=dict(t=60),
-                  steps=[dict(method="animate", label=f["name"], args=[[f["name"]], now]) for f in frames])
-    play = dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top", pad=dict(t=95), showactive=False,
-                buttons=[dict(label=labels["play"], method="animate",
-                              args=[None, dict(frame=dict(duration=400, redraw=True), fromcurrent=True,
-                                               transition=dict(duration=0))]),
-                         dict(label=labels["pause"], method="animate", args=[[None], now])])
-    return go.Figure(dict(
-        data=frames[0]["data"], frames=frames,
-        layout=base_layout((60, 20, 50 + 28 * lines, 130), title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98,
-                               yanchor="top", font=dict(size=20)),
-                    xaxis=dict(range=[0, min(1.2, 0.05 + 1.35 * top)], tickformat=".0%", tickvals=[0, .2, .4, .6, .8, 1],
-                               title=dict(text=labels["probability"])),
-                    yaxis=dict(range=[5.5, -0.5], tickmode="array", tickvals=list(range(6)),
-                               ticktext=[f"#{r}" for r in range(1, 6)] + [labels["outside"]]),
-                    updatemenus=[play], sliders=[slider], height=420 + 28 * lines, showlegend=False)))
+    slider = dict(
+        active=0,
+        currentvalue=dict(prefix=labels["step"] + " "),
+        x=0.2,
+        len=0.8,
+        y=0,
+        yanchor="top",
+        pad=dict(t=60),
+        steps=[dict(method="animate", label=f["name"], args=[[f["name"]], now]) for f in frames],
+    )
+    play = dict(
+        type="buttons",
+        direction="left",
+        x=0,
+        y=0,
+        xanchor="left",
+        yanchor="top",
+        pad=dict(t=95),
+        showactive=False,
+        buttons=[
+            dict(
+                label=labels["play"],
+                method="animate",
+                args=[None, dict(frame=dict(duration=400, redraw=True), fromcurrent=True, transition=dict(duration=0))],
+            ),
+            dict(label=labels["pause"], method="animate", args=[[None], now]),
+        ],
+    )
+    return go.Figure(
+        dict(
+            data=frames[0]["data"],
+            frames=frames,
+            layout=base_layout(
+                (60, 20, 50 + 28 * lines, 130),
+                title=dict(
+                    text=frames[0]["layout"]["title"]["text"],
+                    x=0.01,
+                    xanchor="left",
+                    y=0.98,
+                    yanchor="top",
+                    font=dict(size=20),
+                ),
+                xaxis=dict(
+                    range=[0, min(1.2, 0.05 + 1.35 * top)],
+                    tickformat=".0%",
+                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1],
+                    title=dict(text=labels["probability"]),
+                ),
+                yaxis=dict(
+                    range=[5.5, -0.5],
+                    tickmode="array",
+                    tickvals=list(range(6)),
+                    ticktext=[f"#{r}" for r in range(1, 6)] + [labels["outside"]],
+                ),
+                updatemenus=[play],
+                sliders=[slider],
+                height=420 + 28 * lines,
+                showlegend=False,
+            ),
+        )
+    )
 
 
 def steps_figure(steps: list[dict], title: str = "") -> go.Figure:
@@ -121,23 +183,51 @@ def steps_figure(steps: list[dict], title: str = "") -> go.Figure:
     probability, text = the character), the chosen one boxed in red; a row whose chosen character was outside the
     top 5 is marked "*" in its label."""
     n = len(steps)
-    z = np.array([[float(p) for _, p in s["candidates"]] + [np.nan] * (5 - len(s["candidates"])) for s in steps]).reshape(n, 5)
+    z = np.array(
+        [[float(p) for _, p in s["candidates"]] + [np.nan] * (5 - len(s["candidates"])) for s in steps]
+    ).reshape(n, 5)
     text = [[escape(c) for c, _ in s["candidates"]] + [""] * (5 - len(s["candidates"])) for s in steps]
-    rows = [f"{i + 1} {escape(s['char'])}{'' if s['char'] in [c for c, _ in s['candidates']] else ' *'}"
-            for i, s in enumerate(steps)]
+    rows = [
+        f"{i + 1} {escape(s['char'])}{'' if s['char'] in [c for c, _ in s['candidates']] else ' *'}"
+        for i, s in enumerate(steps)
+    ]
     shapes = []
     for i, s in enumerate(steps):
         j = next((j for j, (c, _) in enumerate(s["candidates"]) if c == s["char"]), None)
         if j is not None:
-            shapes.append(dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=CHOSEN, width=3)))
-    return go.Figure(dict(
-        data=[dict(type="heatmap", z=z, x=list(range(5)), y=list(range(n)), text=text,
-                   texttemplate="%{text}", textfont=dict(size=15), colorscale="Greens", zmin=0, zmax=1,
-                   hovertemplate="%{text}: %{z:.1%}<extra></extra>", colorbar=dict(thickness=10, tickformat=".0%"))],
-        layout=base_layout((70, 10, 70, 10), title=dict(text=escape(title)), shapes=shapes, height=90 + 26 * n,
-                    xaxis=dict(side="top", tickmode="array", tickvals=list(range(5)), ticktext=[f"#{r}" for r in range(1, 6)]),
-                    yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(n)),
-                                                       ticktext=rows))))
+            shapes.append(
+                dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=CHOSEN, width=3))
+            )
+    return go.Figure(
+        dict(
+            data=[
+                dict(
+                    type="heatmap",
+                    z=z,
+                    x=list(range(5)),
+                    y=list(range(n)),
+                    text=text,
+                    texttemplate="%{text}",
+                    textfont=dict(size=15),
+                    colorscale="Greens",
+                    zmin=0,
+                    zmax=1,
+                    hovertemplate="%{text}: %{z:.1%}<extra></extra>",
+                    colorbar=dict(thickness=10, tickformat=".0%"),
+                )
+            ],
+            layout=base_layout(
+                (70, 10, 70, 10),
+                title=dict(text=escape(title)),
+                shapes=shapes,
+                height=90 + 26 * n,
+                xaxis=dict(
+                    side="top", tickmode="array", tickvals=list(range(5)), ticktext=[f"#{r}" for r in range(1, 6)]
+                ),
+                yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(n)), ticktext=rows),
+            ),
+        )
+    )
 
 
 def text_html(result: dict) -> str:
@@ -147,7 +237,11 @@ def text_html(result: dict) -> str:
     for s in result["steps"]:
         tip = html.escape(" ".join(f"{c} {float(p):.0%}" for c, p in s["candidates"]), quote=True)
         alpha = 0.15 + 0.85 * min(1.0, float(s["prob"]))
-        out.append(f'<span title="{tip}" style="border-bottom:3px solid rgba(44,160,44,{alpha:.2f});">'
-                   f'{html.escape(s["char"])}</span>')
-    return (f'<div style="font-family:{CJK_FONT};font-size:22px;line-height:1.8;white-space:pre-wrap;'
-            f'word-break:break-all;">{"".join(out)}</div>')
+        out.append(
+            f'<span title="{tip}" style="border-bottom:3px solid rgba(44,160,44,{alpha:.2f});">'
+            f"{html.escape(s['char'])}</span>"
+        )
+    return (
+        f'<div style="font-family:{CJK_FONT};font-size:22px;line-height:1.8;white-space:pre-wrap;'
+        f'word-break:break-all;">{"".join(out)}</div>'
+    )

@@ -2,6 +2,7 @@
 tokens it attends to on the right, one colour per head, as a self-contained HTML string (inline SVG + JS, no
 external resources; every token passed through html.escape).
 """
+
 from __future__ import annotations
 
 import html
@@ -15,8 +16,11 @@ from .common import CJK_FONT
 
 class HeadViewLabels(NamedTuple):
     """The head view's interface text (already translated by the page); `legend` is formatted with n = head number."""
+
     legend: str = "head {n}"
-    hint: str = "Hover a token on the left or right to see only its lines. Left = attending token, right = attended token."
+    hint: str = (
+        "Hover a token on the left or right to see only its lines. Left = attending token, right = attended token."
+    )
     source: str = "from"
     target: str = "to"
 
@@ -44,8 +48,9 @@ _HOVER_SCRIPT = """(function() {
 """
 
 
-def _line_elements(a: np.ndarray, heads: list[int], threshold: float, row_px: int, top: int, left_x: int,
-                   right_x: int) -> list[str]:
+def _line_elements(
+    a: np.ndarray, heads: list[int], threshold: float, row_px: int, top: int, left_x: int, right_x: int
+) -> list[str]:
     """One SVG line per (head, attending token i, attended token j) with weight >= threshold; opacity = weight."""
     T = a.shape[1]
     lines = []
@@ -59,14 +64,17 @@ def _line_elements(a: np.ndarray, heads: list[int], threshold: float, row_px: in
                 y1 = top + row_px * i + row_px / 2
                 y2 = top + row_px * j + row_px / 2
                 op = min(1.0, w * (1.0 if len(heads) == 1 else 0.9))
-                lines.append(f'<line class="ln" data-i="{i}" data-j="{j}" x1="{left_x + 4}" y1="{y1:.1f}" '
-                             f'x2="{right_x - 4}" y2="{y2:.1f}" stroke="{color}" stroke-opacity="{op:.3f}" '
-                             f'stroke-width="{1 + 3 * w:.2f}"/>')
+                lines.append(
+                    f'<line class="ln" data-i="{i}" data-j="{j}" x1="{left_x + 4}" y1="{y1:.1f}" '
+                    f'x2="{right_x - 4}" y2="{y2:.1f}" stroke="{color}" stroke-opacity="{op:.3f}" '
+                    f'stroke-width="{1 + 3 * w:.2f}"/>'
+                )
     return lines
 
 
-def _token_elements(tokens: list[str], segment_ids: list[int] | None, row_px: int, top: int, left_x: int,
-                    right_x: int) -> list[str]:
+def _token_elements(
+    tokens: list[str], segment_ids: list[int] | None, row_px: int, top: int, left_x: int, right_x: int
+) -> list[str]:
     """Each token twice (left: attending, right: attended), escaped, coloured by segment (B in blue)."""
     texts = []
     seg_color = {0: "#000", 1: "#1a5e9a"}
@@ -74,14 +82,25 @@ def _token_elements(tokens: list[str], segment_ids: list[int] | None, row_px: in
         y = top + row_px * i + row_px / 2 + 5
         col = seg_color.get(segment_ids[i], "#000") if segment_ids and i < len(segment_ids) else "#000"
         t = html.escape(str(tok), quote=True)
-        texts.append(f'<text class="tk L" data-k="{i}" x="{left_x}" y="{y:.1f}" text-anchor="end" fill="{col}">{t}</text>')
-        texts.append(f'<text class="tk R" data-k="{i}" x="{right_x}" y="{y:.1f}" text-anchor="start" fill="{col}">{t}</text>')
+        texts.append(
+            f'<text class="tk L" data-k="{i}" x="{left_x}" y="{y:.1f}" text-anchor="end" fill="{col}">{t}</text>'
+        )
+        texts.append(
+            f'<text class="tk R" data-k="{i}" x="{right_x}" y="{y:.1f}" text-anchor="start" fill="{col}">{t}</text>'
+        )
     return texts
 
 
-def head_view_html(att_layer: np.ndarray, tokens: list[str], heads: list[int], threshold: float = 0.02,
-                   row_px: int = 22, width: int = 420, segment_ids: list[int] | None = None,
-                   labels: HeadViewLabels = HeadViewLabels()) -> str:
+def head_view_html(
+    att_layer: np.ndarray,
+    tokens: list[str],
+    heads: list[int],
+    threshold: float = 0.02,
+    row_px: int = 22,
+    width: int = 420,
+    segment_ids: list[int] | None = None,
+    labels: HeadViewLabels = HeadViewLabels(),
+) -> str:
     """BertViz-style head view for one layer, as a self-contained HTML string (no external resources).
 
     att_layer: (n_heads, T, T). heads: 0-based heads to draw, one colour each. Lines go from each token on
@@ -97,8 +116,10 @@ def head_view_html(att_layer: np.ndarray, tokens: list[str], heads: list[int], t
     height = top + row_px * T + 10
     lines = _line_elements(a, heads, threshold, row_px, top, left_x, right_x)
     texts = _token_elements(tokens, segment_ids, row_px, top, left_x, right_x)
-    legend = " ".join(f'<span style="color:{HEAD_COLORS[h % len(HEAD_COLORS)]}">■ {html.escape(labels.legend.format(n=h + 1))}</span>'
-                      for h in heads)
+    legend = " ".join(
+        f'<span style="color:{HEAD_COLORS[h % len(HEAD_COLORS)]}">■ {html.escape(labels.legend.format(n=h + 1))}</span>'
+        for h in heads
+    )
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><style>
 body {{ margin: 0; font-family: {CJK_FONT}; font-size: 14px; }}
 .tk {{ cursor: pointer; font-size: 15px; }}

@@ -3,6 +3,7 @@
 After Devlin et al. (2019), section 3.1: 15% of the positions are chosen; 80% of those become
 [MASK], 10% a random token, 10% stay. Every token is passed through html.escape.
 """
+
 from __future__ import annotations
 
 import html
@@ -43,8 +44,13 @@ def mask_text(text: str, chosen: list[int], whole_word: bool = False) -> tuple[s
     return "".join(out), masked
 
 
-def fill_mask_figure(results: list[dict], originals: list[str | None], title_fmt: str = "[MASK] {n}: {orig}",
-                     rank_fmt: str = "{token} #{rank}", unknown_fmt: str = "{token} ?") -> go.Figure:
+def fill_mask_figure(
+    results: list[dict],
+    originals: list[str | None],
+    title_fmt: str = "[MASK] {n}: {orig}",
+    rank_fmt: str = "{token} #{rank}",
+    unknown_fmt: str = "{token} ?",
+) -> go.Figure:
     """One horizontal bar chart per [MASK] (at most 8): the top-k candidates and their probabilities; the original
     character, when known, in red: among the candidates, or as one more bar below them labelled with its rank in the
     full distribution (fill_mask's "original"; see common.with_true_bar)."""
@@ -80,15 +86,24 @@ def example_html(ex: dict, legend_labels: tuple[str, str, str] = EXAMPLE_LEGEND)
             top = html.escape(orig)
         elif tok in SPECIALS:
             style += "color:#666;"
-        cells.append(f'<span style="display:inline-block;text-align:center;margin:1px;min-width:1.2em;">'
-                     f'<span style="display:block;font-size:0.85em;line-height:1.1;color:#333;">{top}</span>'
-                     f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>')
-    legend = (f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
-              f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '
-              + " ".join(f'<span style="border:2px solid {KIND_COLORS[k]};color:{KIND_COLORS[k]};padding:0 4px;">'
-                         f'{html.escape(lab)}</span>' for k, lab in zip(("mask", "random", "kept"), legend_labels)))
-    return (f'<div style="font-family:{CJK_FONT};font-size:16px;line-height:1.2;">'
-            f'<div style="font-size:13px;margin-bottom:4px;">{legend}</div>{"".join(cells)}</div>')
+        cells.append(
+            f'<span style="display:inline-block;text-align:center;margin:1px;min-width:1.2em;">'
+            f'<span style="display:block;font-size:0.85em;line-height:1.1;color:#333;">{top}</span>'
+            f'<span style="display:block;padding:1px 3px;border-radius:3px;{style}">{html.escape(tok)}</span></span>'
+        )
+    legend = (
+        f'<span style="background:{seg_bg[0]};padding:1px 6px;">A</span> '
+        f'<span style="background:{seg_bg[1]};padding:1px 6px;">B</span> &nbsp; '
+        + " ".join(
+            f'<span style="border:2px solid {KIND_COLORS[k]};color:{KIND_COLORS[k]};padding:0 4px;">'
+            f"{html.escape(lab)}</span>"
+            for k, lab in zip(("mask", "random", "kept"), legend_labels)
+        )
+    )
+    return (
+        f'<div style="font-family:{CJK_FONT};font-size:16px;line-height:1.2;">'
+        f'<div style="font-size:13px;margin-bottom:4px;">{legend}</div>{"".join(cells)}</div>'
+    )
 
 
 def example_counts(ex: dict) -> dict:
@@ -101,12 +116,24 @@ def example_counts(ex: dict) -> dict:
 
 
 # the example's interface text, which the page passes in a dict (see example_metrics and example_rows)
-EXAMPLE_LABELS = ("legend_mask", "legend_random", "legend_kept", "chosen", "random", "kept",
-                  "position", "original", "became", "kind", "kind_random", "kind_kept")
+EXAMPLE_LABELS = (
+    "legend_mask",
+    "legend_random",
+    "legend_kept",
+    "chosen",
+    "random",
+    "kept",
+    "position",
+    "original",
+    "became",
+    "kind",
+    "kind_random",
+    "kind_kept",
+)
 
 
 def chosen_share(counts: dict) -> str:
-    """"chosen / candidates (share)", e.g. "9 / 60 (15%)", from example_counts."""
+    """ "chosen / candidates (share)", e.g. "9 / 60 (15%)", from example_counts."""
     return f"{counts['chosen']} / {counts['candidates']} ({counts['chosen'] / max(counts['candidates'], 1):.0%})"
 
 
@@ -114,8 +141,12 @@ def example_metrics(ex: dict, labels: dict[str, str]) -> list[tuple[str, str | i
     """(label, value) of the example's four numbers: positions chosen, and how many became [MASK], a random
     character or stayed. `labels` holds the "chosen", "random" and "kept" labels."""
     c = example_counts(ex)
-    return [(labels["chosen"], chosen_share(c)), ("→ [MASK]", c["mask"]), (labels["random"], c["random"]),
-            (labels["kept"], c["kept"])]
+    return [
+        (labels["chosen"], chosen_share(c)),
+        ("→ [MASK]", c["mask"]),
+        (labels["random"], c["random"]),
+        (labels["kept"], c["kept"]),
+    ]
 
 
 def example_rows(ex: dict, labels: dict[str, str]) -> list[dict]:
@@ -123,8 +154,15 @@ def example_rows(ex: dict, labels: dict[str, str]) -> list[dict]:
     labels["position"], ["original"], ["became"], ["kind"]; a random / kept kind is named by labels["kind_random"] /
     ["kind_kept"], a [MASK] as "[MASK]"."""
     kinds = {"mask": "[MASK]", "random": labels["kind_random"], "kept": labels["kind_kept"]}
-    return [{labels["position"]: m["index"], labels["original"]: m["original"], labels["became"]: m["replacement"],
-             labels["kind"]: kinds[m["kind"]]} for m in ex["masked"]]
+    return [
+        {
+            labels["position"]: m["index"],
+            labels["original"]: m["original"],
+            labels["became"]: m["replacement"],
+            labels["kind"]: kinds[m["kind"]],
+        }
+        for m in ex["masked"]
+    ]
 
 
 # -- the page's inputs -------------------------------------------------------------------------------
@@ -136,7 +174,7 @@ def clip_text(text: str, cap: int) -> tuple[str, list, bool]:
     toks = char_tokens(text)
     if len(toks) <= cap:
         return text, toks, False
-    return (text[:toks[cap - 1][2]] if "[MASK]" not in text else text), toks[:cap], True
+    return (text[: toks[cap - 1][2]] if "[MASK]" not in text else text), toks[:cap], True
 
 
 def parse_indices(raw: str) -> list[int]:
@@ -188,7 +226,16 @@ def training_sample(n: int = 3000, seed: int = 0) -> list:
 # -- one position, four ways ---------------------------------------------------------------------------
 POSITION_MODELS = ("elmo", "gpt", "bert")  # the models of "one position four ways", in the page's order
 MODEL_NAMES = {"elmo": "ELMo", "gpt": "GPT", "bert": "BERT"}
-POSITION_TITLES = ("forward", "backward", "gpt", "gpt_none", "bert", "bert_none", "rank", "unknown")  # the panel titles the page passes
+POSITION_TITLES = (
+    "forward",
+    "backward",
+    "gpt",
+    "gpt_none",
+    "bert",
+    "bert_none",
+    "rank",
+    "unknown",
+)  # the panel titles the page passes
 POSITION_COLORS = {"forward": "#1f77b4", "backward": "#ff7f0e", "gpt": "#2ca02c", "bert": "#9467bd"}
 
 
@@ -206,11 +253,21 @@ def tail_tokens(text: str, cap: int) -> str:
     from ..tokens import char_tokens
 
     toks = char_tokens(text)
-    return text if len(toks) <= cap else text[toks[-cap][1]:]
+    return text if len(toks) <= cap else text[toks[-cap][1] :]
 
 
-def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos: int, k: int, ask, have: dict,
-                 titles: dict[str, str], gpt_cap: int = 10**6, words_only: bool = False):
+def one_position(
+    text: str,
+    words: list[str],
+    spans: list[tuple[int, int]],
+    pos: int,
+    k: int,
+    ask,
+    have: dict,
+    titles: dict[str, str],
+    gpt_cap: int = 10**6,
+    words_only: bool = False,
+):
     """The four guesses at word `pos` of `text`: ELMo's forward LM (left context only), its backward LM (right only),
     GPT (left only, but deep: next_char of the text before the word, at most `gpt_cap` tokens of it) and BERT (both
     sides: fill_mask with the word's characters masked; the first mask's candidates).
@@ -225,7 +282,7 @@ def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos:
     from ..tokens import is_punct
     from .elmo import context_label, drop_specials
 
-    left, right = text[:spans[pos][0]], text[spans[pos][1]:]
+    left, right = text[: spans[pos][0]], text[spans[pos][1] :]
     masked, originals = mask_span(text, spans[pos])
     char = originals[0] if originals else words[pos]
     panels, actual, punct = [], [], {}
@@ -239,13 +296,20 @@ def one_position(text: str, words: list[str], spans: list[tuple[int, int]], pos:
     if have.get("elmo"):
         lm = ask("elmo", "lm_topk", text, pos, k=k + 20 if words_only else k + 6)
         truth = lm.get("actual") or {}
-        for name, side, context in (("forward", "left", words[:pos]), ("backward", "right", words[pos + 1:])):
+        for name, side, context in (("forward", "left", words[:pos]), ("backward", "right", words[pos + 1 :])):
             items = [(w, p) for w, p in lm[name] if not (words_only and is_punct(w))]
             known = truth.get("word") not in (None, "<unk>")
-            true = {"token": truth["word"] if known else words[pos], "rank": truth.get("rank", {}).get(name) if known else None,
-                    "prob": truth.get(name)}
-            add(titles[name].format(context=context_label(context, side, 8)), drop_specials(items, k),
-                POSITION_COLORS[name], true if truth else {"token": words[pos], "rank": 1})  # rank unknown: mark only
+            true = {
+                "token": truth["word"] if known else words[pos],
+                "rank": truth.get("rank", {}).get(name) if known else None,
+                "prob": truth.get(name),
+            }
+            add(
+                titles[name].format(context=context_label(context, side, 8)),
+                drop_specials(items, k),
+                POSITION_COLORS[name],
+                true if truth else {"token": words[pos], "rank": 1},
+            )  # rank unknown: mark only
         punct = dict(lm.get("punct") or {})
     if have.get("gpt"):
         seen = tail_tokens(left, gpt_cap)
