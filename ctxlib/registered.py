@@ -44,18 +44,22 @@ def _file() -> Path:
 _CACHE: dict = {}
 
 
-def _entries() -> tuple[list[tuple[str | None, str]], list[str]]:
-    """([(name or None, source)], problems): the environment's entries, then the file's (read again when the
-    variable or the file changes)."""
+def _key() -> tuple:
     f = _file()
     try:
         mtime = f.stat().st_mtime_ns
     except OSError:
         mtime = None
-    key = (os.environ.get(ENV, ""), str(f), mtime)
+    return os.environ.get(ENV, ""), str(f), mtime
+
+
+def _entries() -> tuple[list[tuple[str | None, str]], list[str]]:
+    """([(name or None, source)], problems): the environment's entries, then the file's (read again when the
+    variable or the file changes)."""
+    key = _key()
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = _read_entries(f)
+        _CACHE[key] = _read_entries(Path(key[1]))
     return _CACHE[key]
 
 
@@ -93,9 +97,20 @@ def _clean(name: str) -> str:
     return _BAD_NAME.sub("-", name).strip("-")[:60] or "model"
 
 
+_EXTRA: dict = {}
+
+
 def extra_models() -> list[Extra]:
     """The registered models, in order (the environment's first), each source once, names unique and distinct from
-    the shipped kinds' names."""
+    the shipped kinds' names (worked out again when the variable or the file changes)."""
+    key = (_key(), tuple(kinds.names()))  # a kind added at run time (tests/test_kinds.py) takes its name
+    if key not in _EXTRA:
+        _EXTRA.clear()
+        _EXTRA[key] = _extra_models()
+    return list(_EXTRA[key])
+
+
+def _extra_models() -> list[Extra]:
     taken = set(kinds.names()) | {"live"}
     seen, out = set(), []
     for name, source in _entries()[0]:

@@ -81,9 +81,10 @@ def _default_lang() -> str:
 
 def lang() -> str:
     """The session's interface language code."""
-    if _STATE_KEY not in st.session_state:
-        st.session_state[_STATE_KEY] = _default_lang()
-    return st.session_state[_STATE_KEY]
+    code = st.session_state.get(_STATE_KEY)  # one look-up: a page run asks ~150 times
+    if code is None:
+        code = st.session_state[_STATE_KEY] = _default_lang()
+    return code
 
 
 def msg(msg_id: str, /, **values) -> str:

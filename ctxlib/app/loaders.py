@@ -45,11 +45,22 @@ def live_models() -> dict[str, str]:
 LOADED: set[str] = set()  # models load_encoder has loaded in this process (their spinners can be skipped)
 
 
-@st.cache_resource(show_spinner=False)
+_MODELS: dict = {}  # name or source -> Encoder, for the process's life (what st.cache_resource held, minus the
+_MODELS_LOCK = threading.Lock()  # argument hashing it paid on each of a page run's ~17 calls)
+
+
 def _load(name_or_path: str):
-    enc = ctxlib.load(name_or_path)
-    LOADED.add(name_or_path)
+    enc = _MODELS.get(name_or_path)
+    if enc is None:
+        with _MODELS_LOCK:  # one load per model, however many sessions ask at once
+            enc = _MODELS.get(name_or_path)
+            if enc is None:
+                enc = _MODELS[name_or_path] = ctxlib.load(name_or_path)
+                LOADED.add(name_or_path)
     return enc
+
+
+_load.clear = _MODELS.clear
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
