@@ -55,7 +55,7 @@ declare -A TESTS=(
   [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
   # the proxy tests need haproxy (apt-get install haproxy); the start/stop integration test is left out (~1 min a mutant)
   [serve]="ctxlib/serve.py | tests/test_serve.py -k not two_workers"
-  [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py"
+  [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py tests/test_sense_tune_trainer.py"
   [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py"
   [vocab_notes]="ctxlib/app/vocab_notes.py | tests/test_vocab_notes.py tests/test_app_type_token.py -k unseen or known_word or scale"
 )

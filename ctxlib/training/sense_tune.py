@@ -26,12 +26,12 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .. import checkpoint
 from ..supplement import train_senses
+from .trainer import TrainConfig, Trainer
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,25 @@ class SenseTuneConfig:
     weight_decay: float = 0.01
     clip: float = 1.0
     max_tokens: int = 126  # characters of a sentence the model reads ([CLS] and [SEP] make 128)
+
+    def __post_init__(self):
+        if self.steps <= 0 or not self.lr > 0:
+            raise ValueError(f"steps and lr must be positive; got steps={self.steps}, lr={self.lr}")
+
+    def train_config(self) -> TrainConfig:
+        """The Trainer's settings for the tune: fp32 on the CPU, the decay from step 0 down to 0 under the warmup
+        ramp (lr * min(1, (step + 1) / warmup) * (1 - step / steps)), gradients clipped to `clip`."""
+        return TrainConfig(
+            steps=self.steps,
+            lr=self.lr,
+            warmup=self.warmup,
+            min_lr_ratio=0.0,
+            weight_decay=self.weight_decay,
+            clip=self.clip,
+            amp="off",
+            log_every=self.steps,
+            progress=False,
+        )
 
 
 def supcon_loss(z: torch.Tensor, y: torch.Tensor, tau: float) -> torch.Tensor:
@@ -242,40 +261,68 @@ def _prepare(src: Path, cfg: SenseTuneConfig, seed: int, rows, paragraphs, exclu
 
 
 def _tune(side, data: dict, cfg: SenseTuneConfig, rng: random.Random, callback) -> tuple:
-    """cfg.steps optimizer steps (AdamW, linear warm-up and decay, clipped) of the contrastive loss plus the LM loss;
-    (ema of the loss, ema of the contrastive loss, history of (step, contrastive, total) every 50 steps)."""
-    model, words = side.model, list(data)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    model.train()
-    t0, ema, ema_c, history = time.time(), None, None, []
-    for step in range(cfg.steps):
-        for g in opt.param_groups:
-            g["lr"] = cfg.lr * min(1.0, (step + 1) / max(1, cfg.warmup)) * (1 - step / cfg.steps)
-        items, labels = _draw(side, data, words, cfg, rng)
-        loss_c = _contrastive(side, items, labels, cfg)
-        loss = loss_c + cfg.mlm_weight * side.lm_loss() if cfg.mlm_weight > 0 else loss_c
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        opt.step()
-        lv, lc = float(loss.detach()), float(loss_c.detach())
-        if not np.isfinite(lv):
-            raise FloatingPointError(f"loss became {lv} at step {step}; lower the learning rate")
-        ema = lv if ema is None else 0.98 * ema + 0.02 * lv
-        ema_c = lc if ema_c is None else 0.98 * ema_c + 0.02 * lc
-        if step % 50 == 0 or step == cfg.steps - 1:
-            history.append((step, round(ema_c, 4), round(ema, 4)))
+    """cfg.steps optimizer steps of the Trainer (AdamW with torch's defaults on every parameter, the schedule and
+    clipping of cfg.train_config(), its NaN check) on SenseLoss; (ema of the loss, ema of the contrastive loss,
+    history of (step, contrastive, total) every 50 steps). Ctrl-C or SIGTERM: KeyboardInterrupt, nothing saved."""
+    adapter = SenseLoss(side, cfg, callback)
+    trainer = Trainer(
+        side.model,
+        _draws(side, data, cfg, rng),
+        cfg.train_config(),
+        device="cpu",
+        callback=adapter.after_step,
+        loss_fn=adapter,
+        optimizer=lambda m: torch.optim.AdamW(m.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay),
+        schedule="decay_from_start",
+    )
+    if trainer.run()["stopped_early"]:
+        raise KeyboardInterrupt(f"sense-tune stopped at step {trainer.step} of {cfg.steps}; nothing was saved")
+    return trainer.ema, adapter.ema_c, adapter.history
+
+
+class SenseLoss:
+    """The loss adapter the Trainer steps with: a batch is one step's draw (_draw: items and labels), its loss the
+    contrastive loss plus cfg.mlm_weight times the side's LM loss on its next corpus batch. It keeps what the
+    summary records beside the Trainer's loss EMA: the contrastive loss's EMA and the history every 50 steps."""
+
+    def __init__(self, side, cfg: SenseTuneConfig, callback=None):
+        self.side, self.cfg, self.callback = side, cfg, callback
+        self.last = (0.0, 0.0)  # (total, contrastive) loss of the step just taken
+        self.ema_c: float | None = None
+        self.history: list[tuple] = []
+        self.t0 = time.time()
+
+    def __call__(self, batch) -> tuple[torch.Tensor, int]:
+        items, labels = batch
+        loss_c = _contrastive(self.side, items, labels, self.cfg)
+        loss = loss_c + self.cfg.mlm_weight * self.side.lm_loss() if self.cfg.mlm_weight > 0 else loss_c
+        self.last = (float(loss.detach()), float(loss_c.detach()))
+        return loss, len(items)
+
+    def after_step(self, step: int, ema: float, info: dict) -> None:
+        """The Trainer's callback (step counted from 1, after its NaN check): the contrastive EMA, the history
+        (steps counted from 0), a log line, and the caller's callback(step from 0, loss)."""
+        s, (lv, lc) = step - 1, self.last
+        self.ema_c = lc if self.ema_c is None else 0.98 * self.ema_c + 0.02 * lc
+        if s % 50 == 0 or step == self.cfg.steps:
+            self.history.append((s, round(self.ema_c, 4), round(ema, 4)))
             log.info(
                 "sense-tune step %d/%d contrastive %.3f total %.3f (%.0f s)",
-                step + 1,
-                cfg.steps,
-                ema_c,
+                step,
+                self.cfg.steps,
+                self.ema_c,
                 ema,
-                time.time() - t0,
+                time.time() - self.t0,
             )
-        if callback is not None:
-            callback(step, lv)
-    return ema, ema_c, history
+        if self.callback is not None:
+            self.callback(s, lv)
+
+
+def _draws(side, data: dict, cfg: SenseTuneConfig, rng: random.Random):
+    """The Trainer's batches: one _draw per step, without end."""
+    words = list(data)
+    while True:
+        yield _draw(side, data, words, cfg, rng)
 
 
 def _draw(side, data: dict, words: list, cfg: SenseTuneConfig, rng: random.Random) -> tuple[list, list]:

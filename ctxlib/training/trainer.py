@@ -15,6 +15,9 @@ time limits, data parallelism, resumable state, logging, a tqdm bar with tokens/
   of one process on the concatenated batch. Stop/save decisions and the clock are agreed on by
   an all-reduce each step, so ranks never diverge. Only rank 0 calls `on_save` and `on_step`
   hooks that write files.
+- A second objective (sense-tuning): `loss_fn(batch) -> (loss, n_tokens)` stands in for `model.loss` (a loss
+  adapter), `optimizer(model)` builds the optimizer in place of the default AdamW, and schedule="decay_from_start"
+  runs the linear decay from step 0 with the warmup ramp multiplying it, instead of starting it when warmup ends.
 - Resume: `state_dict()` holds weights, optimizer, step, tokens, training seconds, loss EMA,
   history, the torch RNG and (when the batch iterable has `state_dict`) its position; a trainer
   given that state continues exactly where the interrupted one stopped.
@@ -82,21 +85,24 @@ class TrainConfig:
             raise ValueError("time_limit, budget_s and save_every must be >= 0")
 
 
-class _LossModule(torch.nn.Module):
-    """DDP wraps forward(); the models expose loss(batch), so forward calls it."""
+SCHEDULES = ("warmup_then_decay", "decay_from_start")
 
-    def __init__(self, model):
+
+class _LossModule(torch.nn.Module):
+    """DDP wraps forward(); the models expose loss(batch), so forward calls it (or the trainer's loss_fn)."""
+
+    def __init__(self, model, loss_fn=None):
         super().__init__()
-        self.model = model
+        self.model, self.loss_fn = model, loss_fn
 
     def forward(self, batch):
-        return self.model.loss(batch)
+        return self.model.loss(batch) if self.loss_fn is None else self.loss_fn(batch)
 
 
 class Trainer:
     """Trains `model` on `batches`; hooks: callback(step, loss_ema, info) every step (the app's progress),
     on_step(trainer) every step on rank 0 (timeline recording), on_save(trainer) every `save_every`
-    seconds and at the end on rank 0 (resumable checkpoints)."""
+    seconds and at the end on rank 0 (resumable checkpoints); loss_fn, optimizer and schedule as the module says."""
 
     def __init__(
         self,
@@ -108,9 +114,15 @@ class Trainer:
         state: dict | None = None,
         on_step: Callable[["Trainer"], None] | None = None,
         on_save: Callable[["Trainer"], None] | None = None,
+        loss_fn: Callable[[object], tuple] | None = None,
+        optimizer: Callable[[torch.nn.Module], torch.optim.Optimizer] | None = None,
+        schedule: str = "warmup_then_decay",
     ):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {schedule!r}")
         self.model, self.batches, self.cfg, self.callback = model, batches, cfg, callback
         self.on_step, self.on_save = on_step, on_save
+        self.loss_fn, self.make_optimizer, self.schedule = loss_fn, optimizer, schedule
         self.device = resolve_device(device)
         self.rank, self.world = dist_info()
         self.history: list[tuple[int, float]] = []
@@ -126,12 +138,14 @@ class Trainer:
     # -- schedule ------------------------------------------------------------------------------
     def lr_at(self, step: int, trained_s: float | None = None) -> float:
         c = self.cfg
-        if step < c.warmup:
+        from_start = self.schedule == "decay_from_start"
+        if step < c.warmup and not from_start:
             return c.lr * (step + 1) / c.warmup
-        frac = (step - c.warmup) / max(1, c.steps - c.warmup)
+        frac = step / c.steps if from_start else (step - c.warmup) / max(1, c.steps - c.warmup)
         if c.budget_s:
             frac = max(frac, (self.trained_s if trained_s is None else trained_s) / c.budget_s)
-        lr = c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac))
+        decay = c.min_lr_ratio + (1 - c.min_lr_ratio) * max(0.0, 1 - frac)
+        lr = c.lr * min(1.0, (step + 1) / max(1, c.warmup)) * decay if from_start else c.lr * decay
         if self.rewarm_from is not None and 0 <= step - self.rewarm_from < c.warmup:
             # resumed from the weights alone: Adam's fresh moments make its first updates ~lr per parameter, so
             # the lr ramps up again over `warmup` steps instead of jumping in at the schedule's value
@@ -212,11 +226,11 @@ class Trainer:
         if self._resume is not None:
             self._load_state(self._resume)
             model.to(self.device)
-        self.opt = self._optimizer()
+        self.opt = self._optimizer() if self.make_optimizer is None else self.make_optimizer(model)
         if self._resume is not None and self._resume.get("optimizer") is not None:
             self.opt.load_state_dict(self._resume["optimizer"])
         self._resume = None
-        step_fn = _LossModule(model)
+        step_fn = _LossModule(model, self.loss_fn)
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
