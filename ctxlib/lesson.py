@@ -5,6 +5,7 @@ A lesson is a JSON file a teacher can edit, reorder and share (`ctxlib/app/lesso
     {"title": {"zh": "...", "en": "..."},
      "steps": [{"kind": "cosine", "title": {...}, "question": {...}, "answer": {...},
                 "note": {...},                         # optional, shown under the view
+                "live_answer": {...},                  # optional, finetune only: the answer once the live run is done
                 "params": {"word": "苹果", "sentences": ["苹果真好吃", "苹果手机很好用"]}}]}
 
 Every text a student sees has both languages. `load` / `parse` check the whole file and raise `LessonError` with a
@@ -12,7 +13,8 @@ code, the step's number and the values a message needs (the app translates them;
 message). `compute(step, load_model)` runs a step's view on real encoders and returns plain data for the page
 (ctxlib.lesson_compute); `answer(step, data, lang)` fills the answer's placeholders ("the model's top guess is {top}")
 from that data (ctxlib.lesson_facts), so an answer says what the model really does; a placeholder the view does not
-compute is refused when the file is read.
+compute is refused when the file is read. A fine-tuning step also runs a live job (the app's job line); once it
+has finished, `live_answer(step, result, lang)` is the answer, its placeholders filled from the job's own result.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ KIND_MODELS = {
     "cove": (),
 }  # cosine: its `models`; attention: its `model`
 STEP_FIELDS = {"kind": True, "title": True, "question": True, "answer": True, "note": False, "params": False}
+LIVE_KINDS = ("finetune",)  # kinds whose step runs a live job; only they may have a "live_answer"
 
 MESSAGES = {  # English text of each error code (the app's catalogue has the same ids under lesson.error.*)
     "not_utf8": "the file is not UTF-8 text (save it as UTF-8 JSON; GB18030 and binary files are not read)",
@@ -122,9 +125,10 @@ class Step:
     answer: dict[str, str]
     note: dict[str, str] | None = None
     params: dict = field(default_factory=dict)
+    live_answer: dict[str, str] | None = None  # LIVE_KINDS: the answer from the finished live job's result
 
     def text(self, name: str, code: str) -> str:
-        """The step's `name` text (title, question, answer, note) in language `code` ("" when it has none)."""
+        """The step's `name` text (title, question, answer, note, live_answer) in language `code` ("" if none)."""
         d = getattr(self, name) or {}
         return d.get(code, "")
 
@@ -211,13 +215,13 @@ def _langs(d: dict, name: str, step: int | None) -> dict[str, str]:
 def _step(s, n: int) -> Step:
     if not isinstance(s, dict):
         raise LessonError("wrong_type", n, field=f"steps[{n}]", expected="object")
-    _fields(s, STEP_FIELDS, n)
-    kind = s["kind"]
+    kind = s.get("kind")
+    _fields(s, {**STEP_FIELDS, "live_answer": False} if kind in LIVE_KINDS else STEP_FIELDS, n)
     if not isinstance(kind, str):
         raise LessonError("wrong_type", n, field="kind", expected="text")
     if kind not in KINDS:
         raise LessonError("unknown_kind", n, kind=kind[:40], kinds=", ".join(KINDS))
-    texts = {k: _langs(s, k, n) for k in ("title", "question", "answer", "note") if k in s}
+    texts = {k: _langs(s, k, n) for k in ("title", "question", "answer", "note", "live_answer") if k in s}
     params = s.get("params", {})
     if not isinstance(params, dict):
         raise LessonError("wrong_type", n, field="params", expected="object")
@@ -226,7 +230,17 @@ def _step(s, n: int) -> Step:
         _param(k, v, KINDS[kind][k][0], n)
     _semantics(kind, params, n)
     _placeholders(kind, params, texts["answer"], n)
-    return Step(kind, texts["title"], texts["question"], texts["answer"], texts.get("note"), dict(params))
+    if "live_answer" in texts:
+        _placeholders(kind, params, texts["live_answer"], n, live=True)
+    return Step(
+        kind,
+        texts["title"],
+        texts["question"],
+        texts["answer"],
+        texts.get("note"),
+        dict(params),
+        texts.get("live_answer"),
+    )
 
 
 def _param(name: str, v, typ: str, n: int) -> None:
@@ -280,11 +294,12 @@ def _semantics(kind: str, p: dict, n: int) -> None:
         raise LessonError("bad_number", n, field="seed", lo=0, hi=10**9)
 
 
-def _placeholders(kind: str, params: dict, answer: dict[str, str], n: int) -> None:
-    """Every {name} of the answer is a fact the step's view computes (lesson_facts.names)."""
+def _placeholders(kind: str, params: dict, answer: dict[str, str], n: int, live: bool = False) -> None:
+    """Every {name} of the answer is a fact the step's view computes (lesson_facts.names; a live answer's:
+    lesson_facts.live_names, from the finished job's result)."""
     from . import lesson_facts
 
-    allowed = lesson_facts.names(kind, params)
+    allowed = lesson_facts.live_names(kind) if live else lesson_facts.names(kind, params)
     for code in LANGS:
         for name in lesson_facts.used(answer[code]):
             if name not in allowed:
@@ -299,3 +314,15 @@ def answer(step: Step, data: dict | None, code: str, words: dict[str, str] | Non
 
     facts = lesson_facts.facts(step, data, words) if data else {}
     return lesson_facts.fill(step.text("answer", code), {k: escape(v) for k, v in facts.items()})
+
+
+def live_answer(
+    step: Step, result: dict, code: str, words: dict[str, str] | None = None, escape=str, default: str = ""
+) -> str:
+    """The answer of a LIVE_KINDS step once its live job has finished: the step's `live_answer` in language `code`
+    (else `default`, the app's own text), its placeholders filled from the job's `result` (lesson_facts.live_facts)."""
+    from . import lesson_facts
+
+    facts = lesson_facts.live_facts(step.kind, result, words)
+    text = step.text("live_answer", code) or default
+    return lesson_facts.fill(text, {k: escape(v) for k, v in facts.items()})

@@ -112,17 +112,16 @@ def clean_pair(a: str, b: str) -> bool:
     )
 
 
-def _mlm_example(p: dict, load_model, paragraphs) -> dict:
-    """The first training example from seed `seed` on (at most EXAMPLE_SEARCH more) that is a clean pair
+def clean_example(enc, paragraphs, seed0: int = 0, search: int = EXAMPLE_SEARCH) -> dict:
+    """The first pre-training example from seed `seed0` on (at most `search` more) that is a clean pair
     (clean_pair) which BERT's NSP head classifies right (P(IsNext) >= 0.5 exactly when B follows A). None found: the
-    step's own seed's example, marked "found": False (the answer's {verdict} then says whether BERT got it right)."""
+    example of `seed0`, marked "found": False. Returns {example, p_next, seed, found}; `paragraphs` is the list of
+    corpus paragraphs (the lesson's 80/10/10 step and the pre-training page's opening sample share it)."""
     from .training.bert_data import make_example
 
-    enc = load_model("bert")
-    ps, seed0 = paragraphs(), int(p.get("seed", 0))
     first = None
-    for seed in range(seed0, seed0 + EXAMPLE_SEARCH + 1):
-        ex = make_example(seed, enc.tokenizer, ps, max_len=min(64, enc.max_len))
+    for seed in range(seed0, seed0 + search + 1):
+        ex = make_example(seed, enc.tokenizer, paragraphs, max_len=min(64, enc.max_len))
         if first is None:
             first = (seed, ex)
         if not clean_pair(ex["a_text"], ex["b_text"]):
@@ -132,6 +131,11 @@ def _mlm_example(p: dict, load_model, paragraphs) -> dict:
             return {"example": ex, "p_next": p_next, "seed": seed, "found": True}
     seed, ex = first
     return {"example": ex, "p_next": enc.next_sentence(ex["a_text"], ex["b_text"]), "seed": seed, "found": False}
+
+
+def _mlm_example(p: dict, load_model, paragraphs) -> dict:
+    """clean_example from the step's seed (its answer's {verdict} says whether BERT got it right)."""
+    return clean_example(load_model("bert"), paragraphs(), int(p.get("seed", 0)))
 
 
 def _nsp(p: dict, load_model, _=None) -> dict:

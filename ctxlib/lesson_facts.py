@@ -214,3 +214,62 @@ def _f_taglm(p, d, w):
     return {
         f"{t}_{k}": _num(getattr(ev[t], attr), 3) if t in ev else MISSING for t in TASKS for k, attr in USAGE.items()
     }
+
+
+# -- a step's live job (the fine-tuning step's run in the app's job line) ----------------------------------------
+# Its answer (a step's `live_answer`, else the app's default text) names the finished run's own figures.
+LIVE_NAMES = {
+    "finetune": (
+        "acc",
+        "bert_cls",
+        "elmo",
+        "word2vec",
+        "majority",
+        "n_train",
+        "n_test",
+        "steps",
+        "seconds",
+        "best",
+        "lead",
+        "verdict",
+    )
+}
+LIVE_WORDS = {  # English; the app's catalogue has them under lesson_live.fact.*
+    "ahead": "ahead of every frozen-feature probe",
+    "behind": "not ahead of the best frozen-feature probe",
+    "bert_cls": "frozen BERT's [CLS] probe",
+    "elmo": "frozen ELMo's probe",
+    "word2vec": "word2vec's probe",
+    "no_baseline": "no frozen-feature probe (no model for one)",
+}
+BASELINES = ("bert_cls", "elmo", "word2vec")
+
+
+def live_names(kind: str) -> tuple[str, ...]:
+    """The placeholders a step of `kind` may use in its live answer (none: the kind has no live job)."""
+    return LIVE_NAMES.get(kind, ())
+
+
+def live_facts(kind: str, result: dict, words: dict[str, str] | None = None) -> dict[str, str]:
+    """The live answer's facts from a finished job's result (ctxlib.evaluation.finetune_live.run's dict): the
+    fine-tuned accuracy, each frozen probe's on the same reviews, the best probe, the lead over it in points (signed)
+    and the verdict (ahead of every probe, or not)."""
+    if kind != "finetune":
+        return {}
+    w = {**LIVE_WORDS, **(words or {})}
+    acc, base = float(result["accuracy"]), result.get("baselines") or {}
+    out = {k: _num(base.get(k), 3) for k in BASELINES}
+    out.update(
+        acc=_num(acc, 3),
+        majority=_num(result.get("majority"), 3),
+        n_train=str(result["n_train"]),
+        n_test=str(result["n_test"]),
+        steps=str(len(result.get("history") or [])),
+        seconds=str(result["seconds"]),  # rounded to 0.1 s by the run
+    )
+    have = [(float(base[k]), k) for k in BASELINES if base.get(k) is not None]
+    if not have:
+        return {**out, "best": w["no_baseline"], "lead": MISSING, "verdict": MISSING}
+    best, name = max(have)
+    out.update(best=w[name], lead=f"{(acc - best) * 100:+.1f}", verdict=w["ahead" if acc > best else "behind"])
+    return out

@@ -7,8 +7,8 @@ import time
 
 import streamlit as st
 
+from ctxlib.app import lesson_live, present, state, widgets
 from ctxlib.app import lesson_views as lv
-from ctxlib.app import present, state, widgets
 from ctxlib.app.i18n import escape_md, lang, msg
 
 _t0 = time.perf_counter()
@@ -51,11 +51,13 @@ else:
 left.markdown(f"**{msg('lesson.question')}** " + step.text("question", lang()))
 with left:
     lv.inputs(step)
+    lesson_live.panel(step)  # a step with a live job: Start, its place in line, progress and curve
 shown = st.session_state.get("lesson_revealed") == (key, i)  # another step or lesson starts hidden
 left.button(msg("lesson.hide" if shown else "lesson.reveal"), key="lesson_reveal_btn", on_click=flip, args=(shown,))
 if shown:
     data = None
     with right, present.max_chart_height(lv.chart_room(step, screen_h)):
+        lesson_live.result(step)  # the finished live run, before the shipped figures
         if not lv.missing_models(step):
             with st.spinner(msg("lesson.computing")):
                 try:
@@ -68,7 +70,8 @@ if shown:
                     )
             if data is not None:
                 lv.result(step, data)
-    bottom.success(msg("lesson.answer") + " " + lv.answer(step, data))  # its {placeholders} from the model's output
+    # its {placeholders} from the model's output; a live step's from its finished job's result, else labelled shipped
+    bottom.success(msg("lesson.answer") + " " + lesson_live.answer(step, lv.answer(step, data)))
 if step.note:
     bottom.caption(step.text("note", lang()))
 widgets.record_time("lesson", _t0)

@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from ctxlib.app import explain, loaders, results_view, state, text_fit, widgets
+from ctxlib.app import explain, loaders, pretraining_sample, results_view, state, text_fit, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.training.bert_data import make_example
 from ctxlib.viz import pretraining as vp
@@ -18,8 +18,8 @@ cap = enc.max_len - 2
 paragraphs = st.cache_resource(show_spinner=False)(vp.training_sample)  # loading the corpus takes a few seconds, once
 ask = st.cache_data(show_spinner=False, max_entries=256)(  # a cached call of a model's method; stamp: its checkpoint's
     lambda model, method, stamp, *args, **kw: getattr(loaders.load_encoder(model), method)(*args, **kw))
-for k, p, d in (("pt_text", "text", "今天天气很好，我们去公园散步吧。"), ("pt_ww", "ww", "0"), ("pt_seed", "seed", "0"),
-                ("pt_a", "a", "今天下了一场大雨。"), ("pt_b", "b", "路上的行人都打着伞。"), ("pt_lm", "lm", "他在银行存了一笔钱。")):
+for k, p, d in (("pt_text", "text", "今天天气很好，我们去公园散步吧。"), ("pt_ww", "ww", "0"), ("pt_a", "a", "今天下了一场大雨。"),
+                ("pt_b", "b", "路上的行人都打着伞。"), ("pt_lm", "lm", "他在银行存了一笔钱。")):
     state.init(k, p, d)
 st.session_state["pt_ww"] = st.session_state["pt_ww"] in (True, "1", "true", "True")  # ?ww=1 → on
 
@@ -59,23 +59,22 @@ else:
             widgets.show_error(explain.error_text(e))
 
 st.subheader(msg("pretraining.example.header"))
+with st.spinner(msg("pretraining.example.loading")):
+    ps = paragraphs()
+opening = pretraining_sample.init_seed(enc, stamp, ps)  # the lesson's clean, rightly classified pair unless ?seed=
 c1, c2, c3 = st.columns([1, 1, 2])
 if c1.button(msg("pretraining.example.new"), key="pt_new"):
     st.session_state["pt_seed"] = vp.next_seed(st.session_state["pt_seed"])
 seed = vp.parse_seed(c2.text_input(msg("pretraining.example.seed"), key="pt_seed"))
 ex_whole = c3.toggle(msg("pretraining.example.whole_word"), key="pt_ex_ww")
 st.query_params["seed"] = str(seed)
-with st.spinner(msg("pretraining.example.loading")):
-    ps = paragraphs()
 ex = make_example(seed, enc.tokenizer, ps, whole_word=ex_whole, max_len=min(64, cap + 2))
 labels = {k: msg(f"pretraining.example.{k}") for k in vp.EXAMPLE_LABELS}
 st.html(vp.example_html(ex, (labels["legend_mask"], labels["legend_random"], labels["legend_kept"])))
 for col, (label, value) in zip(st.columns(4), vp.example_metrics(ex, labels)):
     col.metric(label, value)
 st.dataframe(vp.example_rows(ex, labels), hide_index=True)
-label = msg("pretraining.example.is_next") if ex["is_next"] else msg("pretraining.example.not_next")
-st.markdown(msg("pretraining.example.nsp", label=label, p=ask("bert", "next_sentence", stamp, ex["a_text"], ex["b_text"])))
-st.caption("A: " + widgets.escape_md(ex["a_text"]) + "  \nB: " + widgets.escape_md(ex["b_text"]))
+pretraining_sample.nsp_lines(ex, ask("bert", "next_sentence", stamp, ex["a_text"], ex["b_text"]), seed, opening)
 
 st.subheader(msg("pretraining.nsp.header"))
 a, b = (col.text_input(msg(f"pretraining.nsp.{k}"), key=f"pt_{k}", max_chars=500) for col, k in zip(st.columns(2), "ab"))

@@ -5,9 +5,8 @@ import time
 import streamlit as st
 
 from ctxlib import checkpoint, records
-from ctxlib.app import loaders, widgets
+from ctxlib.app import finetune_job, widgets
 from ctxlib.app.i18n import lang, msg, prose
-from ctxlib.app.job_panel import job_panel
 from ctxlib.evaluation import finetune_live as fl
 from ctxlib.tokens import char_tokens
 from ctxlib.viz import elmo as ve
@@ -18,7 +17,7 @@ _t0 = time.perf_counter()
 widgets.page_header("BERT fine-tuning", "finetune.title")
 st.markdown(prose("finetune_intro"))
 bert, _ = widgets.require_model("bert", "BERT")
-res = st.session_state.get("ft_result")
+res = finetune_job.result()  # this session's last run, started here or in the lesson
 labels = lambda area, keys: {k: msg(f"finetune.{area}.{k}") for k in keys}  # noqa: E731
 
 st.subheader(msg("finetune.head.arch"))
@@ -35,33 +34,12 @@ if examples:
     st.caption(msg("finetune.arch.example_caption", gold=msg("finetune.arch.pos" if gold else "finetune.arch.neg")))
 
 st.subheader(msg("finetune.head.live"))
-st.caption(msg("finetune.live.settings", n_train=fl.N_TRAIN, n_test=fl.N_TEST, max_chars=fl.MAX_CHARS, epochs=1,
-               batch=fl.BATCH, lr=fl.LR))
-
-
-
-def live_plot(job):
-    if points := list(job.points):
-        fig = loaders.cached_figure(f"ft_live|{job.id}|{len(points)}", lambda: transfer.history_figure(
-            points, points[-1]["total"], labels("plot", ("loss", "acc", "mean", "step"))))
-        st.plotly_chart(fig, config=PLOTLY_CONFIG, key="ft_live")
-
-
-elmo, w2v = loaders.try_load("elmo")[0], loaders.try_load("word2vec")[0]
-job_panel("finetune", "ft", lambda j: fl.run(j, bert, elmo, w2v, n_train=fl.N_TRAIN, n_test=fl.N_TEST),
-          ids="finetune.live", phase_ids="finetune.phase", live_view=live_plot, partial_view=live_plot)
+finetune_job.settings_caption()
+finetune_job.panel(bert)  # the lesson's fine-tuning step shows the same job (ctxlib.app.finetune_job)
 
 st.subheader(msg("finetune.head.compare"))
 if res:
-    st.success(msg("finetune.live.done", seconds=res["seconds"], ft_seconds=res["finetune_seconds"], acc=res["accuracy"],
-                   cpu_seconds=res["cpu_seconds"], n_test=res["n_test"]))
-    st.plotly_chart(transfer.history_figure(res["history"], len(res["history"]), labels("plot", ("loss", "acc", "mean", "step"))),
-                    config=PLOTLY_CONFIG, key="ft_history")
-    base = res["baselines"]
-    rows = [(msg("finetune.plot.finetuned"), res["accuracy"])] + [(msg(f"finetune.plot.{k}"), base[k]) for k in ("bert_cls", "elmo", "word2vec")]
-    plot_labels = {**labels("plot", ("accuracy", "majority", "missing")), "title": msg("finetune.plot.title", n=res["n_test"])}
-    st.plotly_chart(transfer.comparison_figure(rows, res["majority"], plot_labels), config=PLOTLY_CONFIG, key="ft_compare")
-    st.caption(msg("finetune.plot.caption", n_train=res["n_train"], n_test=res["n_test"]))
+    finetune_job.result_view(res)
 st.markdown(f"**{msg('finetune.head.full')}**")
 evals = {m: records.read_evals(checkpoint.resolve(m), ["sentiment"])[0].get("sentiment") for m in ("bert", "elmo")}
 for m in [m for m, ev in evals.items() if ev is None]:

@@ -4,6 +4,8 @@ import pytest
 from app_pages import chart_specs, run_page, shipped, teachers_text, use_checkpoint_dir
 
 from ctxlib import checkpoint
+from ctxlib.app.i18n import escape_md
+from ctxlib.training.bert_data import make_example
 
 PAGE = "5_BERT_pretraining.py"
 TITLE = "BERT pre-training: masked LM and next-sentence prediction"
@@ -44,6 +46,38 @@ def test_example_seed_and_whole_word_masking(bert):
     assert a == b and a != c
     at = _run(text="我们去公园散步吧", mask="4", ww="1")
     assert at.code[0].value == "我们去[MASK][MASK]散步吧"
+
+
+def test_example_opens_on_the_lessons_clean_pair(bert):
+    """Section 2 opens on lesson_compute.clean_example's pair (not seed 0's draw, whose B is a cut review with a
+    random "sogo" in it): clean, classified right by BERT, and the caption says how it was chosen; ?seed=0 still
+    shows seed 0's own draw, without that caption."""
+    from ctxlib import lesson_compute
+    from ctxlib.viz import pretraining as vp
+
+    want = lesson_compute.clean_example(bert, vp.training_sample(), 0)
+    assert want["found"] and want["seed"] != 0
+    at = _run()
+    assert at.text_input(key="pt_seed").value == str(want["seed"]) and at.query_params["seed"] in (
+        str(want["seed"]),
+        [str(want["seed"])],
+    )
+    ex = want["example"]
+    assert lesson_compute.clean_pair(ex["a_text"], ex["b_text"])
+    assert (want["p_next"] >= 0.5) == bool(ex["is_next"])  # BERT gets it right
+    pair = next(c.value for c in at.caption if c.value.startswith("A: "))
+    assert pair == "A: " + escape_md(ex["a_text"]) + "  \nB: " + escape_md(ex["b_text"])
+    label = "IsNext" if ex["is_next"] else "NotNext"
+    assert any(
+        f"**NSP label:** {label}" in m.value and f"P(IsNext) = {want['p_next']:.2f}" in m.value for m in at.markdown
+    )
+    opening = [c.value for c in at.caption if c.value.startswith(f"The page opens on seed {want['seed']}, not seed 0")]
+    assert len(opening) == 1 and "classifies right" in opening[0]
+    zero = _run(seed="0")
+    assert zero.text_input(key="pt_seed").value == "0"
+    assert not any("The page opens on seed" in c.value for c in zero.caption)
+    seed0 = make_example(0, bert.tokenizer, vp.training_sample(), max_len=min(64, bert.max_len))
+    assert any(c.value.startswith("A: " + escape_md(seed0["a_text"])) for c in zero.caption)
 
 
 def test_bad_inputs_give_messages(bert):

@@ -18,7 +18,7 @@ from ctxlib.viz import transfer
 from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
 from ctxlib.viz.lesson import pair_cosines_figure
 
-from . import loaders, present, state, widgets
+from . import lesson_live, loaders, present, state, widgets
 from .i18n import escape_md, lang, msg
 
 UPLOAD = "lesson_upload"
@@ -128,7 +128,7 @@ def chart_room(step: lesson.Step, screen_h: int | None) -> int | None:
     if not present.is_on():
         return None
     room = (screen_h or SCREEN_H) - ABOVE - BESIDE.get(step.kind, 70)
-    return max(220, room // CHARTS.get(step.kind, 1))
+    return max(220, room // (lesson_live.charts(step) or CHARTS.get(step.kind, 1)))
 
 
 # -- what students see with the question ------------------------------------------------------------------------
