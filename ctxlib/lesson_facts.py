@@ -13,8 +13,9 @@ import re
 
 from . import kinds
 
-# a placeholder: {name}, not preceded by a letter, digit, backslash, ^ or _ (so LaTeX's \mathrm{x} and _{k} stay text)
-PLACEHOLDER = re.compile(r"(?<![\\\w^_]){([a-z][a-z0-9_]*)}")
+# a placeholder: {name}, not preceded by an ASCII letter or digit, a backslash, ^ or _ (so LaTeX's \mathrm{x} and _{k}
+# stay text); a Chinese character before it is fine (与{best})
+PLACEHOLDER = re.compile(r"(?<![\\A-Za-z0-9^_]){([a-z][a-z0-9_]*)}")
 WORDS = {
     "right": "which is right",
     "wrong": "which is wrong",

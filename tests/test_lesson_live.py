@@ -85,3 +85,12 @@ def test_the_shipped_lesson_has_a_live_answer_in_both_languages():
         assert {"acc", "bert_cls", "elmo", "verdict"} <= set(lesson_facts.used(step.text("live_answer", lang)))
         filled = lesson.live_answer(step, RESULT, lang)
         assert "0.655" in filled and not re.search(r"{[a-z_]+}", filled), filled
+
+
+def test_a_placeholder_right_after_a_chinese_character_is_filled():
+    from ctxlib import lesson_facts
+
+    out = lesson_facts.PLACEHOLDER.sub(
+        lambda m: {"best": "BERT"}.get(m.group(1), "?"), "与{best}相比，\\mathrm{x} 和 _{k}"
+    )
+    assert out == "与BERT相比，\\mathrm{x} 和 _{k}"
