@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests"))
 
 VOCAB_SIZE = 21128
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -58,38 +59,15 @@ def corpus_text(n: int) -> tuple[list[str], Counter]:
 def build(out: Path, chars: Counter) -> float:
     """Save a random bert-base model and its character tokenizer into `out`; returns the seconds it took."""
     import torch
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-    )
-    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+    from hf_tiny import wordpiece  # tests/hf_tiny.py: the same tokenizer as the tests' tiny models
+    from transformers import BertConfig, BertForMaskedLM
 
     t = time.perf_counter()
     vocab = SPECIALS + [c for c, _ in chars.most_common() if is_cjk(c)]
     seen = set(vocab)
     vocab += [c for c in map(chr, range(0x4E00, 0xA000)) if c not in seen][: max(0, VOCAB_SIZE - len(vocab))]
     vocab = vocab[:VOCAB_SIZE]
-    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True, handle_chinese_chars=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    tok.decoder = decoders.WordPiece()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_max_length=512,
-        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
-    )
+    fast = wordpiece(vocab, max_len=512)
     torch.manual_seed(0)
     model = BertForMaskedLM(BertConfig(vocab_size=VOCAB_SIZE)).eval()
     out.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,8 @@ SMALL = {
 }
 
 
-def _wordpiece(vocab: list[str]):
+def wordpiece(vocab: list[str], max_len: int = 64):
+    """A BERT-style WordPiece fast tokenizer over `vocab` (its [CLS]/[SEP]/[PAD]/[MASK]/[UNK]); also bench/hf_speed.py's."""
     from tokenizers import (
         Tokenizer,
         decoders,
@@ -107,7 +108,7 @@ def _wordpiece(vocab: list[str]):
         cls_token="[CLS]",
         sep_token="[SEP]",
         mask_token="[MASK]",
-        model_max_length=64,
+        model_max_length=max_len,
         model_input_names=["input_ids", "token_type_ids", "attention_mask"],
     )
 
@@ -133,7 +134,7 @@ def zh_bert(out, nsp: bool = False, seed: int = 0) -> Path:
     cfg = BertConfig(vocab_size=len(vocab), **SMALL)
     model = (BertForPreTraining if nsp else BertForMaskedLM)(cfg).eval()
     return _save(
-        model, _wordpiece(vocab), out, "---\nlicense: apache-2.0\nlanguage: zh\n---\n# tiny zh bert (ctxlab test)\n"
+        model, wordpiece(vocab), out, "---\nlicense: apache-2.0\nlanguage: zh\n---\n# tiny zh bert (ctxlab test)\n"
     )
 
 
@@ -144,7 +145,7 @@ def en_bert(out, seed: int = 1) -> Path:
 
     torch.manual_seed(seed)
     model = BertForMaskedLM(BertConfig(vocab_size=len(EN_WORDS), **SMALL)).eval()
-    return _save(model, _wordpiece(EN_WORDS), out)
+    return _save(model, wordpiece(EN_WORDS), out)
 
 
 def gpt2(out, seed: int = 2, trim_offsets: bool = True) -> Path:
