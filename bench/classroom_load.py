@@ -179,6 +179,14 @@ def rerun_msg(query: str, page: str, page_hash: str = "", widgets=(), fragment_i
     return back.SerializeToString()
 
 
+def connect(uri: str, timeout: float):
+    """A browser tab's websocket to the app (Streamlit's subprotocol, no compression, no pings): `async with`."""
+    from websockets.asyncio.client import connect as ws_connect
+
+    kw = dict(max_size=None, open_timeout=timeout, close_timeout=5, ping_interval=None, compression=None)
+    return ws_connect(uri, subprotocols=["streamlit"], **kw)
+
+
 async def one_session(
     uri: str, query: str, page: str, runs: int, timeout: float, leave_after: float | None = None
 ) -> list[dict]:
@@ -187,18 +195,9 @@ async def one_session(
     than a browser's rerun: the bench uses runs=1 and reloads. With `leave_after`, the student closes the tab that
     many seconds into its first run (if it has not ended)."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from websockets.asyncio.client import connect
 
     out = []
-    async with connect(
-        uri,
-        subprotocols=["streamlit"],
-        max_size=None,
-        open_timeout=timeout,
-        close_timeout=5,
-        ping_interval=None,
-        compression=None,
-    ) as ws:
+    async with connect(uri, timeout) as ws:
         page_hash = ""
         for run in range(runs):
             tally = new_tally()

@@ -147,19 +147,9 @@ def server_ms(log: Path, skip: int) -> float | None:
 
 async def measure_page(uri: str, page: str, lang: str, log: Path, timeout: float) -> list[dict]:
     """A fresh session's first run of `page`, then its interactions: one row each."""
-    from websockets.asyncio.client import connect
-
     query = urllib.parse.urlencode({"lang": lang})
     rows = []
-    async with connect(
-        uri,
-        subprotocols=["streamlit"],
-        max_size=None,
-        open_timeout=timeout,
-        close_timeout=5,
-        ping_interval=None,
-        compression=None,
-    ) as ws:
+    async with cl.connect(uri, timeout) as ws:
         since = len(log_lines(log))
         s, tally, found, page_hash = await run_once(ws, query, page, "", timeout)
         rows.append(row(page, "first visit", s, server_ms(log, since), tally, FIRST_TARGET_S))
