@@ -70,9 +70,9 @@ def cmd_generate(args) -> int:
         return status
     names = None
     if args.no_names:
-        from .lexicon import person_names
+        from .lexicon import kept_out
 
-        names = person_names()
+        names = kept_out()
     try:
         out = enc.generate(
             args.prompt,
@@ -119,7 +119,9 @@ def add_parsers(sub) -> None:
         help=f"never write the same N characters twice (default {NO_REPEAT_NGRAM}; 0 = off)",
     )
     s.add_argument(
-        "--no-names", action="store_true", help="never complete a person's name from People's Daily's name tags (nr)"
+        "--no-names",
+        action="store_true",
+        help="never complete a person's name from People's Daily's name tags (nr), nor a byline word before one (记者, 新华社)",
     )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true", help="the text and every step's choice and top-5 candidates")

@@ -76,6 +76,16 @@ def person_names(min_count: int = 2, min_len: int = 2) -> tuple[str, ...]:
     return tuple(n for n, _ in sorted(keep, key=lambda nc: (-nc[1], nc[0])))
 
 
+# the news byline words a name follows in People's Daily ("(新华社记者李鹏摄)"): a name the model makes up from
+# characters is not in the nr list, but it is written after these
+BYLINE_WORDS = ("新华社", "记者", "通讯员", "摄影")
+
+
+def kept_out() -> tuple[str, ...]:
+    """What a class-safe writer never completes: the corpus's person names and the byline words before them."""
+    return person_names() + BYLINE_WORDS
+
+
 def completions(names) -> dict[str, frozenset[str]]:
     """{name minus its last character: the last characters that complete a name}: what a writer must not add after
     text ending in the key. 李鹏, 李岚清 -> {"李": {"鹏"}, "李岚": {"清"}}."""

@@ -38,7 +38,7 @@ def write(
         seed=seed,
         repetition_penalty=rp,
         no_repeat_ngram=ng,
-        banned_names=lexicon.person_names() if names else None,
+        banned_names=lexicon.kept_out() if names else None,
     )
 
 

@@ -113,3 +113,12 @@ def test_model_card_reads_the_summary_and_counts_parameters():
     g.model = torch.nn.Linear(3, 2)  # 3*2 + 2 parameters, counted from the tensors
     assert model_card.facts(g)["parameters"] == 8
     assert "People's Daily" in model_card.describe(g) and "8 parameters" in model_card.describe(g)
+
+
+def test_kept_out_adds_the_byline_words_a_made_up_name_follows():
+    out = lexicon.kept_out()
+    assert set(lexicon.BYLINE_WORDS) <= set(out) and set(lexicon.person_names()) <= set(out)
+    table = lexicon.completions(out)
+    # the shipped GPT's seed-0 continuation of 今天天气 was "(新华社记者李晓英摄)": 记 is refused after 新华社, and 者 after 记
+    assert "者" in lexicon.banned_next("新华社记", table, max(map(len, table)))
+    assert "社" in lexicon.banned_next("(新华", table, max(map(len, table)))
