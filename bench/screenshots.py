@@ -7,7 +7,8 @@
 Starts `streamlit run app.py` in --root (this checkout by default) on a free loopback port, opens every view of the
 list below in headless Chromium (Debian `chromium`, Playwright; a fresh profile per view, so no remembered sidebar),
 waits until the page's script run has finished, and saves the screen as the audience sees it (the viewport, not the
-whole scrolled page: what lies below the fold is not in the picture) as <out>/<view>_<lang>.png. Prints one line per
+whole scrolled page: what lies below the fold is not in the picture; a lesson step after its Reveal button, Home
+scrolled to its demo's chart) as <out>/<view>_<lang>.png. Prints one line per
 picture and writes <out>/index.md. A view that does not exist in an older checkout (a new page or step) comes out
 as that checkout's "page not found" or its last step: look at the picture.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -88,7 +90,7 @@ def url_of(base: str, view: str, lang: str, present: bool) -> str:
     return f"{base}/{path}?{query + '&' if query else ''}{extra}"
 
 
-def shoot(browser, url: str, out: Path, w: int, h: int, timeout_ms: int) -> str:
+def shoot(browser, url: str, out: Path, w: int, h: int, timeout_ms: int, reveal=False, scroll=False) -> str:
     context = browser.new_context(viewport={"width": w, "height": h})
     page = context.new_page()
     try:
@@ -97,6 +99,14 @@ def shoot(browser, url: str, out: Path, w: int, h: int, timeout_ms: int) -> str:
         page.wait_for_timeout(500)
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
         page.wait_for_timeout(1500)  # the sidebar slides away, Plotly draws
+        if reveal and (btn := page.get_by_role("button", name=re.compile("Reveal|揭晓"))).count():
+            btn.first.click()  # the answer, as the class sees it after the teacher's reveal
+            page.wait_for_timeout(800)
+            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
+            page.wait_for_timeout(1500)
+        if scroll and (chart := page.locator('[data-testid="stPlotlyChart"]')).count():
+            chart.first.scroll_into_view_if_needed()  # the demo's chart and what is around it, not the page's top
+            page.wait_for_timeout(800)
         page.screenshot(path=str(out))
         return "ok"
     except Exception as e:  # one view failing must not stop the others
@@ -134,8 +144,9 @@ def main(argv=None) -> int:
                 for lang in a.lang:
                     out = a.out / f"{view}_{lang}.png"
                     t0 = time.perf_counter()
-                    res = shoot(browser, url_of(f"http://127.0.0.1:{port}", view, lang, not a.no_present), out, w, h,
-                                int(a.timeout * 1000))  # fmt: skip
+                    url = url_of(f"http://127.0.0.1:{port}", view, lang, not a.no_present)
+                    res = shoot(browser, url, out, w, h, int(a.timeout * 1000), view.startswith("lesson"),
+                                view.startswith("home"))  # fmt: skip
                     line = f"{out.name}: {res} ({time.perf_counter() - t0:.1f} s) {VIEWS[view] or '/'}"
                     print(line, flush=True)
                     lines.append(f"- {line}")

@@ -126,6 +126,23 @@ def test_lm_topk(enc):
         enc.lm_topk("我们", 5)
 
 
+def test_lm_topk_rank_counts_words_as_the_chart_lists_them(enc):
+    """The lesson's answer said 北京 was first in the chart and "ranked 2" in the text: <unk> stood above it."""
+    from ctxlib.viz.elmo import LM_SPECIALS
+
+    for text, i in (("他昨天去北京开会了", 3), ("我们今天去北京开会", 2), ("他说魑魅魍魉来了", 1)):
+        r = enc.lm_topk(text, i, k=40)
+        for side in ("forward", "backward"):
+            listed = [w for w, _ in r[side] if w not in LM_SPECIALS]
+            rank, word = r["actual"]["rank"][side], r["actual"]["word"]
+            if word in LM_SPECIALS:
+                assert rank is None
+            elif word in listed:
+                assert rank == listed.index(word) + 1, (text, side, listed[:5], rank)
+            else:
+                assert rank > len(listed)
+
+
 def _same_topk(x, y):
     return [w for w, _ in x] == [w for w, _ in y] and np.allclose([p for _, p in x], [p for _, p in y], atol=1e-6)
 

@@ -340,7 +340,8 @@ class ElmoEncoder(Encoder):
         """At token `index`: the forward LM's top-k words given only the tokens before it, and the backward LM's
         top-k given only the tokens after it, each as [(word, probability)]. `actual` gives both LMs'
         probability of the word that is there (<unk> if it is outside the output vocabulary) and, under "rank", its
-        rank in each full distribution (1 = the most likely). `punct` gives each LM's total probability of
+        rank in each full distribution among the words (1 = the most likely word; <unk>, <S>, </S> and the like are
+        not counted, as the charts do not list them; None for <unk> itself). `punct` gives each LM's total probability of
         punctuation and symbol tokens (tokens.is_punct)."""
         toks = self.tokenize(text[:MAX_CHARS], target)
         if not toks:
@@ -353,6 +354,8 @@ class ElmoEncoder(Encoder):
         hf = f[-1][0, index]  # (D,) has read <S> w_0 .. w_{index-1}
         hb = bw[-1][0, index + 2]  # (D,) has read </S> w_n .. w_{index+1}
         skip = [self.featurizer.word_vocab[s] for s in ("<pad>",)]
+        itos = self.featurizer.word_vocab.itos
+        specials = [i for i, w in enumerate(itos) if w in ("<unk>", "<S>", "</S>", "<pad>", "<bos>", "<eos>")]
         punct = [i for i, w in enumerate(self.featurizer.word_vocab.itos) if is_punct(w)]
         res = {"tokens": words, "spans": [(a, e) for _, a, e in toks], "index": index, "punct": {}}
         actual = self.featurizer.word_vocab.get(nfkc(words[index]))
@@ -366,6 +369,8 @@ class ElmoEncoder(Encoder):
                 for v, i in zip(top.values.tolist(), top.indices.tolist())
             ]
             res["actual"][name] = float(lp[actual].exp())
-            res["actual"]["rank"][name] = rank_in(lp, actual)[0]
+            words_only = lp.clone()
+            words_only[specials] = -float("inf")  # ranked among the words a chart lists (viz.elmo.LM_SPECIALS left out)
+            res["actual"]["rank"][name] = rank_in(words_only, actual)[0] if actual not in specials else None
             res["punct"][name] = float(lp[punct].exp().sum()) if punct else 0.0
         return res
