@@ -1,16 +1,15 @@
 """Type vs token: one vector per word type (word2vec) or one per token (ELMo, BERT)."""
+
 import functools
 import time
 
 import streamlit as st
 
 from ctxlib import examples, explore
-from ctxlib.app import elmo_halves, explain, loaders, state, vocab_notes, widgets
+from ctxlib.app import elmo_halves, explain, loaders, state, type_token_views, vocab_notes, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.projection import METHOD_NAMES
-from ctxlib.vecmath import cosine_matrix
 from ctxlib.viz import explorer
-from ctxlib.viz.common import PLOTLY_CONFIG, escape
 
 _t0 = time.perf_counter()
 widgets.page_header("Type vs token · ctxlab", "type_token.title")
@@ -26,21 +25,34 @@ name = state.choice("tt_set", "set", sets, what=msg("type_token.url.set"), names
 state.init("tt_word", "word", all_sets[name]["word"], max_chars=examples.MAX_WORD_CHARS)
 state.init("tt_text", "s", examples.example_text(name, tl))
 left, right = st.columns([1, 2])
-left.selectbox(msg("type_token.inputs.set"), sets, key="tt_set", format_func=titles.__getitem__,
-               on_change=lambda: st.session_state.update(tt_word=all_sets[st.session_state["tt_set"]]["word"],
-                                                         tt_text=examples.example_text(st.session_state["tt_set"], tl)))
+left.selectbox(
+    msg("type_token.inputs.set"),
+    sets,
+    key="tt_set",
+    format_func=titles.__getitem__,
+    on_change=lambda: st.session_state.update(
+        tt_word=all_sets[st.session_state["tt_set"]]["word"],
+        tt_text=examples.example_text(st.session_state["tt_set"], tl),
+    ),
+)
 left.text_input(msg("type_token.inputs.word"), key="tt_word", max_chars=examples.MAX_WORD_CHARS)
 right.text_area(msg("type_token.inputs.sentences"), key="tt_text", height=200)
-method = st.sidebar.radio(msg("type_token.sidebar.projection"), list(METHOD_NAMES), format_func=METHOD_NAMES.get,
-                          index=list(METHOD_NAMES).index(state.choice("tt_proj", "proj", list(METHOD_NAMES), what=msg(
-                              "common.url.what_projection"), names=METHOD_NAMES)), key="tt_proj_w")
+method = st.sidebar.radio(
+    msg("type_token.sidebar.projection"),
+    list(METHOD_NAMES),
+    format_func=METHOD_NAMES.get,
+    index=list(METHOD_NAMES).index(
+        state.choice("tt_proj", "proj", list(METHOD_NAMES), what=msg("common.url.what_projection"), names=METHOD_NAMES)
+    ),
+    key="tt_proj_w",
+)
 st.sidebar.caption(msg("type_token.sidebar.png"))
 widgets.share_hint()
 
 word, pairs, notes = examples.check_inputs(st.session_state["tt_word"], st.session_state["tt_text"])
 for note in notes:
     getattr(st, note.level)(widgets.escape_md(msg(note.id, **note.values)))
-shared = {"word": st.session_state["tt_word"], "s": st.session_state["tt_text"][:examples.MAX_INPUT_CHARS]}
+shared = {"word": st.session_state["tt_word"], "s": st.session_state["tt_text"][: examples.MAX_INPUT_CHARS]}
 custom = (shared["word"], st.session_state["tt_text"]) != (all_sets[name]["word"], examples.example_text(name, tl))
 st.query_params.update({"set": name, "proj": method, **(shared if custom else {})})
 for k in () if custom else shared:
@@ -65,23 +77,7 @@ layers = widgets.layer_pickers("tt", {m: d.layer_names for m, d in data.items()}
 full = dict(data)  # the CSV holds whole vectors; ELMo's may be shown as one half (forward / backward LSTM)
 half = elmo_halves.picker(data, texts, word)
 
-sims = {m: cosine_matrix(d.vecs[:, layers[m]]).astype("float32") for m, d in data.items()}
-zmin = min([0.99, *(float(S.min()) for S in sims.values())])  # one colour scale for every model's heatmap
-for col, (m, d) in zip(st.columns(max(1, len(data))), data.items()):
-    j, h = layers[m], half if m == "elmo" else None
-    xy = loaders.projected(f"{m}|{stamps[m]}|{word}|{texts}|{j}|{h}", explore.type_token_points(d, j), method)
-    fkey = f"{m}|{stamps[m]}|{word}|{pairs}|{j}|{method}|{h}"
-    title = " · ".join([m, widgets.layer_label(d.layer_names[j])] + ([msg(f"triple.half.{h}")] if h else []))
-    col.plotly_chart(loaders.cached_figure("map|" + fkey, lambda: explorer.type_token_map(
-        xy, hover, labels if any(labels) else None, title=title,
-        type_name=msg("type_token.maps.type_name"), token_name=msg("type_token.maps.token_name"),
-        type_hover=escape(msg("type_token.maps.type_hover", word=word)))), config=PLOTLY_CONFIG, key=f"map_{m}")
-    col.caption(msg("type_token.maps.mean_cosine", cos=explore.mean_type_cosine(d, j)))
-    col.plotly_chart(loaders.cached_figure(f"heat|{fkey}|{zmin}", lambda: explorer.similarity_heatmap(
-        sims[m], list(texts), hover, labels=labels, title=msg("type_token.maps.heatmap_title"), zmin=zmin)),
-        config=PLOTLY_CONFIG, key=f"heat_{m}")
-if len(data) > 1:
-    st.caption(msg("type_token.maps.shared_scale", lo=zmin))
+type_token_views.model_maps(data, stamps, layers, half, word, pairs, hover, method)
 
 sentence_col, tabs = msg("type_token.tabs.sentence_col"), ("accuracy", "nearest", "segmentation", "export")
 tab_acc, tab_near, tab_seg, tab_csv = st.tabs([msg(f"type_token.tabs.{k}") for k in tabs])
@@ -91,21 +87,18 @@ with tab_near:
     vocab_notes.nearest_tab(data, stamps, layers, half, word, texts, sentence_col)
 with tab_seg:
     st.caption(msg("type_token.segmentation.caption"))
-    st.dataframe(explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True)
+    st.dataframe(
+        explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True
+    )
 with tab_acc:
-    if (acc := explore.sense_accuracy(data, labels)) is None:
-        st.info(msg("type_token.accuracy.need_labels"))
-    else:
-        res, chance = {m: (widgets.layer_labels(ns), a) for m, (ns, a) in acc[0].items()}, acc[1]
-        st.caption(msg("type_token.accuracy.caption"))
-        explain.chance_note(word, labels, res, chance)  # above the chart, where the teacher looks
-        st.plotly_chart(loaders.cached_figure(f"acc|{res}|{chance}", lambda: explorer.layer_accuracy_chart(
-            res, chance, title=msg("type_token.accuracy.chart_title"), x_title=msg("type_token.accuracy.x_title"),
-            y_title=msg("type_token.accuracy.y_title"), chance_fmt=msg("labels.axis.majority"))), config=PLOTLY_CONFIG, key="acc")
-        st.dataframe([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True)
+    type_token_views.accuracy_tab(data, labels, word)
 with tab_csv:
     # deferred: the CSV (~0.1 s of formatting) is written when the button is clicked, not on every first run
-    st.download_button(msg("type_token.export.download"), functools.partial(explore.vectors_csv, full, texts, labels, word),
-                       file_name=f"ctxlab_{word}_vectors.csv", mime="text/csv")
+    st.download_button(
+        msg("type_token.export.download"),
+        functools.partial(explore.vectors_csv, full, texts, labels, word),
+        file_name=f"ctxlab_{word}_vectors.csv",
+        mime="text/csv",
+    )
     st.caption(msg("type_token.export.caption"))
 widgets.record_time("type_token", _t0)

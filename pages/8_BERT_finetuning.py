@@ -1,5 +1,6 @@
 """BERT fine-tuning, live: the [CLS] head on the architecture, a fine-tuning job in the server's job line with
 its loss and accuracy per step, the result beside frozen features on the same reviews; then TagLM and CoVe."""
+
 import time
 
 import streamlit as st
@@ -23,13 +24,21 @@ labels = lambda area, keys: {k: msg(f"finetune.{area}.{k}") for k in keys}  # no
 st.subheader(msg("finetune.head.arch"))
 examples = res["examples"] if res else []
 options = [e[0] for e in examples] or [msg("finetune.arch.example_default")]
-pick = options.index(st.selectbox(msg("finetune.arch.example"), options, key=f"ft_example_{bool(examples)}",
-                                  disabled=not examples))
+pick = options.index(
+    st.selectbox(msg("finetune.arch.example"), options, key=f"ft_example_{bool(examples)}", disabled=not examples)
+)
 text, gold, p_pos = examples[pick] if examples else (msg("finetune.arch.example_text"), None, None)
 tokens = ["[CLS]"] + [t for t, _, _ in char_tokens(text)] + ["[SEP]"]
-st.plotly_chart(transfer.cls_head_figure(tokens, len(bert.layer_names) - 1, labels("arch", transfer.CLS_LABELS),
-                                         None if p_pos is None else (1 - p_pos, p_pos), title=msg("finetune.arch.title")),
-                config=PLOTLY_CONFIG)
+st.plotly_chart(
+    transfer.cls_head_figure(
+        tokens,
+        len(bert.layer_names) - 1,
+        labels("arch", transfer.CLS_LABELS),
+        None if p_pos is None else (1 - p_pos, p_pos),
+        title=msg("finetune.arch.title"),
+    ),
+    config=PLOTLY_CONFIG,
+)
 if examples:
     st.caption(msg("finetune.arch.example_caption", gold=msg("finetune.arch.pos" if gold else "finetune.arch.neg")))
 
@@ -51,15 +60,25 @@ if full:
 
     def method(k):
         if k == "bert_finetuned" and recipe:
-            return msg("finetune.full.bert_finetuned_recipe", head=msg(f"finetune.full.head_{recipe['head']}"),
-                       epochs=recipe["epochs"])
+            return msg(
+                "finetune.full.bert_finetuned_recipe",
+                head=msg(f"finetune.full.head_{recipe['head']}"),
+                epochs=recipe["epochs"],
+            )
         return msg(f"finetune.full.{k}")
 
-    st.dataframe({msg("finetune.full.method"): [method(k) for k, _, _ in full],
-                  msg("finetune.full.accuracy"): [round(v, 3) for _, v, _ in full]}, hide_index=True,
-                 column_config={msg("finetune.full.accuracy"): st.column_config.NumberColumn(format="%.3f")})
+    st.dataframe(
+        {
+            msg("finetune.full.method"): [method(k) for k, _, _ in full],
+            msg("finetune.full.accuracy"): [round(v, 3) for _, v, _ in full],
+        },
+        hide_index=True,
+        column_config={msg("finetune.full.accuracy"): st.column_config.NumberColumn(format="%.3f")},
+    )
     st.caption(msg("finetune.full.caption"))
-    widgets.for_teachers([widgets.eval_line(m, "sentiment") for m in evals] + [f"{method(k)}: `{f}`" for k, _, f in full])
+    widgets.for_teachers(
+        [widgets.eval_line(m, "sentiment") for m in evals] + [f"{method(k)}: `{f}`" for k, _, f in full]
+    )
 
 st.subheader(msg("finetune.head.taglm"))
 st.markdown(prose("taglm"))
@@ -68,7 +87,9 @@ tasks = {t: msg(f"elmo.tasks.{t}") for t in ("pos", "ner", "sentiment")}
 elmo_evals, _ = records.read_evals(checkpoint.resolve("elmo"), tasks)
 if ve.usage_tasks(elmo_evals):
     st.markdown(msg("finetune.taglm.measured"))
-    st.plotly_chart(ve.usage_figure(elmo_evals, tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}), config=PLOTLY_CONFIG)
+    st.plotly_chart(
+        ve.usage_figure(elmo_evals, tasks, {k: msg(f"elmo.usage.{k}") for k in ve.USAGE_KEYS}), config=PLOTLY_CONFIG
+    )
 else:
     st.info(msg("finetune.taglm.missing"))
     widgets.for_teachers([widgets.eval_line("elmo", "pos")])

@@ -1,14 +1,15 @@
 """Training: replay how the shipped models learned, from the timeline their training recorded
 (checkpoints/<model>/timeline.json + timeline.npz), or train a small model live (ctxlib.live, a background job) and
 replay its timeline with the same views. One slider over the recorded steps drives every view."""
+
 import time
 
 import streamlit as st
 
-from ctxlib import checkpoint, kinds, replay
+from ctxlib import replay
 from ctxlib.app import live_views as lv
 from ctxlib.app import replay_views as rv
-from ctxlib.app import state, widgets
+from ctxlib.app import state, training_views, widgets
 from ctxlib.app.i18n import msg
 
 PLAY_S = 1.5  # seconds per recorded step while playing
@@ -16,8 +17,14 @@ _t0 = time.perf_counter()
 widgets.page_header("Training", "training.title")
 MODES = ["replay", "live"]
 state.choice("tr_mode", "mode", MODES, what=msg("live.url.mode"))
-mode = st.radio(msg("live.mode"), MODES, key="tr_mode", horizontal=True,
-                format_func={m: msg(f"live.mode_{m}") for m in MODES}.__getitem__, label_visibility="collapsed")
+mode = st.radio(
+    msg("live.mode"),
+    MODES,
+    key="tr_mode",
+    horizontal=True,
+    format_func={m: msg(f"live.mode_{m}") for m in MODES}.__getitem__,
+    label_visibility="collapsed",
+)
 st.query_params["mode"] = mode
 if mode == "live":
     st.markdown(msg("live.intro"))
@@ -38,20 +45,8 @@ if mode == "live":
     have = [name]
 else:
     st.markdown(msg("training.intro"))
+    have = training_views.replay_models()
 
-found = replay.find() if mode == "replay" else {}
-for m, path in found.items():
-    if path is None:
-        st.caption(msg("training.none_w2v") if m not in kinds.names(timeline=True) else msg("training.none", model=m))
-        if m in kinds.names(timeline=True):
-            widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command(m), model=m)])
-if mode == "replay":
-    have = [m for m, path in found.items() if path is not None]
-    if not have:
-        st.warning(msg("training.no_timeline"))
-        widgets.for_teachers([widgets.command_line("teachers.build", checkpoint.rebuild_command("bert"), model="bert")])
-        st.stop()
-    state.choice("tr_model", "model", have, what=msg("training.url.model"))
 c1, c2, c3 = st.columns([2, 2, 2])
 if mode == "replay":
     name = c1.radio(msg("training.model"), have, key="tr_model", horizontal=True)
@@ -67,7 +62,9 @@ state.choice("tr_word", "word", rp.words, what=msg("training.url.word"))
 word = c2.selectbox(msg("training.word"), rp.words, key="tr_word")
 layer_names = widgets.layer_labels(rp.layer_names)
 state.layer("tr_layer", "layer", len(layer_names))
-layer = c3.selectbox(msg("training.layer"), list(range(len(layer_names))), format_func=layer_names.__getitem__, key="tr_layer")
+layer = c3.selectbox(
+    msg("training.layer"), list(range(len(layer_names))), format_func=layer_names.__getitem__, key="tr_layer"
+)
 st.query_params.update({"word": word, "layer": str(layer), **({"model": name} if mode == "replay" else {})})
 steps = rp.steps
 rv.ensure_index(steps)
