@@ -325,7 +325,7 @@ def _train_steps(mod, spec: LiveSpec, run: LiveRun, emit: _Progress, corpus_path
 
 def head_formation(rp) -> dict | None:
     """The attention heads that form first, from a replay.Replay: for the previous- and the next-character share
-    (viz.attention.head_summaries, averaged over the timeline's fixed sentences) the head with the largest share at
+    (viz.attention_stats.head_summaries, averaged over the timeline's fixed sentences) the head with the largest share at
     the last snapshot, as {"prev"/"next": {"layer", "head" (from 1), "shares": [one per snapshot]}}; GPT's causal
     attention has no next-character share. None when the timeline holds no attention (ELMo)."""
     from . import replay
