@@ -44,7 +44,7 @@ declare -A TESTS=(
   [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_negatives.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
   # masking and pair building: all of bert_data.py (documents, examples, masking, collate, the batch iterators and
   # their resume) with its corpus-free tests (test_bert_data.py's statistics on real text load the corpus: ~10 s a mutant)
-  [bert_data]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data_units.py"
+  [bert_data]="ctxlib/training/bert_data.py ctxlib/training/bert_batches.py | tests/test_masking.py tests/test_bert_data_units.py"
   # the earlier, narrower scope (kept for before/after): the lines of bert_data.py its example/masking/collate tests run
   [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
   # scopes of several modules (space-separated): mutated together, against the tests of all of them

@@ -10,7 +10,8 @@ from ctxlib import corpus
 from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
 from ctxlib.training import resume as rs
 from ctxlib.training.bert import train as bert_train
-from ctxlib.training.bert_data import Documents, PretrainBatches
+from ctxlib.training.bert_batches import PretrainBatches
+from ctxlib.training.bert_data import Documents
 from ctxlib.training.trainer import TrainConfig, Trainer
 
 
