@@ -140,7 +140,7 @@ def test_fresh_optimizer_on_resumed_weights_warms_up_again():
 
 
 def test_bucket_batches_resume_position():
-    from ctxlib.training.elmo import BucketBatches
+    from ctxlib.training.elmo_batches import BucketBatches
 
     class Feat:
         def batch(self, sents):

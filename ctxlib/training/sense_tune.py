@@ -150,7 +150,8 @@ class _ElmoSide:
     def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
         from .. import corpus
         from ..models.elmo import ElmoEncoder
-        from .elmo import PRESETS, BucketBatches, paragraph_sentences
+        from .elmo import PRESETS, paragraph_sentences
+        from .elmo_batches import BucketBatches
 
         self.enc = ElmoEncoder.from_checkpoint(src)
         self.model, self.feat = self.enc.model.float(), self.enc.featurizer
