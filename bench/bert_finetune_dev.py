@@ -10,7 +10,7 @@ its mean; fine-tuning also prints the learning curve, train and valid accuracy a
   (head, head_tail), and select=N: early stopping on N reviews carved from TRAIN, the rest trained on);
   `--untrained` also fine-tunes a randomly initialised copy (what pre-training adds);
 - frozen features (`--features`): logistic probes on [CLS] and on mean-pooled characters per layer, and the
-  eval's task model (tasks.train_task_model: a biLSTM over its own word embeddings) with a ScalarMix of BERT's
+  eval's task model (heads.train_task_model: a biLSTM over its own word embeddings) with a ScalarMix of BERT's
   layers as its input or concatenated to its hidden layer: the feature-based use ELMo gets in its eval; beside
   it the same task model alone and with ELMo's and word2vec's vectors, on the same dev reviews. The BERT features
   are cached (--cache) so a rerun costs only the heads.
@@ -36,7 +36,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctxlib.encoder import load  # noqa: E402
-from ctxlib.evaluation import finetune, tasks  # noqa: E402
+from ctxlib.evaluation import finetune, heads, task_eval, tasks  # noqa: E402
 from ctxlib.evaluation.finetune import fine_tune, predict  # noqa: E402
 from ctxlib.models.bert import BertModel  # noqa: E402
 
@@ -77,7 +77,7 @@ def emit(row: dict) -> None:
 
 
 def tasks_epochs() -> int:
-    return inspect.signature(tasks.run_eval).parameters["epochs"].default
+    return inspect.signature(task_eval.run_eval).parameters["epochs"].default
 
 
 def features(enc, name: str, words: list, cache: Path | None) -> tuple[list, np.ndarray, np.ndarray]:
@@ -138,7 +138,7 @@ def run_features(enc, wtr, ytr, wdv, ydv, seeds, cache, others: bool, screen_see
             std = lambda f: tasks.std_one(f, tok)  # noqa: E731
         accs, mixes, t0 = [], [], time.time()
         for seed in seeds:
-            m, p = tasks.train_task_model(
+            m, p = heads.train_task_model(
                 (itr, feats_tr, list(ytr)),
                 (idv, feats_dv, list(ydv)),
                 use,

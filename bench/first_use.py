@@ -6,7 +6,7 @@ Models load first (not timed: the home page loads them on a server's first visit
 user meets them:
 - umap: a 2-D UMAP of 10 token vectors (Type vs token's map), numba's compiled code included;
 - nearest: the nearest-words tab's vocabulary type vectors (Encoder.type_matrix(3000)), every model;
-- atlas: explore.atlas_sample(ELMo, 地, 300) (the atlas's opening map), corpus loading included;
+- atlas: explore_atlas.atlas_sample(ELMo, 地, 300) (the atlas's opening map), corpus loading included;
 - mix: tasks.train_mix_live(ELMo, "pos", n_train=200, n_test=200, max_seconds=20) (the live mix's first run).
 first_use_cpu_s: the same steps' CPU time in this thread (torch set to one thread), a loaded machine's
 waiting for a core left out. `--warm` first runs the server's background warm-up (ctxlib.app.warmup.warm) and reports its steps: what a user meets
@@ -45,7 +45,7 @@ def main() -> int:
     import numpy as np
 
     import ctxlib
-    from ctxlib import explore
+    from ctxlib import explore_atlas
 
     out: dict = {
         "checkout": os.getcwd(),
@@ -77,7 +77,7 @@ def main() -> int:
     timed(first, "umap", lambda: project(X, "umap"))
     timed(first, "nearest", lambda: [e.type_matrix(3000) for e in encs.values()])
     if "elmo" in encs:
-        timed(first, "atlas", lambda: explore.atlas_sample(encs["elmo"], "地", 300))
+        timed(first, "atlas", lambda: explore_atlas.atlas_sample(encs["elmo"], "地", 300))
         from ctxlib.evaluation import tasks
 
         res = {}

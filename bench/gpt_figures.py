@@ -3,7 +3,7 @@
 1. GPT's held-out bits per character on the corpus valid split, with its next-character top-1/top-5 there,
    beside BERT's MLM top-1/top-5 on the same split (2,000 fixed examples, as its training summary).
 2. Self-similarity and anisotropy per layer for ELMo, BERT and GPT (Ethayarajh 2019): for each of WORDS, up to
-   --cap corpus occurrences (ctxlib.explore.atlas_sample, the atlas's own sample); self-similarity is the mean
+   --cap corpus occurrences (ctxlib.explore_atlas.atlas_sample, the atlas's own sample); self-similarity is the mean
    pairwise cosine of the word's token vectors, the anisotropy baseline the mean cosine between random other
    tokens of the same sentences; "adjusted" is their difference.
 3. Five fixed prompts written at temperature 0.8, top-k 20, seed 0.
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ctxlib  # noqa: E402
 from ctxlib import corpus  # noqa: E402
 from ctxlib.analysis import anisotropy, self_similarity  # noqa: E402
-from ctxlib.explore import atlas_sample  # noqa: E402
+from ctxlib.explore_atlas import atlas_sample  # noqa: E402
 
 # chosen before looking at any result: frequent PD/review words of several kinds (nouns, verbs, function words,
 # words of the sense sets)

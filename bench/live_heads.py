@@ -12,7 +12,7 @@ Two modes:
   OMP_NUM_THREADS=1 that is the time one free core needs.
 - `--budget S`: the page's own path (ctxlib.live.train with a LiveSpec of S seconds): the steps its time budget
   allows here, the schedule planned by live.plan_steps; the shares then come from the run's timeline
-  (live.head_formation), as the page shows them.
+  (live_results.head_formation), as the page shows them.
 
     OMP_NUM_THREADS=1 nice python bench/live_heads.py --steps 2000 --every 250     # the live preset
     OMP_NUM_THREADS=1 nice python bench/live_heads.py --steps 2000 --lr 1e-2 --batch 16 --max-len 64 --vocab-top 0
@@ -37,7 +37,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ctxlib import live  # noqa: E402
+from ctxlib import live, live_results  # noqa: E402
 from ctxlib.training import bert as bert_train  # noqa: E402
 from ctxlib.training import bert_data  # noqa: E402
 
@@ -163,7 +163,7 @@ def main(argv=None) -> dict:
         from ctxlib import replay
 
         rp = replay.load(str(out))
-        hf = live.head_formation(rp)
+        hf = live_results.head_formation(rp)
         snaps = rp.data["snapshots"]
         res.update(
             mode="budget",

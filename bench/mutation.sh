@@ -27,12 +27,13 @@ CHILDREN=${CHILDREN:-1}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 
 # name -> "module(s) | fast test files (pytest args) [| covered]"
-# "covered": mutate only the lines those tests execute (mutmut's mutate_only_covered_lines). word2vec.py uses it: of
-# that file only its negative-sampling table, subsampling and windows are in scope (its training loop, evaluation and
-# presets are exercised by tests that train models, seconds to minutes per mutant on two cores). In such a scope a
-# mutant no selected test reaches sits on a line that ran only at import: the `def` line of a function outside the
-# scope, whose default arguments mutmut mutates (word2vec.py: fit, train, pos_agreement). Those are shown in the
-# "no tests" column, marked "(out)", and left out of the score.
+# "covered": mutate only the lines those tests execute (mutmut's mutate_only_covered_lines). word2vec_sgd.py uses it:
+# of that file only its negative-sampling table, subsampling and windows are in scope (its chunk updates and worker
+# loop, like word2vec.py's training loop, evaluation and presets, are exercised by tests that train models, seconds to
+# minutes per mutant on two cores). In such a scope a mutant no selected test reaches sits on a line that ran only
+# at import: the `def` line of a function outside the scope, whose default arguments mutmut mutates (before the split
+# into word2vec_sgd.py: word2vec.py's fit, train, pos_agreement). Those are shown in the "no tests" column, marked
+# "(out)", and left out of the score.
 declare -A TESTS=(
   [scalar_mix]="ctxlib/models/scalar_mix.py | tests/test_scalar_mix.py"
   [sgns]="ctxlib/training/sgns.py | tests/test_sgns.py tests/test_word2vec.py::test_skipgram_step_matches_a_numpy_loop"
@@ -40,16 +41,16 @@ declare -A TESTS=(
   # checkpoint.unzip (the zips the training page downloads and reads): test_checkpoint_zip.py, and test_live.py's zip tests
   [checkpoint]="ctxlib/checkpoint.py | tests/test_checkpoint.py tests/test_checkpoint_zip.py tests/test_live.py::test_zip_in_a_top_folder_loads tests/test_live.py::test_bad_zips_are_refused_clearly tests/test_live.py::test_zip_size_cap"
   [encoder]="ctxlib/encoder.py | tests/test_encoder.py"
-  [explore]="ctxlib/explore.py | tests/test_explore.py tests/test_explore_atlas_cache.py"  # the Streamlit-free page logic
-  [negatives]="ctxlib/training/word2vec.py | tests/test_w2v_sampling.py tests/test_negatives.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
+  [explore]="ctxlib/explore.py ctxlib/explore_atlas.py | tests/test_explore.py tests/test_explore_atlas_cache.py"  # the Streamlit-free page logic
+  [negatives]="ctxlib/training/word2vec_sgd.py | tests/test_w2v_sampling.py tests/test_negatives.py tests/test_word2vec.py -k negative_table or keep_prob or windows | covered"
   # masking and pair building: all of bert_data.py (documents, examples, masking, collate, the batch iterators and
   # their resume) with its corpus-free tests (test_bert_data.py's statistics on real text load the corpus: ~10 s a mutant)
-  [bert_data]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data_units.py"
+  [bert_data]="ctxlib/training/bert_data.py ctxlib/training/bert_batches.py | tests/test_masking.py tests/test_bert_data_units.py"
   # the earlier, narrower scope (kept for before/after): the lines of bert_data.py its example/masking/collate tests run
   [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
   # scopes of several modules (space-separated): mutated together, against the tests of all of them
   [verdict]="ctxlib/verdict.py | tests/test_results_rules.py tests/test_verdict_edges.py"  # the Results verdict rules alone: the smallest scope
-  [results]="ctxlib/results.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py"
+  [results]="ctxlib/results.py ctxlib/results_bert.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py"
   [lesson]="ctxlib/lesson.py ctxlib/lesson_compute.py ctxlib/lesson_facts.py | tests/test_lesson.py"
   # the URL state and the language: AppTests with stand-in models (~1 s each)
   [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"

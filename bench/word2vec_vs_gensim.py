@@ -230,7 +230,7 @@ def kernel_roof(cfg: Word2VecConfig) -> dict:
     of its thread (thread_time, so other processes on a loaded machine do not count)."""
     import numpy as np
 
-    from ctxlib.training.word2vec import negative_table
+    from ctxlib.training.word2vec_sgd import negative_table
 
     D, K = cfg.dim, cfg.negative
     mhz = 0.0

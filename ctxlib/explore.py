@@ -3,23 +3,25 @@ sample of its corpus occurrences, per-layer sense accuracy, and the tables and C
 
 - `word_profile(enc, texts, word)` -> `WordProfile`: the word's vector in each text and alone (its
   context-free "type" vector), from ONE encode() call, plus how each model cut the text.
-- `atlas_sample(enc, word, cap)` -> `AtlasSample`: token vectors at up to `cap` corpus occurrences, with one
-  random other token per sentence as the anisotropy baseline.
+- `explore_atlas.atlas_sample(enc, word, cap)` -> `AtlasSample`: token vectors at up to `cap` corpus occurrences,
+  with one random other token per sentence as the anisotropy baseline (in explore_atlas.py).
 - Per layer: `type_token_points` and `mean_type_cosine` (Type vs token), `atlas_colouring` and
   `self_similarity_curves` (Polysemy atlas).
 """
+
 from __future__ import annotations
 
 import csv
 import io
 from collections import Counter
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .analysis import anisotropy, layer_sense_accuracy, self_similarity
 from .encoder import WordNotFound
+from .explore_atlas import AtlasSample
 from .vecmath import cosine, unit_rows
 
 # The atlas opens on a word whose two roles the shipped models separate (measured with atlas_tag_accuracy on 300
@@ -27,7 +29,6 @@ from .vecmath import cosine, unit_rows
 # 0.981 at biLSTM layer 1, 0.976 at layer 2; BERT's top layer 0.933. 发展 (v/vn, majority 0.554): ELMo 0.805,
 # BERT 0.753 at the top, but v and vn overlap on the map.
 ATLAS_DEFAULT = {"word": "地", "model": "elmo"}
-ATLAS_WINDOW = 60  # characters of context kept around each occurrence (ELMo, 300 sentences: 60 -> ~10-20 s, 100 -> ~60 s)
 
 
 @dataclass
@@ -44,21 +45,6 @@ class WordProfile:
     word_level: bool  # False for character models (BERT)
 
 
-@dataclass
-class AtlasSample:
-    """A word's corpus occurrences (cropped to ATLAS_WINDOW characters) and their token vectors."""
-
-    texts: list[str]
-    spans: list[tuple[int, int]]
-    tags: list[str | None]  # People's Daily POS tag, None for other sources
-    sources: list[str]
-    total: int  # occurrences in the corpus (before the cap)
-    vecs: np.ndarray  # (n, n_layers, dim)
-    base: np.ndarray  # (n, n_layers, dim): one random other token of the same sentence
-    contexts: list[list[str]]  # the other words of each sentence (for cluster labels)
-    layer_names: list[str] = field(default_factory=list)
-
-
 def word_profile(enc, texts: list[str], word: str, cache: MutableMapping | None = None) -> WordProfile:
     """`word` in each text (first occurrence, mean over its tokens, as Encoder.word_vectors) and alone.
     The texts and the word alone share one batch. Raises WordNotFound naming the first text without the word.
@@ -73,22 +59,31 @@ def word_profile(enc, texts: list[str], word: str, cache: MutableMapping | None 
             rows[i] = cache.get((word, t))
     todo = [i for i, r in enumerate(rows) if r is None]
     if todo:
-        for i, e in zip(todo, enc.encode([texts[i] for i in todo], target=word, batch_size=64,
-                                                attentions=False)):
+        for i, e in zip(todo, enc.encode([texts[i] for i in todo], target=word, batch_size=64, attentions=False)):
             idx = e.word_indices(word)
             if not idx:
                 raise WordNotFound(word, i, e.text)
-            rows[i] = (e.layers[:, idx, :].mean(1).astype(np.float32),  # (L, D)
-                       [e.tokens[j] for j in idx],
-                       " / ".join(("【" + tok + "】") if j in idx else tok for j, tok in enumerate(e.tokens)),
-                       bool(e.truncated), list(e.layer_names))
+            rows[i] = (
+                e.layers[:, idx, :].mean(1).astype(np.float32),  # (L, D)
+                [e.tokens[j] for j in idx],
+                " / ".join(("【" + tok + "】") if j in idx else tok for j, tok in enumerate(e.tokens)),
+                bool(e.truncated),
+                list(e.layer_names),
+            )
         if cache is not None:
             for i in todo:
                 cache[(word, texts[i])] = rows[i]
     v = np.stack([r[0] for r in rows])  # (n + 1, L, D)
-    return WordProfile(vecs=v[:-1], pooled=[list(r[1]) for r in rows[:-1]], segmentation=[r[2] for r in rows[:-1]],
-                       type_vec=v[-1], layer_names=list(rows[0][4]), truncated=[r[3] for r in rows[:-1]],
-                       in_vocab=bool(enc.in_vocab(word)), word_level=bool(enc.word_level))
+    return WordProfile(
+        vecs=v[:-1],
+        pooled=[list(r[1]) for r in rows[:-1]],
+        segmentation=[r[2] for r in rows[:-1]],
+        type_vec=v[-1],
+        layer_names=list(rows[0][4]),
+        truncated=[r[3] for r in rows[:-1]],
+        in_vocab=bool(enc.in_vocab(word)),
+        word_level=bool(enc.word_level),
+    )
 
 
 def find_first(text: str, word: str) -> tuple[int, int]:
@@ -99,17 +94,27 @@ def find_first(text: str, word: str) -> tuple[int, int]:
     return spans[0] if spans else (0, 0)
 
 
-def nearest_rows(words: list[str], M: np.ndarray, vecs: np.ndarray, word: str, topn: int = 5,
-                 counts: Mapping[str, int] | None = None, min_count: int = 0) -> list[str]:
+def nearest_rows(
+    words: list[str],
+    M: np.ndarray,
+    vecs: np.ndarray,
+    word: str,
+    topn: int = 5,
+    counts: Mapping[str, int] | None = None,
+    min_count: int = 0,
+) -> list[str]:
     """For each row of `vecs` (n, dim): the `topn` nearest of `words` (unit rows `M`, (n_words, dim)) other
     than `word`, as one string "w 0.83  w2 0.80 ...". With `counts` (word -> count in the training text), only words
     seen at least `min_count` times, each followed by its count: "w 0.83 (105)"."""
-    keep = np.arange(len(words)) if counts is None else np.array(
-        [i for i, w in enumerate(words) if counts.get(w, 0) >= min_count], dtype=int)
+    keep = (
+        np.arange(len(words))
+        if counts is None
+        else np.array([i for i, w in enumerate(words) if counts.get(w, 0) >= min_count], dtype=int)
+    )
     V = unit_rows(vecs)
     out = []
     for row in V @ M[keep].T if len(keep) else np.zeros((len(V), 0)):
-        best = [(words[keep[i]], row[i]) for i in np.argsort(-row)[:topn + 1] if words[keep[i]] != word][:topn]
+        best = [(words[keep[i]], row[i]) for i in np.argsort(-row)[: topn + 1] if words[keep[i]] != word][:topn]
         out.append("  ".join(f"{w} {s:.2f}" + ("" if counts is None else f" ({counts.get(w, 0):,})") for w, s in best))
     return out
 
@@ -123,8 +128,11 @@ def half_profile(d: WordProfile, half: str | None) -> WordProfile:
     from .triple import View, view_vectors
 
     n = d.vecs.shape[1]
-    return replace(d, vecs=np.stack([view_vectors(d.vecs, View(j, half)) for j in range(n)], 1),
-                   type_vec=np.stack([view_vectors(d.type_vec[None], View(j, half))[0] for j in range(n)]))
+    return replace(
+        d,
+        vecs=np.stack([view_vectors(d.vecs, View(j, half)) for j in range(n)], 1),
+        type_vec=np.stack([view_vectors(d.type_vec[None], View(j, half))[0] for j in range(n)]),
+    )
 
 
 def at_edge(text: str, word: str, half: str) -> bool:
@@ -142,12 +150,16 @@ def at_edge(text: str, word: str, half: str) -> bool:
 SCALE_COLUMNS = ("model", "layer", "random_mean", "random_p95", "nearest_top1")
 
 
-def scale_rows(scale: dict[str, tuple[float, float, float]], layer_names: dict[str, str], columns: dict[str, str]) -> list[dict]:
+def scale_rows(
+    scale: dict[str, tuple[float, float, float]], layer_names: dict[str, str], columns: dict[str, str]
+) -> list[dict]:
     """The nearest-words tab's scale table: per model (`scale`: {model: (random pairs' mean cosine, their 95th
     percentile, a vocabulary word's typical nearest-neighbour cosine)}) one row, headed by `columns` (SCALE_COLUMNS
     -> shown names)."""
-    return [dict(zip((columns[k] for k in SCALE_COLUMNS), (m, layer_names[m], *(round(float(x), 2) for x in v))))
-            for m, v in scale.items()]
+    return [
+        dict(zip((columns[k] for k in SCALE_COLUMNS), (m, layer_names[m], *(round(float(x), 2) for x in v))))
+        for m, v in scale.items()
+    ]
 
 
 def type_token_points(d: WordProfile, layer: int) -> np.ndarray:
@@ -172,78 +184,14 @@ def same_depth(layer: int, n_from: int, n_to: int) -> int:
 
 def accuracy_rows(res: dict) -> list[dict]:
     """The table under the sense-accuracy chart: one row per model and layer (`res` from `sense_accuracy`)."""
-    return [{"model": m, "layer": n, "accuracy": round(a, 3)} for m, (ns, accs) in res.items() for n, a in zip(ns, accs)]
+    return [
+        {"model": m, "layer": n, "accuracy": round(a, 3)} for m, (ns, accs) in res.items() for n, a in zip(ns, accs)
+    ]
 
 
-def _crop(o, size: int):
-    """The occurrence with its sentence cut to `size` characters centred on the word (spans shifted)."""
-    if len(o.text) <= size:
-        return o
-    a = max(0, min(o.start - (size - (o.end - o.start)) // 2, len(o.text) - size))
-    return replace(o, text=o.text[a:a + size], start=o.start - a, end=o.end - a)
-
-
-def atlas_sample(enc, word: str, cap: int, seed: int = 0) -> AtlasSample:
-    """Token vectors of `word` at up to `cap` corpus occurrences, plus one random other token per sentence."""
-    from . import corpus
-
-    occ, total = corpus.occurrences(word, cap=cap, seed=seed)
-    window = min(ATLAS_WINDOW, enc.max_len - 4)
-    occ = [_crop(o, window) for o in occ]  # the word must fall inside the model's length limit
-    return _atlas_cached(enc, word, occ, total, seed)
-
-
-def _atlas_cached(enc, word: str, occ: list, total: int, seed: int) -> AtlasSample:
-    """`_atlas_encode`, kept on disk (ctxlib.cache) for a loaded checkpoint, keyed by its files and the occurrences."""
-    from . import cache
-
-    path = getattr(enc, "path", None)
-    ck = cache.checkpoint_key(path) if path is not None else None
-    k = cache.key("atlas", enc.kind, enc.name, ck, word, seed, total,
-                  [(o.text, o.start, o.end, o.tag, o.source) for o in occ]) if ck else None
-
-    def build():
-        d = _atlas_encode(enc, word, occ, total, seed)
-        return {"vecs": d.vecs, "base": d.base}, {"texts": d.texts, "spans": d.spans, "tags": d.tags,
-                                                   "sources": d.sources, "total": d.total, "contexts": d.contexts,
-                                                   "layer_names": d.layer_names}
-
-    arrays, m = cache.cached("atlas", k, build)
-    try:
-        return AtlasSample(texts=list(m["texts"]), spans=[tuple(x) for x in m["spans"]], tags=list(m["tags"]),
-                           sources=list(m["sources"]), total=int(m["total"]), vecs=arrays["vecs"], base=arrays["base"],
-                           contexts=[list(c) for c in m["contexts"]], layer_names=list(m["layer_names"]))
-    except (KeyError, TypeError, ValueError):  # an entry with the wrong contents: compute afresh
-        return _atlas_encode(enc, word, occ, total, seed)
-
-
-def _atlas_encode(enc, word: str, occ: list, total: int, seed: int) -> AtlasSample:
-    from .tokens import segment
-
-    rng = np.random.default_rng(seed)
-    vecs, base, contexts, keep = [], [], [], []
-    # One batch for all: a batch-size-independent result (ELMo's char-CNN pads words to the batch's longest word,
-    # so its context-free layer otherwise differs between batches), and on CPU no slower than batches of 64.
-    encs = enc.encode([o.text for o in occ], target=word, batch_size=max(1, len(occ))) if occ else []
-    for o, e in zip(occ, encs):
-        idx = e.token_indices(o.start, o.end)
-        if not idx:
-            continue
-        others = [j for j, (a, b) in enumerate(e.spans) if b > a and j not in idx]
-        vecs.append(e.layers[:, idx, :].mean(1))  # (L, D)
-        base.append(e.layers[:, others[rng.integers(len(others))], :] if others else e.layers[:, idx[0], :])
-        contexts.append([w for w, _, _ in segment(o.text, word) if w != word])
-        keep.append(o)
-    names = list(encs[0].layer_names) if encs else list(enc.layer_names)
-    empty = np.zeros((0, len(names), enc.dim), np.float32)
-    return AtlasSample(texts=[o.text for o in keep], spans=[(o.start, o.end) for o in keep], tags=[o.tag for o in keep],
-                       sources=[o.source for o in keep], total=total,
-                       vecs=np.stack(vecs).astype(np.float32) if vecs else empty,
-                       base=np.stack(base).astype(np.float32) if base else empty, contexts=contexts, layer_names=names)
-
-
-def atlas_colouring(d: AtlasSample, colour: str, layer: int, k: int, word: str, none_label: str,
-                    source_names: dict[str, str]) -> tuple[list[str], dict | None]:
+def atlas_colouring(
+    d: AtlasSample, colour: str, layer: int, k: int, word: str, none_label: str, source_names: dict[str, str]
+) -> tuple[list[str], dict | None]:
     """(a category per occurrence, {cluster: top context words} or None) for colour "pos" (the People's Daily tag,
     `none_label` for other sources), "source" (`source_names`) or "kmeans" (k cosine clusters C1..Ck at `layer`)."""
     from .projection import cluster_top_words, kmeans
@@ -259,8 +207,11 @@ def atlas_colouring(d: AtlasSample, colour: str, layer: int, k: int, word: str, 
 def self_similarity_curves(d: AtlasSample) -> tuple[list[str], list[float], list[float]]:
     """(layer names, self-similarity per layer, anisotropy baseline per layer) of a sample (Ethayarajh 2019)."""
     n = len(d.layer_names)
-    return (d.layer_names, [self_similarity(d.vecs[:, j]) for j in range(n)],
-            [anisotropy(d.base[:, j]) for j in range(n)])
+    return (
+        d.layer_names,
+        [self_similarity(d.vecs[:, j]) for j in range(n)],
+        [anisotropy(d.base[:, j]) for j in range(n)],
+    )
 
 
 def sense_accuracy(data: dict, labels: list) -> tuple[dict, float] | None:
@@ -302,17 +253,30 @@ def _csv(header: list[str], rows) -> bytes:
 def vectors_csv(data: dict, texts, labels, word: str) -> bytes:
     """CSV of every model's, layer's and sentence's vector of the word ({model: WordProfile})."""
     dim = max((d.vecs.shape[2] for d in data.values()), default=0)
-    rows = ([m, j, name, i + 1, s, labels[i] or "", word] + [f"{x:.6g}" for x in d.vecs[i, j]]
-            for m, d in data.items() for j, name in enumerate(d.layer_names) for i, s in enumerate(texts))
-    return _csv(["model", "layer", "layer_name", "sentence_no", "sentence", "label", "word"] + [f"d{k}" for k in range(dim)], rows)
+    rows = (
+        [m, j, name, i + 1, s, labels[i] or "", word] + [f"{x:.6g}" for x in d.vecs[i, j]]
+        for m, d in data.items()
+        for j, name in enumerate(d.layer_names)
+        for i, s in enumerate(texts)
+    )
+    return _csv(
+        ["model", "layer", "layer_name", "sentence_no", "sentence", "label", "word"] + [f"d{k}" for k in range(dim)],
+        rows,
+    )
 
 
 def atlas_csv(d: AtlasSample, layer: int, cats: list[str]) -> bytes:
     """CSV of the atlas at one layer: sentence, span, tag, source, colour category, vector."""
     X = d.vecs[:, layer]
-    rows = ([s, *d.spans[i], d.tags[i] or "", d.sources[i], cats[i], d.layer_names[layer]] + [f"{x:.6g}" for x in X[i]]
-            for i, s in enumerate(d.texts))
-    return _csv(["sentence", "start", "end", "pos_tag", "source", "category", "layer_name"] + [f"d{k}" for k in range(X.shape[1])], rows)
+    rows = (
+        [s, *d.spans[i], d.tags[i] or "", d.sources[i], cats[i], d.layer_names[layer]] + [f"{x:.6g}" for x in X[i]]
+        for i, s in enumerate(d.texts)
+    )
+    return _csv(
+        ["sentence", "start", "end", "pos_tag", "source", "category", "layer_name"]
+        + [f"d{k}" for k in range(X.shape[1])],
+        rows,
+    )
 
 
 def atlas_tag_accuracy(d: AtlasSample, layer: int, min_count: int = 5) -> tuple[float, float, dict[str, int]] | None:
@@ -347,5 +311,10 @@ def chance_diagnosis(labels: list, word_rows: list[dict], min_per_label: int = F
     smallest = min(counts.items(), key=lambda kv: (kv[1], str(kv[0]))) if counts else (None, 0)
     corpus_n = {r["source"]: int(r.get("train", 0)) for r in word_rows if r["source"] != "supplement"}
     senses = {r["sense"]: int(r.get("train", 0)) for r in word_rows if r["source"] == "supplement" and r["sense"]}
-    return {"smallest": smallest, "few": smallest[1] < min_per_label, "corpus": corpus_n, "senses": senses,
-            "rare": sum(corpus_n.values()) + sum(senses.values()) < 20}
+    return {
+        "smallest": smallest,
+        "few": smallest[1] < min_per_label,
+        "corpus": corpus_n,
+        "senses": senses,
+        "rare": sum(corpus_n.values()) + sum(senses.values()) < 20,
+    }

@@ -12,7 +12,10 @@ runs, their cleanup and the download zip are in ctxlib.live_files.
   shipped models') and save the folder every `SAVE_EVERY_S` seconds (no resume.pt: a live run is never resumed), so a
   cancelled run keeps its last save; a cancelled word2vec stops where it is and saves the vectors trained so far.
 - `make_work(session, spec)`: the job's work, a new run in a live_files.LiveSession.
+
+What a finished run shows (the heads that formed, word2vec's nearest words) is in ctxlib.live_results.
 """
+
 from __future__ import annotations
 
 import functools
@@ -44,7 +47,7 @@ EXAMPLE_WORDS = ("中国", "发展", "经济")  # common words whose nearest nei
 # 5.8-6.2% of the characters of the 50k, 200k and 1M-word subsets; the top 800 would leave 12%). Chosen with
 # bench/live_heads.py (one recipe per command, one JSON line) by the share of the strongest previous- or
 # next-character head (mean over the timeline's two fixed attention sentences; even attention ~0.06; a head "forms"
-# at >= 0.5, live.FORMED_SHARE) within the budget. 200k-word subset, seed 0, --steps N (the schedule planned for N);
+# at >= 0.5, live_results.FORMED_SHARE) within the budget. 200k-word subset, seed 0, --steps N (the schedule planned for N);
 # end shares prev/next (the step where one first reached 0.5), train/held-out loss (MLM + NSP, nats):
 #   16 x 64 chars, lr 1e-2, 3,316 chars (the last preset), 2,400 steps: 0.21/0.11 (prev 0.72 at step 600, gone by
 #     1,000: the heads flicker while the loss stays on the unigram plateau), 7.24/7.36
@@ -64,19 +67,48 @@ EXAMPLE_WORDS = ("中国", "发展", "经济")  # common words whose nearest nei
 # by then, made 3,231 steps: the previous-character head passed 0.5 at the snapshot of step 1,582 and ended at 0.60
 # (next 0.59), loss 4.48/5.12 (and a 90 s page run at load ~5: 1,127 steps, 0.13/0.12).
 PRESETS: dict[str, Preset] = {
-    "word2vec": Preset(model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5,
-                                  max_vocab=20000), data=dict(sentences=None)),
-    "bert": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=32, dropout=0.0, attn_dropout=0.0,
-                              positions="rope"),
-                   steps=1000, lr=3e-3, warmup=50, amp="off", timeline=True, resume_file=False,
-                   data=dict(batch=64, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64)),
-    "gpt": Preset(model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
-                  steps=1000, lr=3e-3, warmup=20, amp="off", timeline=True, resume_file=False,
-                  data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000, timeline_valid=64)),
-    "elmo": Preset(model=dict(filters=[[1, 16], [2, 16], [3, 32]], max_chars=6, dim=32, hidden=64, vocab_size=3000,
-                              cutoffs=[300, 1500], dropout=0.0),
-                   steps=1000, lr=3e-3, warmup=10, amp="off", timeline=True, resume_file=False,
-                   data=dict(paragraphs=0, batch_tokens=400, max_len=30, bench_steps=0, valid_sentences=100)),
+    "word2vec": Preset(
+        model=dict(sg=True, dim=64, window=5, negative=5, sample=1e-3, min_count=3, epochs=5, max_vocab=20000),
+        data=dict(sentences=None),
+    ),
+    "bert": Preset(
+        model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=32, dropout=0.0, attn_dropout=0.0, positions="rope"),
+        steps=1000,
+        lr=3e-3,
+        warmup=50,
+        amp="off",
+        timeline=True,
+        resume_file=False,
+        data=dict(batch=64, max_paragraphs=None, min_count=2, whole_word=False, timeline_valid=64),
+    ),
+    "gpt": Preset(
+        model=dict(hidden=64, layers=2, heads=2, ffn=128, max_len=64, dropout=0.0, attn_dropout=0.0),
+        steps=1000,
+        lr=3e-3,
+        warmup=20,
+        amp="off",
+        timeline=True,
+        resume_file=False,
+        data=dict(batch=16, max_paragraphs=None, min_count=2, valid_chars=20000, timeline_valid=64),
+    ),
+    "elmo": Preset(
+        model=dict(
+            filters=[[1, 16], [2, 16], [3, 32]],
+            max_chars=6,
+            dim=32,
+            hidden=64,
+            vocab_size=3000,
+            cutoffs=[300, 1500],
+            dropout=0.0,
+        ),
+        steps=1000,
+        lr=3e-3,
+        warmup=10,
+        amp="off",
+        timeline=True,
+        resume_file=False,
+        data=dict(paragraphs=0, batch_tokens=400, max_len=30, bench_steps=0, valid_sentences=100),
+    ),
 }
 STEPS_PER_S = {"bert": 30.0, "gpt": 25.0, "elmo": 15.0}  # a generous guess: the plan should outlast the budget
 VOCAB_TOP = {"bert": 1200}  # on the built-in subset: the most frequent characters kept (the rest [UNK]); see PRESETS
@@ -117,8 +149,11 @@ def check_upload(data: bytes, name: str = "upload") -> str:
     from .user_text import USER_FILE_CAP, decode_with_encoding
 
     if len(data) > USER_FILE_CAP:
-        raise UploadError("too_big", f"{name}: {len(data) / 1e6:.1f} MB is over the {USER_FILE_CAP // (1024 * 1024)} MB "
-                                     "cap; split the file or use a sample.")
+        raise UploadError(
+            "too_big",
+            f"{name}: {len(data) / 1e6:.1f} MB is over the {USER_FILE_CAP // (1024 * 1024)} MB "
+            "cap; split the file or use a sample.",
+        )
     try:
         return decode_with_encoding(data, name)[1]
     except CorpusError as e:
@@ -167,6 +202,7 @@ def _subset(words: int, seed: int) -> tuple:
 @dataclass
 class LiveRun:
     """A run's record, filled as it goes (the page keeps it in the session): its folder, state and last figures."""
+
     spec: LiveSpec
     out: Path
     id: int = field(default_factory=lambda: next(_RUN_IDS))
@@ -213,18 +249,30 @@ class _Progress:
         self.run, self.budget, self.report = run, budget, report
         self.t0, self.last = time.time(), 0.0
 
-    def __call__(self, step: int, loss: float | None, tokens: int, elapsed: float, words_total: float | None = None) -> bool:
+    def __call__(
+        self, step: int, loss: float | None, tokens: int, elapsed: float, words_total: float | None = None
+    ) -> bool:
         if self.run.first_step_s is None:
             self.run.first_step_s = round(time.time() - self.t0, 1)
         now = time.time()
-        frac = elapsed / self.budget if words_total is None else max(elapsed / self.budget, tokens / max(words_total, 1))
+        frac = (
+            elapsed / self.budget if words_total is None else max(elapsed / self.budget, tokens / max(words_total, 1))
+        )
         if now - self.last < REPORT_EVERY_S:
             self.report(min(1.0, frac), None, "train")  # checks for a cancel without a new point
             return False
         self.last = now
-        self.report(min(1.0, frac), {"s": round(elapsed, 2), "step": int(step),
-                                     "loss": None if loss is None else round(float(loss), 4), "tokens": int(tokens),
-                                     "tokens_s": round(tokens / max(elapsed, 1e-9), 1)}, "train")
+        self.report(
+            min(1.0, frac),
+            {
+                "s": round(elapsed, 2),
+                "step": int(step),
+                "loss": None if loss is None else round(float(loss), 4),
+                "tokens": int(tokens),
+                "tokens_s": round(tokens / max(elapsed, 1e-9), 1),
+            },
+            "train",
+        )
         return True
 
 
@@ -279,13 +327,22 @@ def _word2vec_callback(emit: _Progress, cancelled: list) -> Callable[[dict], boo
     return cb
 
 
-def _train_word2vec(mod, spec: LiveSpec, run: LiveRun, emit: _Progress, corpus_path: str | None) -> BaseException | None:
+def _train_word2vec(
+    mod, spec: LiveSpec, run: LiveRun, emit: _Progress, corpus_path: str | None
+) -> BaseException | None:
     """word2vec into run.out (it trains in one go, saving at the end); the job's Cancelled when it was cancelled."""
     cancelled: list[BaseException] = []
     try:
-        mod.train(replace(PRESETS["word2vec"], name=f"live-{run.id}"), device="cpu", out=run.out, seed=spec.seed,
-                  time_limit=emit.budget, callback=_word2vec_callback(emit, cancelled),
-                  paragraphs=None if corpus_path else subset(spec.words, spec.seed), corpus_path=corpus_path)
+        mod.train(
+            replace(PRESETS["word2vec"], name=f"live-{run.id}"),
+            device="cpu",
+            out=run.out,
+            seed=spec.seed,
+            time_limit=emit.budget,
+            callback=_word2vec_callback(emit, cancelled),
+            paragraphs=None if corpus_path else subset(spec.words, spec.seed),
+            corpus_path=corpus_path,
+        )
     finally:
         if corpus_path:  # an upload's segmented copy (user_text.UserSentences) goes with the session, not to the cache
             from .user_text import UserSentences, user_files
@@ -321,49 +378,6 @@ def _train_steps(mod, spec: LiveSpec, run: LiveRun, emit: _Progress, corpus_path
         if spec.kind == "bert":
             kw["corpus_path"] = corpus_path
     mod.train(preset, **kw)
-
-
-def head_formation(rp) -> dict | None:
-    """The attention heads that form first, from a replay.Replay: for the previous- and the next-character share
-    (viz.attention.head_summaries, averaged over the timeline's fixed sentences) the head with the largest share at
-    the last snapshot, as {"prev"/"next": {"layer", "head" (from 1), "shares": [one per snapshot]}}; GPT's causal
-    attention has no next-character share. None when the timeline holds no attention (ELMo)."""
-    from . import replay
-
-    n = len(replay.attention_sentences(rp))
-    if n == 0:
-        return None
-    per = [replay.head_shares(rp, i) for i in range(n)]
-    out = {}
-    for m in ("prev",) if rp.kind == "gpt" else ("prev", "next"):
-        mean = np.mean([p[m] for p in per], axis=0)  # (S, L, H)
-        layer, head = divmod(int(np.argmax(mean[-1])), mean.shape[2])
-        out[m] = {"layer": layer + 1, "head": head + 1, "shares": [round(float(x), 4) for x in mean[:, layer, head]]}
-    return out
-
-
-FORMED_SHARE = 0.5  # a head that gives at least this share of its attention to one neighbour counts as formed
-
-
-def head_verdict(hf: dict, formed: float = FORMED_SHARE) -> dict:
-    """What a run's neighbour heads show, from `head_formation`: the neighbour ("prev" or "next") whose head ends with
-    the larger share, as {"which", "layer", "head", "start" (share at step 0), "end" (at the last snapshot), "peak"
-    (highest), "first" (index of the first snapshot at or above `formed`, or None), "state"}: "formed" (it ends at
-    or above `formed`), "faded" (it got there, then fell below) or "forming" (it never got there)."""
-    which = max(hf, key=lambda m: hf[m]["shares"][-1])
-    sh = hf[which]["shares"]
-    first = next((i for i, x in enumerate(sh) if x >= formed), None)
-    state = "formed" if sh[-1] >= formed else ("faded" if first is not None else "forming")
-    return {"which": which, "layer": hf[which]["layer"], "head": hf[which]["head"], "start": sh[0], "end": sh[-1],
-            "peak": max(sh), "first": first, "state": state}
-
-
-def nearest_words(folder: Path, words=EXAMPLE_WORDS, topn: int = 5) -> dict[str, list[tuple[str, float]]]:
-    """word2vec: each word's `topn` nearest words in the run's model (words it does not know are left out)."""
-    import ctxlib
-
-    kv = ctxlib.load(folder).keyed_vectors
-    return {w: [(x, round(float(s), 3)) for x, s in kv.most_similar(w, topn=topn)] for w in words if w in kv}
 
 
 def make_work(session, spec: LiveSpec) -> Callable:  # session: a live_files.LiveSession (which imports this module)

@@ -61,7 +61,7 @@ class TrainingRecord:
 
 @dataclass
 class EvalResult:
-    """One task's evaluation of one model (see ctxlib.evaluation.tasks.run_eval for how each figure is measured)."""
+    """One task's evaluation of one model (see ctxlib.evaluation.task_eval.run_eval for how each figure is measured)."""
 
     task: str
     metric: str = "score"

@@ -26,7 +26,8 @@ from . import checkpoint, kinds
 from .training import timeline as tl
 from .vecmath import EPS, norms, unit_rows
 
-SHARES = ("prev", "next", "self", "sep", "cls")  # head summary shares shown over steps (viz.attention.head_summaries)
+# head summary shares shown over steps (viz.attention_stats.head_summaries)
+SHARES = ("prev", "next", "self", "sep", "cls")
 
 
 @dataclass
@@ -307,8 +308,8 @@ def attention(rp: Replay, i: int, k: int) -> np.ndarray | None:
 
 
 def head_shares(rp: Replay, i: int) -> dict[str, np.ndarray] | None:
-    """{share name: (S, L, H)} of fixed sentence i over the snapshots (viz.attention.head_summaries' shares)."""
-    from .viz.attention import head_summaries
+    """{share name: (S, L, H)} of fixed sentence i over the snapshots (viz.attention_stats.head_summaries' shares)."""
+    from .viz.attention_stats import head_summaries
 
     sents = attention_sentences(rp)
     if i >= len(sents):

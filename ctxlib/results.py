@@ -24,7 +24,10 @@ The claims and their measures (papers: Peters et al. 2018, ELMo; Devlin et al. 2
 Outside models (`extra_dirs`): folders of eval files of models this app did not train (a large pretrained model
 evaluated with the same commands, say). Their figures are read with the same file and key as the measured model's
 side and set against the same other side, as `ClaimResult.outside`; they never enter a verdict.
+
+The BERT claims (bert_vs_elmo, pretraining, nsp_topic) are built in results_bert.py.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -37,7 +40,6 @@ from .results_files import (
     Fig,
     Reader,
     compare,
-    fixed,
     num,
     outside_files,
     parse_extra,
@@ -61,8 +63,15 @@ ORDER_SHARE = 0.75  # nsp_topic: swapping keeps at least this share of the true-
 HELDOUT_SETS = ("supplement", "frozen")  # the sense sets never trained on; "examples" chooses the layer
 CONTEXTUAL = ("elmo", "bert", "gpt")
 TASKS = ("pos", "ner", "sentiment")
-CLAIMS = ("static_vs_contextual", "elmo_vs_word2vec", "layers", "input_vs_concat", "bert_vs_elmo", "pretraining",
-          "nsp_topic")
+CLAIMS = (
+    "static_vs_contextual",
+    "elmo_vs_word2vec",
+    "layers",
+    "input_vs_concat",
+    "bert_vs_elmo",
+    "pretraining",
+    "nsp_topic",
+)
 EXTRA_ENV = "CTXLAB_EXTRA_EVALS"  # the page's outside models: "name=folder;name=folder"
 
 
@@ -122,7 +131,7 @@ def _best_name(d: dict | None, scores) -> str | tuple | None:
     return _layer_name(d, top) if len(tied) == 1 else tuple(_layer_name(d, j) or str(j) for j in tied)
 
 
-def _task_fig(side: str, model: str, task: str, key: str) -> Fig:
+def task_fig(side: str, model: str, task: str, key: str) -> Fig:
     return Fig(side, model, f"eval_{task}.json", f"/{key}", read_at(key), eval_command(model, task))
 
 
@@ -150,10 +159,22 @@ def _senses_at(measure: str, where: str, d: dict | None, layer: int | None = -1)
 
 def _senses_fig(m: str, measure: str, where: str) -> Fig:
     if m == "word2vec":
-        return Fig(m, m, "eval_senses.json", f"/sets/{where}/{measure}[0]", partial(_senses_at, measure, where, layer=0),
-                   eval_command(m, "senses"))
-    return Fig(m, m, "eval_senses.json", f"/sets/{where}/{measure}[argmax /sets/examples/pair_ranking]",
-               partial(_senses_at, measure, where), eval_command(m, "senses"))
+        return Fig(
+            m,
+            m,
+            "eval_senses.json",
+            f"/sets/{where}/{measure}[0]",
+            partial(_senses_at, measure, where, layer=0),
+            eval_command(m, "senses"),
+        )
+    return Fig(
+        m,
+        m,
+        "eval_senses.json",
+        f"/sets/{where}/{measure}[argmax /sets/examples/pair_ranking]",
+        partial(_senses_at, measure, where),
+        eval_command(m, "senses"),
+    )
 
 
 def _static_vs_contextual(r: Reader) -> ClaimResult:
@@ -161,17 +182,31 @@ def _static_vs_contextual(r: Reader) -> ClaimResult:
     for m in CONTEXTUAL:
         for where in HELDOUT_SETS:
             for measure in ("pair_ranking", "accuracy"):
-                cmp = compare(r, c, measure, where, _senses_fig(m, measure, where),
-                               _senses_fig("word2vec", measure, where), outside=m == CONTEXTUAL[0])
+                cmp = compare(
+                    r,
+                    c,
+                    measure,
+                    where,
+                    _senses_fig(m, measure, where),
+                    _senses_fig("word2vec", measure, where),
+                    outside=m == CONTEXTUAL[0],
+                )
                 if measure == "pair_ranking":
                     c.figures[f"{m}_{where}"], c.figures[f"word2vec_{where}"] = cmp.a_value, cmp.b_value
         d = r.get(c, m, "eval_senses.json", eval_command(m, "senses"))
         c.figures[f"{m}_layer"] = _layer_name(d, _senses_layer(d)) if d else None
         t = _sense_tune(r.root / m)  # a model trained with sense labels after pre-training: its figures say so
         if t is not None and d is not None:
-            c.notes.append(("results.sense_tuned", {"model": m.upper() if m != "elmo" else "ELMo",
-                                                    "steps": (t.get("config") or {}).get("steps", "?"),
-                                                    "words": t.get("words", "?")}))
+            c.notes.append(
+                (
+                    "results.sense_tuned",
+                    {
+                        "model": m.upper() if m != "elmo" else "ELMo",
+                        "steps": (t.get("config") or {}).get("steps", "?"),
+                        "words": t.get("words", "?"),
+                    },
+                )
+            )
     return c
 
 
@@ -189,11 +224,20 @@ def _sense_tune(folder: Path) -> dict | None:
 def _elmo_vs_word2vec(r: Reader) -> ClaimResult:
     c = ClaimResult("elmo_vs_word2vec")
     for t in TASKS:
-        cmp = compare(r, c, "task_score", t, _task_fig("elmo", "elmo", t, "score"),
-                       _task_fig("word2vec", "elmo", t, "word2vec_score"), outside=True)
+        cmp = compare(
+            r,
+            c,
+            "task_score",
+            t,
+            task_fig("elmo", "elmo", t, "score"),
+            task_fig("word2vec", "elmo", t, "word2vec_score"),
+            outside=True,
+        )
         c.figures[f"{t}_elmo"], c.figures[f"{t}_word2vec"] = cmp.a_value, cmp.b_value
-    n, a = num(r.get(c, "elmo", "eval_sentiment.json", eval_command("elmo", "sentiment")), "n_test"), \
-        c.figures.get("sentiment_elmo")
+    n, a = (
+        num(r.get(c, "elmo", "eval_sentiment.json", eval_command("elmo", "sentiment")), "n_test"),
+        c.figures.get("sentiment_elmo"),
+    )
     if n and a is not None:  # one standard error of an accuracy on n test items
         c.figures["sentiment_se"] = round((a * (1 - a) / n) ** 0.5, 4)
     gains = [x.diff for x in c.measured]
@@ -211,16 +255,34 @@ def _mean_heldout(d: dict | None):
 
 def _best_fig(side: str, task: str) -> Fig:
     if task == "senses":
-        return Fig(side, "elmo", "eval_senses.json", "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)",
-                   lambda d: best_layers(_mean_heldout(d)), eval_command("elmo", "senses"))
-    return Fig(side, "elmo", f"eval_{task}.json", "argmax /per_layer_score",
-               lambda d: best_layers(d.get("per_layer_score")), eval_command("elmo", task))
+        return Fig(
+            side,
+            "elmo",
+            "eval_senses.json",
+            "argmax (/sets/supplement/pair_ranking + /sets/frozen/pair_ranking)",
+            lambda d: best_layers(_mean_heldout(d)),
+            eval_command("elmo", "senses"),
+        )
+    return Fig(
+        side,
+        "elmo",
+        f"eval_{task}.json",
+        "argmax /per_layer_score",
+        lambda d: best_layers(d.get("per_layer_score")),
+        eval_command("elmo", task),
+    )
 
 
 def _layers(r: Reader) -> ClaimResult:
     c = ClaimResult("layers")
-    cmp = compare(r, c, "expected_layer", "sentiment_vs_pos", _task_fig("sentiment", "elmo", "sentiment", "expected_layer"),
-                   _task_fig("pos", "elmo", "pos", "expected_layer"))
+    cmp = compare(
+        r,
+        c,
+        "expected_layer",
+        "sentiment_vs_pos",
+        task_fig("sentiment", "elmo", "sentiment", "expected_layer"),
+        task_fig("pos", "elmo", "pos", "expected_layer"),
+    )
     c.figures.update(sentiment_expected=cmp.a_value, pos_expected=cmp.b_value)
     for where, side in (("sentiment_vs_pos", "sentiment"), ("senses_vs_pos", "senses")):
         cmp = compare(r, c, "best_layer", where, _best_fig(side, side), _best_fig("pos", "pos"), margin=LAYER_MARGIN)
@@ -234,80 +296,13 @@ def _layers(r: Reader) -> ClaimResult:
 def _input_vs_concat(r: Reader) -> ClaimResult:
     c = ClaimResult("input_vs_concat")
     for t in TASKS:
-        base = _task_fig("none", "elmo", t, "baseline_score")
-        inp = compare(r, c, "task_score", t, _task_fig("input", "elmo", t, "input_score"), base)
-        cat = compare(r, c, "task_score", t, _task_fig("concat", "elmo", t, "concat_score"), base)
+        base = task_fig("none", "elmo", t, "baseline_score")
+        inp = compare(r, c, "task_score", t, task_fig("input", "elmo", t, "input_score"), base)
+        cat = compare(r, c, "task_score", t, task_fig("concat", "elmo", t, "concat_score"), base)
         delta = round(cat.a_value - inp.a_value, 4) if None not in (cat.a_value, inp.a_value) else None
-        c.figures.update({f"{t}_input": inp.a_value, f"{t}_concat": cat.a_value, f"{t}_none": inp.b_value,
-                          f"{t}_delta": delta})
-    return c
-
-
-def _bert_vs_elmo(r: Reader) -> ClaimResult:
-    c = ClaimResult("bert_vs_elmo")
-    cmp = compare(r, c, "task_score", "sentiment", _task_fig("bert", "bert", "sentiment", "score"),
-                   _task_fig("elmo", "elmo", "sentiment", "score"), outside=True)
-    elmo = r.get(c, "elmo", "eval_sentiment.json", eval_command("elmo", "sentiment"))
-    c.figures.update(bert=cmp.a_value, elmo=cmp.b_value, word2vec=num(elmo, "word2vec_score"),  # reference only
-                     lead=round(cmp.diff, 4) if cmp.measured else None)
-    cfg = r.get(c, "bert", "config.json", "python -m ctxlib train bert")
-    if cfg:
-        s = cfg.get("summary") if isinstance(cfg.get("summary"), dict) else {}
-        c.figures.update(layers=num(cfg, "config", "layers"), hidden=num(cfg, "config", "hidden"),
-                         steps=num(s, "steps"), tokens_m=round(num(s, "tokens_seen") / 1e6, 1) if num(s, "tokens_seen") else None,
-                         minutes=round(num(s, "wall_s") / 60) if num(s, "wall_s") else None,
-                         device=str(s["device"]).upper() if s.get("device") else None)
-    bert = r.get(c, "bert", "eval_sentiment.json", eval_command("bert", "sentiment"))
-    if bert:
-        # the eval's score is the way chosen on the valid reviews (score_from); older files only fine-tuned
-        b = cmp.a_value
-        tuned = num(bert, "finetune_score") if "finetune_score" in bert else (b if bert.get("score_from") in (None, "finetune") else None)
-        c.figures.update(n_train=num(bert, "n_train"), bert_finetuned=tuned, bert_features=num(bert, "input_score"))
-    return c
-
-
-def _unigram_top1(vocab: dict | None) -> float | None:
-    """Top-1 of always guessing the most frequent non-special token (training counts in vocab.json)."""
-    try:
-        n_special = len(vocab["specials"])
-        counts_ = [int(x) for x in vocab["counts"][n_special:]]
-        return round(max(counts_) / sum(counts_), 4) if counts_ and sum(counts_) else None
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-_TRAIN_BERT = "python -m ctxlib train bert"
-
-
-def _nsp_fig(side: str, *path) -> Fig:
-    return Fig(side, "bert", "eval_nsp.json", "/" + "/".join(path), read_at(*path), eval_command("bert", "nsp"))
-
-
-def _pretraining(r: Reader) -> ClaimResult:
-    c = ClaimResult("pretraining")
-    mlm = compare(r, c, "mlm_top1", "valid", Fig("bert", "bert", "config.json", "/summary/valid/mlm_top1",
-                                                  read_at("summary", "valid", "mlm_top1"), _TRAIN_BERT),
-                   Fig("most_frequent", "bert", "vocab.json", "/counts", _unigram_top1, _TRAIN_BERT))
-    nsp = compare(r, c, "nsp_acc", "valid", Fig("bert", "bert", "config.json", "/summary/valid/nsp_acc",
-                                                 read_at("summary", "valid", "nsp_acc"), _TRAIN_BERT), fixed("chance", 0.5))
-    p = compare(r, c, "mean_p_is_next", "nsp_pairs", _nsp_fig("true", "rows", "true", "mean_p"),
-                 _nsp_fig("random", "rows", "random", "mean_p"))
-    cfg = r.get(c, "bert", "config.json", _TRAIN_BERT)
-    c.figures.update(mlm_top1=mlm.a_value, mlm_top5=num(cfg, "summary", "valid", "mlm_top5"), nsp_acc=nsp.a_value,
-                     unigram=mlm.b_value, n_examples=num(cfg, "summary", "valid", "n_examples"), p_true=p.a_value,
-                     p_random=p.b_value)
-    return c
-
-
-def _nsp_topic(r: Reader) -> ClaimResult:
-    c = ClaimResult("nsp_topic")
-    p = compare(r, c, "mean_p_is_next", "nsp_pairs", _nsp_fig("true", "rows", "true", "mean_p"),
-                 _nsp_fig("random", "rows", "random", "mean_p"))
-    share = compare(r, c, "order_share", "nsp_pairs", _nsp_fig("swapped", "order_share"),
-                     fixed("threshold", ORDER_SHARE), margin=0.0)
-    nsp = r.get(c, "bert", "eval_nsp.json", eval_command("bert", "nsp"))
-    c.figures.update(n=num(nsp, "n"), share=share.a_value, threshold=ORDER_SHARE, p_true=p.a_value,
-                     p_random=p.b_value, p_swapped=num(nsp, "rows", "swapped", "mean_p"))
+        c.figures.update(
+            {f"{t}_input": inp.a_value, f"{t}_concat": cat.a_value, f"{t}_none": inp.b_value, f"{t}_delta": delta}
+        )
     return c
 
 
@@ -317,12 +312,19 @@ def claims(root=None, extra_dirs: Mapping[str, Path] | None = None) -> list[Clai
     `extra_dirs` ({name: folder of eval files}) adds outside models' figures beside the measured models; a name
     of a shipped model raises ValueError (its figures would be mistaken for ours)."""
     from . import checkpoint
+    from .results_bert import bert_vs_elmo, nsp_topic, pretraining  # it imports this module
 
     clash = sorted(set(extra_dirs or {}) & set(kinds.names(shipped=True)))
     if clash:
         raise ValueError(f"outside model named like a shipped one: {', '.join(clash)}")
     r = Reader(Path(root) if root is not None else checkpoint.CHECKPOINT_DIR, extra_dirs)
-    build = {"static_vs_contextual": _static_vs_contextual, "elmo_vs_word2vec": _elmo_vs_word2vec, "layers": _layers,
-             "input_vs_concat": _input_vs_concat, "bert_vs_elmo": _bert_vs_elmo, "pretraining": _pretraining,
-             "nsp_topic": _nsp_topic}
+    build = {
+        "static_vs_contextual": _static_vs_contextual,
+        "elmo_vs_word2vec": _elmo_vs_word2vec,
+        "layers": _layers,
+        "input_vs_concat": _input_vs_concat,
+        "bert_vs_elmo": bert_vs_elmo,
+        "pretraining": pretraining,
+        "nsp_topic": nsp_topic,
+    }
     return [build[k](r) for k in CLAIMS]

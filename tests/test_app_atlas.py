@@ -124,9 +124,9 @@ def test_atlas_compare_models(fakes):
 def test_atlas_colouring_and_self_similarity(fakes):
     import numpy as np
 
-    from ctxlib import explore
+    from ctxlib import explore, explore_atlas
 
-    d = explore.atlas_sample(app_fakes.fakes()["elmo"], "活动", cap=100)
+    d = explore_atlas.atlas_sample(app_fakes.fakes()["elmo"], "活动", cap=100)
     assert len(d.texts) == 12
     cats, words = explore.atlas_colouring(d, "pos", 2, 3, "活动", "none", {})
     assert cats == d.tags and words is None  # fake_occurrences tags every occurrence
@@ -191,13 +191,13 @@ def test_atlas_default_model_with_gpt_present(fakes):
 def test_atlas_tag_legend_and_separation(fakes):
     """Issue #13.6: the raw tags are explained in both languages, and the page says how well the layer separates them
     against always guessing the commonest tag."""
-    from ctxlib import explore
+    from ctxlib import explore, explore_atlas
 
     at = _run(lang="en", word="活动", model="elmo", layer="2")
     legend = at.dataframe[0].value
     assert list(legend.columns) == ["tag", "meaning", "occurrences here"]
     assert dict(zip(legend["tag"], legend["meaning"])) == {"n": "noun", "v": "verb"}
-    d = explore.atlas_sample(app_fakes.fakes()["elmo"], "活动", cap=300)
+    d = explore_atlas.atlas_sample(app_fakes.fakes()["elmo"], "活动", cap=300)
     acc, majority, counts = explore.atlas_tag_accuracy(d, 2)
     note = [c.value for c in at.caption if "leave-one-out" in c.value]
     assert note and f"{acc:.2f}" in note[0] and f"{majority:.2f}" in note[0]
@@ -276,10 +276,10 @@ def test_same_depth():
 def test_atlas_tag_accuracy_counts_frequent_tags_only():
     import numpy as np
 
-    from ctxlib import explore
+    from ctxlib import explore, explore_atlas
 
     v = np.array([[1, 0], [1, 0.1], [0.9, 0], [0, 1], [0.1, 1], [0, 0.9], [1, 1]], np.float32)[:, None, :]
-    d = explore.AtlasSample(
+    d = explore_atlas.AtlasSample(
         texts=[""] * 7,
         spans=[(0, 0)] * 7,
         tags=["u", "u", "u", "n", "n", "n", "v"],

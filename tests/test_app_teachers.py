@@ -70,18 +70,18 @@ def test_home_table_is_narrow_and_measures_are_named(monkeypatch):
 
 
 def test_measures_are_named_in_both_languages():
-    from ctxlib.app import widgets
+    from ctxlib.app import model_table
 
     rec = TrainingRecord.from_summary({"final_loss": 3.29, "valid": {"perplexity_per_char": 51.586, "n_chars": 318786}})
     assert rec.measures() == {"final_loss": 3.29, "valid.perplexity_per_char": 51.586}  # a count is not a measure
     for lang, want in (("zh", "最终训练损失 3.29 · 验证集每字困惑度 51.59"), ("en", "final training loss 3.29")):
         i18n_lang = i18n.lang
         try:
-            widgets.lang = lambda: lang  # noqa: E731 (measure_text reads the session's language)
-            assert widgets.measure_text(rec.measures()).startswith(want)
+            model_table.lang = lambda: lang  # noqa: E731 (measure_text reads the session's language)
+            assert model_table.measure_text(rec.measures()).startswith(want)
         finally:
-            widgets.lang = i18n_lang
-    assert widgets.measure_text({"odd.key": 1.5}) == "odd.key 1.5"  # a measure without a name keeps its key
+            model_table.lang = i18n_lang
+    assert model_table.measure_text({"odd.key": 1.5}) == "odd.key 1.5"  # a measure without a name keeps its key
 
 
 def test_mix_result_names_its_metric():

@@ -119,7 +119,7 @@ import time  # noqa: E402
 
 import streamlit  # noqa: E402
 
-from ctxlib import corpus, jobs, live, user_text  # noqa: E402
+from ctxlib import corpus, jobs, live, live_results, user_text  # noqa: E402
 from ctxlib.app import live_views, loaders  # noqa: E402
 from ctxlib.app.i18n import escape_md  # noqa: E402
 
@@ -367,8 +367,8 @@ def test_a_finished_transformer_run_is_replayed_with_the_same_views(live_short, 
         at, "info"
     )
     # the notice says what this run shows: its random attention formed no head
-    v = live.head_verdict(live.head_formation(replay.load(run.out)))
-    assert v["state"] == "forming" and v["end"] < live.FORMED_SHARE
+    v = live_results.head_verdict(live_results.head_formation(replay.load(run.out)))
+    assert v["state"] == "forming" and v["end"] < live_results.FORMED_SHARE
     assert (
         f"In this run's {STEPS[-1]:,} steps no head has formed yet: the strongest, layer {v['layer']}, head {v['head']}, "
         f"gives {v['end']:.2f} of its attention to the character just {'before' if v['which'] == 'prev' else 'after'}"

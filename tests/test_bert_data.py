@@ -5,7 +5,8 @@ import pytest
 
 from ctxlib import corpus
 from ctxlib.models.bert import CharTokenizer
-from ctxlib.training.bert_data import Documents, PretrainBatches, collate, make_example
+from ctxlib.training.bert_batches import PretrainBatches
+from ctxlib.training.bert_data import Documents, collate, make_example
 
 
 @pytest.fixture(scope="module")

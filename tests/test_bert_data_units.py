@@ -17,7 +17,8 @@ from ctxlib import corpus, user_text
 from ctxlib.models.bert import CharTokenizer
 from ctxlib.tokens import norm_token
 from ctxlib.training import bert_data
-from ctxlib.training.bert_data import Documents, PretrainBatches, StreamPretrainBatches, make_example, mask_tokens
+from ctxlib.training.bert_batches import PretrainBatches, StreamPretrainBatches
+from ctxlib.training.bert_data import Documents, make_example, mask_tokens
 
 BREAK = "，"
 END = "。"

@@ -9,7 +9,7 @@ import app_fakes
 import numpy as np
 import pytest
 
-from ctxlib import cache, explore
+from ctxlib import cache, explore_atlas
 
 
 @pytest.fixture(autouse=True)
@@ -150,9 +150,9 @@ def test_atlas_sample_from_disk_equals_computed(tmp_path):
         Occurrence("他买苹果", 2, 4, "n", "pd", "train"),
     ]
     enc = Counting(d)
-    a = explore._atlas_cached(enc, "苹果", occ, 7, 0)
+    a = explore_atlas._atlas_cached(enc, "苹果", occ, 7, 0)
     enc2 = Counting(d)
-    b = explore._atlas_cached(enc2, "苹果", occ, 7, 0)
+    b = explore_atlas._atlas_cached(enc2, "苹果", occ, 7, 0)
     assert enc.encoded == 3 and enc2.encoded == 0
     assert np.array_equal(a.vecs, b.vecs) and np.array_equal(a.base, b.base)
     assert (a.texts, a.spans, a.tags, a.sources, a.total, a.contexts, a.layer_names) == (

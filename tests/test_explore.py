@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pytest
 
-from ctxlib import explore
+from ctxlib import explore, explore_atlas
 
 
 def _mean_pairwise_cosine(X):
@@ -17,7 +17,7 @@ def _mean_pairwise_cosine(X):
 
 def _atlas(vecs, base, layer_names):
     n = len(vecs)
-    return explore.AtlasSample(
+    return explore_atlas.AtlasSample(
         texts=[f"句子{i}" for i in range(n)],
         spans=[(0, 2)] * n,
         tags=[None] * n,
@@ -233,14 +233,14 @@ def test_crop_centres_the_word():
     from ctxlib.corpus import Occurrence
 
     o = Occurrence("0123456789苹果0123456789", 10, 12, "n", "pd", "train")
-    assert explore._crop(o, 30) is o and explore._crop(o, 22) is o
-    c = explore._crop(o, 6)
+    assert explore_atlas._crop(o, 30) is o and explore_atlas._crop(o, 22) is o
+    c = explore_atlas._crop(o, 6)
     assert (c.text, c.start, c.end) == ("89苹果01", 2, 4) and c.text[c.start : c.end] == "苹果"
-    c = explore._crop(Occurrence("苹果0123456789", 0, 2, None, "reviews", "train"), 4)
+    c = explore_atlas._crop(Occurrence("苹果0123456789", 0, 2, None, "reviews", "train"), 4)
     assert (c.text, c.start, c.end) == ("苹果01", 0, 2)
-    c = explore._crop(Occurrence("0123456789苹果", 10, 12, None, "reviews", "train"), 4)
+    c = explore_atlas._crop(Occurrence("0123456789苹果", 10, 12, None, "reviews", "train"), 4)
     assert (c.text, c.start, c.end) == ("89苹果", 2, 4)
-    c = explore._crop(Occurrence("0123456789苹果0123456789", 10, 12, None, "pd", "train"), 7)
+    c = explore_atlas._crop(Occurrence("0123456789苹果0123456789", 10, 12, None, "pd", "train"), 7)
     assert c.text[c.start : c.end] == "苹果" and len(c.text) == 7 and c.start == 2
 
 
@@ -257,7 +257,7 @@ def test_atlas_sample_vectors_and_baseline(monkeypatch):
     ]  # an empty span: no token, left out
     monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: (occ[:cap], 7))
     enc = app_fakes.FakeEncoder("bert", 3, chars=True)
-    d = explore.atlas_sample(enc, "苹果", cap=3, seed=0)
+    d = explore_atlas.atlas_sample(enc, "苹果", cap=3, seed=0)
     assert d.texts == ["我吃苹果", "苹果手机很好用"] and d.spans == [(2, 4), (0, 2)] and d.total == 7
     assert d.tags == ["n", None] and d.sources == ["pd", "reviews"] and d.layer_names == enc.layer_names
     for i, t in enumerate(d.texts):
@@ -271,7 +271,7 @@ def test_atlas_sample_vectors_and_baseline(monkeypatch):
         assert any(np.allclose(d.base[i], o) for o in others)  # one other token of the same sentence
     assert d.contexts[0] == ["我", "吃"] and d.vecs.dtype == np.float32
     monkeypatch.setattr(corpus, "occurrences", lambda word, cap, seed: ([], 0))
-    e = explore.atlas_sample(enc, "苹果", cap=3)
+    e = explore_atlas.atlas_sample(enc, "苹果", cap=3)
     assert (
         e.vecs.shape == (0, 3, 16) and e.base.shape == (0, 3, 16) and e.texts == [] and e.layer_names == enc.layer_names
     )
@@ -419,10 +419,10 @@ def test_atlas_sample_reads_its_inputs_and_crops_to_the_models_length(monkeypatc
     monkeypatch.setattr(corpus, "occurrences", occurrences)
     enc = app_fakes.FakeEncoder("bert", 2, chars=True)
     enc.config["max_len"] = 10
-    d = explore.atlas_sample(enc, "苹果", cap=5)
+    d = explore_atlas.atlas_sample(enc, "苹果", cap=5)
     assert asked == [("苹果", 5, 0)]  # the seed's default is 0
     assert d.texts == ["九十苹果十九"] and d.spans == [(2, 4)]  # max_len - 4 = 6 characters around the word
-    explore.atlas_sample(enc, "苹果", cap=2, seed=4)
+    explore_atlas.atlas_sample(enc, "苹果", cap=2, seed=4)
     assert asked[-1] == ("苹果", 2, 4)
 
 
@@ -443,7 +443,7 @@ def test_atlas_baseline_is_seeded_one_other_real_token_or_the_word_alone(monkeyp
     calls = []
     encode = enc.encode
     enc.encode = lambda texts, **kw: (calls.append((list(texts), kw)), encode(texts, **kw))[1]
-    d = explore.atlas_sample(enc, "苹果", cap=4, seed=0)
+    d = explore_atlas.atlas_sample(enc, "苹果", cap=4, seed=0)
     assert calls == [([o.text for o in occ], {"target": "苹果", "batch_size": 4})]  # one batch for all
     assert d.texts == ["我吃苹果了吗", "苹果", "他买苹果吃"]  # the empty span is skipped, the rest kept
     assert d.base.dtype == np.float32 and d.vecs.dtype == np.float32
@@ -452,13 +452,13 @@ def test_atlas_baseline_is_seeded_one_other_real_token_or_the_word_alone(monkeyp
     cls_vecs = [encode([t])[0].layers[:, 0] for t in d.texts]
     picked = set()
     for seed in range(12):
-        s = explore.atlas_sample(enc, "苹果", cap=4, seed=seed)
-        np.testing.assert_array_equal(s.base, explore.atlas_sample(enc, "苹果", cap=4, seed=seed).base)  # seeded
+        s = explore_atlas.atlas_sample(enc, "苹果", cap=4, seed=seed)
+        np.testing.assert_array_equal(s.base, explore_atlas.atlas_sample(enc, "苹果", cap=4, seed=seed).base)  # seeded
         for i in (0, 2):
             assert not np.allclose(s.base[i], cls_vecs[i])  # never the zero-width [CLS]
         picked.add(s.base[0].tobytes())
     assert len(picked) > 1  # the seed does choose among the other tokens
-    empty = explore._atlas_encode(enc, "苹果", [], 0, 0)
+    empty = explore_atlas._atlas_encode(enc, "苹果", [], 0, 0)
     assert empty.vecs.dtype == empty.base.dtype == np.float32 and empty.layer_names == enc.layer_names
 
 
@@ -475,6 +475,6 @@ def test_atlas_contexts_are_the_other_words_with_the_word_kept_whole(monkeypatch
         "occurrences",
         lambda word, cap, seed: ([Occurrence("我买了苹果手机", 4, 6, None, "reviews", "train")], 1),
     )
-    d = explore.atlas_sample(app_fakes.FakeEncoder("elmo", 2), "果手", cap=1)
+    d = explore_atlas.atlas_sample(app_fakes.FakeEncoder("elmo", 2), "果手", cap=1)
     (ctx,) = d.contexts
     assert "机" in ctx and not {"苹果", "手机", "果手"} & set(ctx)

@@ -1,4 +1,4 @@
-"""The atlas sample on disk (explore._atlas_cached, through ctxlib.cache): a fresh process reads it back without
+"""The atlas sample on disk (explore_atlas._atlas_cached, through ctxlib.cache): a fresh process reads it back without
 encoding, equal in every field; each input of the sample (checkpoint, model, word, seed, total, the occurrences) has
 its own entry; an entry with the wrong contents is computed afresh; no checkpoint folder, nothing stored. Added for
 issue #17, item 4: the mutation run showed this path untested by test_explore.py."""
@@ -9,7 +9,7 @@ import app_fakes
 import numpy as np
 import pytest
 
-from ctxlib import cache, corpus, explore
+from ctxlib import cache, corpus, explore_atlas
 from ctxlib.corpus import Occurrence
 
 
@@ -55,10 +55,10 @@ def _same(a, b):
 def test_a_fresh_process_reads_the_sample_back_without_encoding(setup):
     d, _, folder = setup
     first = Counting(d)
-    a = explore.atlas_sample(first, "苹果", cap=3, seed=0)
+    a = explore_atlas.atlas_sample(first, "苹果", cap=3, seed=0)
     assert first.encoded == 3 and len(list(folder.glob("*.npz"))) == 1
     fresh = Counting(d)
-    b = explore.atlas_sample(fresh, "苹果", cap=3, seed=0)
+    b = explore_atlas.atlas_sample(fresh, "苹果", cap=3, seed=0)
     assert fresh.encoded == 0
     _same(a, b)
     assert b.texts == [o.text for o in OCC] and b.total == 7 and b.tags == ["n", None, "n"]
@@ -69,7 +69,7 @@ def test_a_fresh_process_reads_the_sample_back_without_encoding(setup):
 )
 def test_each_input_of_the_sample_has_its_own_entry(setup, change):
     d, state, folder = setup
-    explore.atlas_sample(Counting(d), "苹果", cap=3, seed=0)
+    explore_atlas.atlas_sample(Counting(d), "苹果", cap=3, seed=0)
     enc, word, seed = Counting(d), "苹果", 0
     if change == "seed":
         seed = 1
@@ -94,7 +94,7 @@ def test_each_input_of_the_sample_has_its_own_entry(setup, change):
         enc.kind = "elmo"
     else:
         (d / "model.pt").write_bytes(b"retrained weights")
-    got = explore.atlas_sample(enc, word, cap=3, seed=seed)
+    got = explore_atlas.atlas_sample(enc, word, cap=3, seed=seed)
     assert enc.encoded == 3 and len(list(folder.glob("*.npz"))) == 2
     if change == "total":
         assert got.total == 8
@@ -104,19 +104,19 @@ def test_each_input_of_the_sample_has_its_own_entry(setup, change):
 
 def test_an_entry_with_the_wrong_contents_is_computed_afresh(setup):
     d, _, folder = setup
-    a = explore.atlas_sample(Counting(d), "苹果", cap=3, seed=0)
+    a = explore_atlas.atlas_sample(Counting(d), "苹果", cap=3, seed=0)
     (entry,) = folder.glob("*.npz")
     arrays, data = cache.load("atlas", entry.stem)
     del data["texts"]
     assert cache.save("atlas", entry.stem, arrays, data)
     again = Counting(d)
-    _same(a, explore.atlas_sample(again, "苹果", cap=3, seed=0))
+    _same(a, explore_atlas.atlas_sample(again, "苹果", cap=3, seed=0))
     assert again.encoded == 3
 
 
 def test_no_checkpoint_folder_nothing_stored(setup):
     _, _, folder = setup
     enc = Counting(None)
-    explore.atlas_sample(enc, "苹果", cap=3, seed=0)
-    explore.atlas_sample(enc, "苹果", cap=3, seed=0)
+    explore_atlas.atlas_sample(enc, "苹果", cap=3, seed=0)
+    explore_atlas.atlas_sample(enc, "苹果", cap=3, seed=0)
     assert enc.encoded == 6 and not list(folder.glob("*.npz"))

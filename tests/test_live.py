@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ctxlib
-from ctxlib import checkpoint, corpus, live, live_files, replay, user_text
+from ctxlib import checkpoint, corpus, live, live_files, live_results, replay, user_text
 from ctxlib.models.bert import SPECIALS
 
 
@@ -152,7 +152,7 @@ def test_word2vec_run_and_its_nearest_words(short, tmp_path):
     live.train(run.spec, run, lambda f, p=None, phase=None: p and pts.append(p))
     assert run.state == "done" and run.loadable() and not run.has_timeline()
     assert pts and any(p["loss"] is not None for p in pts) and all(p["loss"] is None or p["loss"] > 0 for p in pts)
-    near = live.nearest_words(run.out, words=("中国", "没有这个词"))
+    near = live_results.nearest_words(run.out, words=("中国", "没有这个词"))
     assert list(near) == ["中国"] and len(near["中国"]) == 5 and all(w != "中国" for w, _ in near["中国"])
 
 
@@ -167,7 +167,7 @@ def test_cancelled_word2vec_keeps_the_vectors_trained_so_far(short, tmp_path):
     assert s["stopped_early"] is True and 0 < s["tokens_seen"] < s["raw_words_per_epoch"] * 5  # before the 5 epochs
     kv = ctxlib.load(run.out).keyed_vectors
     assert len(kv.index_to_key) == s["vocab_size"] and np.isfinite(kv.vectors).all() and np.abs(kv.vectors).max() > 0
-    assert "中国" in live.nearest_words(run.out, words=("中国",))
+    assert "中国" in live_results.nearest_words(run.out, words=("中国",))
 
 
 def test_live_saves_skip_resume_state_and_cli_saves_keep_it(short, tmp_path):
@@ -234,16 +234,16 @@ def test_head_formation_follows_the_heads_strongest_at_the_end(tmp_path):
     with np.load(tmp_path / "b" / "timeline.npz") as z:
         arrays = {k: z[k] for k in z.files}
     np.savez_compressed(tmp_path / "b" / "timeline.npz", **{**arrays, "attention_0": a.astype(np.float16)})
-    hf = live.head_formation(replay.load(tmp_path / "b"))
+    hf = live_results.head_formation(replay.load(tmp_path / "b"))
     assert (hf["prev"]["layer"], hf["prev"]["head"]) == (2, 1) and (hf["next"]["layer"], hf["next"]["head"]) == (1, 2)
     for m in ("prev", "next"):
         sh = hf[m]["shares"]
         assert len(sh) == S and sh == sorted(sh)
         assert sh[0] == pytest.approx(2 / 3 / T, abs=0.01) and sh[-1] == pytest.approx(2 / 3, abs=0.01)
     write_timeline(tmp_path / "e", kind="elmo", attention=False)
-    assert live.head_formation(replay.load(tmp_path / "e")) is None
+    assert live_results.head_formation(replay.load(tmp_path / "e")) is None
     write_timeline(tmp_path / "g", kind="gpt")
-    assert list(live.head_formation(replay.load(tmp_path / "g"))) == ["prev"]  # causal: no next character
+    assert list(live_results.head_formation(replay.load(tmp_path / "g"))) == ["prev"]  # causal: no next character
 
 
 def test_head_verdict_says_formed_faded_or_forming():
@@ -253,7 +253,7 @@ def test_head_verdict_says_formed_faded_or_forming():
             out["next"] = {"layer": 1, "head": 2, "shares": nxt}
         return out
 
-    v = live.head_verdict(hf([0.06, 0.3, 0.55, 0.7], [0.06, 0.1, 0.2, 0.3]))
+    v = live_results.head_verdict(hf([0.06, 0.3, 0.55, 0.7], [0.06, 0.1, 0.2, 0.3]))
     assert (v["which"], v["layer"], v["head"], v["state"], v["first"], v["start"], v["end"], v["peak"]) == (
         "prev",
         2,
@@ -264,11 +264,11 @@ def test_head_verdict_says_formed_faded_or_forming():
         0.7,
         0.7,
     )
-    v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.3], [0.05, 0.6, 0.4, 0.35]))
+    v = live_results.head_verdict(hf([0.06, 0.1, 0.2, 0.3], [0.05, 0.6, 0.4, 0.35]))
     assert (v["which"], v["state"], v["first"], v["peak"], v["end"]) == ("next", "faded", 1, 0.6, 0.35)
-    v = live.head_verdict(hf([0.06, 0.1, 0.2, 0.49]))  # GPT: the previous character only
+    v = live_results.head_verdict(hf([0.06, 0.1, 0.2, 0.49]))  # GPT: the previous character only
     assert (v["which"], v["state"], v["first"]) == ("prev", "forming", None)
-    assert live.head_verdict(hf([0.06, 0.5]))["state"] == "formed"  # the threshold itself counts
+    assert live_results.head_verdict(hf([0.06, 0.5]))["state"] == "formed"  # the threshold itself counts
 
 
 # -- stale session folders -------------------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
-"""word2vec's windows (ctxlib.training.word2vec._windows) on short stretches of kept positions, where some reduced
+"""word2vec's windows (ctxlib.training.word2vec_sgd._windows) on short stretches of kept positions, where some reduced
 window sizes are drawn by no position at all: the sizes that do occur must still come out (issue #17, item 4: a
 `break` in place of the `continue` that skips an empty size survived test_w2v_sampling's longer stretches)."""
 
 import numpy as np
 
-from ctxlib.training.word2vec import _windows
+from ctxlib.training.word2vec_sgd import _windows
 
 
 def _reference(ids, sid, lo, hi, window, seed):
@@ -34,7 +34,7 @@ def test_windows_of_short_stretches_yield_every_kept_position_whatever_sizes_are
 
 
 def test_keep_probabilities_are_float64_whatever_the_counts_type():
-    from ctxlib.training.word2vec import keep_probabilities
+    from ctxlib.training.word2vec_sgd import keep_probabilities
 
     for sample in (0, 1e-3):
         for counts in ([3, 5, 7], np.array([3, 5, 7], np.int32), np.array([3, 5, 7], np.float32)):

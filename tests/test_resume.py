@@ -10,7 +10,8 @@ from ctxlib import corpus
 from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
 from ctxlib.training import resume as rs
 from ctxlib.training.bert import train as bert_train
-from ctxlib.training.bert_data import Documents, PretrainBatches
+from ctxlib.training.bert_batches import PretrainBatches
+from ctxlib.training.bert_data import Documents
 from ctxlib.training.trainer import TrainConfig, Trainer
 
 
@@ -139,7 +140,7 @@ def test_fresh_optimizer_on_resumed_weights_warms_up_again():
 
 
 def test_bucket_batches_resume_position():
-    from ctxlib.training.elmo import BucketBatches
+    from ctxlib.training.elmo_batches import BucketBatches
 
     class Feat:
         def batch(self, sents):

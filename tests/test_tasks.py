@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ctxlib
-from ctxlib.evaluation import tasks
+from ctxlib.evaluation import task_eval, tasks
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -36,7 +36,7 @@ def test_task_sentences_are_drawn_once_and_shared_by_pos_and_ner(monkeypatch):
 
 def test_run_eval_schema(elmo_tiny, w2v_tiny, tmp_path):
     out = tmp_path / "eval_pos.json"
-    r = tasks.run_eval(
+    r = task_eval.run_eval(
         str(elmo_tiny),
         "pos",
         device="cpu",
@@ -75,7 +75,7 @@ def test_run_eval_schema(elmo_tiny, w2v_tiny, tmp_path):
 
 
 def test_run_eval_sentiment_without_word2vec(elmo_tiny, tmp_path):
-    r = tasks.run_eval(
+    r = task_eval.run_eval(
         str(elmo_tiny),
         "sentiment",
         device="cpu",

@@ -159,14 +159,14 @@ def test_example_noise_on_the_example_sets_and_its_disk_cache(tmp_path, monkeypa
 def test_margin_chart_draws_the_band_behind_each_row():
     import plotly.graph_objects as go
 
-    from ctxlib.viz import explorer
+    from ctxlib.viz.margin import margin_chart
 
     rows = [
         {"model": "elmo", "label": "l1", "margin": 0.05, "cos_ab": 0.9, "cos_ac": 0.85, "rank": 0.6, "band": 0.3},
         {"model": "elmo", "label": "l1 fw", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None, "band": None},
         {"model": "bert", "label": "l2", "margin": 0.2, "cos_ab": 0.7, "cos_ac": 0.5, "rank": 0.7, "band": 0.1},
     ]
-    fig = explorer.margin_chart(rows, band_text="noise <band>")
+    fig = margin_chart(rows, band_text="noise <band>")
     spec = fig.to_dict()
     go.Figure(spec)  # valid plotly
     rects = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
@@ -176,5 +176,5 @@ def test_margin_chart_draws_the_band_behind_each_row():
     ]
     assert spec["layout"]["xaxis"]["range"] == pytest.approx([-0.3 * 1.35, 0.3 * 1.35])  # the band fits
     assert any(a["text"] == "noise &lt;band&gt;" for a in spec["layout"]["annotations"])
-    bare = explorer.margin_chart([dict(r, band=None) for r in rows]).to_dict()["layout"]
+    bare = margin_chart([dict(r, band=None) for r in rows]).to_dict()["layout"]
     assert not [s for s in bare["shapes"] if s["type"] == "rect"] and len(bare["annotations"]) == 1

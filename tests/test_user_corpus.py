@@ -10,7 +10,7 @@ import torch
 from ctxlib import corpus, user_text
 from ctxlib.cli import main
 from ctxlib.models.bert import CharTokenizer
-from ctxlib.training.bert_data import StreamPretrainBatches
+from ctxlib.training.bert_batches import StreamPretrainBatches
 
 LINES = [
     "今天天气很好，我们去公园散步。",

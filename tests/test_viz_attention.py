@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from ctxlib.viz import attention as va
+from ctxlib.viz import attention_stats as vs
 from ctxlib.viz import head_view as hv
 
 TOKENS = ["[CLS]", "苹", "果", "很", "甜", "[SEP]"]
@@ -16,21 +17,21 @@ def _att(rng=np.random.default_rng(0), L=2, H=3, T=6):
 
 def test_renormalize_rows_sum_to_one_and_drop_specials():
     a = _att()
-    keep = va.keep_indices(TOKENS, hide_specials=True)
+    keep = vs.keep_indices(TOKENS, hide_specials=True)
     assert keep == [1, 2, 3, 4]
-    r = va.renormalize(a, keep)
+    r = vs.renormalize(a, keep)
     assert r.shape == (2, 3, 4, 4)
     np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-5)
     # ratios inside a row are preserved
     np.testing.assert_allclose(r[0, 0, 0, 1] / r[0, 0, 0, 0], a[0, 0, 1, 2] / a[0, 0, 1, 1], rtol=1e-5)
-    assert va.keep_indices(TOKENS, hide_specials=False) == list(range(6))
-    assert va.keep_indices(["[CLS]", "[SEP]"], True) == [0, 1]  # never empty
+    assert vs.keep_indices(TOKENS, hide_specials=False) == list(range(6))
+    assert vs.keep_indices(["[CLS]", "[SEP]"], True) == [0, 1]  # never empty
 
 
 def test_renormalize_zero_row_becomes_uniform():
     a = np.zeros((1, 1, 3, 3), np.float32)
     a[0, 0, :, 0] = 1.0  # everything on token 0, which is dropped
-    r = va.renormalize(a, [1, 2])
+    r = vs.renormalize(a, [1, 2])
     np.testing.assert_allclose(r[0, 0], 0.5)
 
 
@@ -46,7 +47,7 @@ def test_head_summaries_on_hand_made_heads():
     for i in range(T):
         nxt[i, min(i + 1, T - 1)] = 1.0
     att = np.stack([np.stack([prev, sep]), np.stack([uniform, nxt])])  # (2, 2, T, T)
-    rows = {(r["layer"], r["head"]): r for r in va.head_summaries(att, TOKENS)}
+    rows = {(r["layer"], r["head"]): r for r in vs.head_summaries(att, TOKENS)}
     assert rows[(1, 1)]["kind"] == "previous char"
     # 果, 很, 甜 attend to their previous char; 苹's previous token is [CLS], which counts as the [CLS] share
     assert rows[(1, 1)]["prev"] == pytest.approx(0.75) and rows[(1, 1)]["cls"] == pytest.approx(0.25)
@@ -61,34 +62,34 @@ def test_head_summaries_on_hand_made_heads():
 
 def test_visible_hides_specials_and_keeps_segments():
     a = _att()
-    att, toks, seg, keep = va.visible(a, TOKENS, [0, 0, 0, 1, 1, 1], True)
+    att, toks, seg, keep = vs.visible(a, TOKENS, [0, 0, 0, 1, 1, 1], True)
     assert toks == TOKENS[1:5] and seg == [0, 0, 1, 1] and keep == [1, 2, 3, 4]
-    np.testing.assert_allclose(att, va.renormalize(a, keep))
-    att, toks, seg, keep = va.visible(a, TOKENS, None, False)
+    np.testing.assert_allclose(att, vs.renormalize(a, keep))
+    att, toks, seg, keep = vs.visible(a, TOKENS, None, False)
     assert att is a and toks == TOKENS and seg is None and keep == list(range(6))
 
 
 def test_page_helpers():
     a = _att()
-    np.testing.assert_allclose(va.mean_heads(a[0], [1, 3]), a[0, [0, 2]].mean(0))
-    np.testing.assert_allclose(va.mean_heads(a[0], []), a[0].mean(0))
+    np.testing.assert_allclose(vs.mean_heads(a[0], [1, 3]), a[0, [0, 2]].mean(0))
+    np.testing.assert_allclose(vs.mean_heads(a[0], []), a[0].mean(0))
     wa = np.array([[0.2, 0.3, 0.5], [0.0, 0.0, 1.0]])
-    np.testing.assert_allclose(va.keep_columns(wa, [0, 1]), [[0.4, 0.6], [0.0, 0.0]])
+    np.testing.assert_allclose(vs.keep_columns(wa, [0, 1]), [[0.4, 0.6], [0.0, 0.0]])
     assert va.parse_selection("3,2", (4, 1)) == (3, 2)
     for bad in ("", "0,2", "3", "a,b", "1,2,3"):
         assert va.parse_selection(bad, (4, 1)) == (4, 1)
     assert va.clamp_selection((99, 2), 4, 3) == (4, 2)
     assert va.clicked_head({"selection": {"points": [{"customdata": [2, 3]}]}}) == (2, 3)
     assert va.clicked_head(None) is None and va.clicked_head({"selection": {"points": []}}) is None
-    rows = va.head_summaries(a, TOKENS)
-    table = va.summary_table(rows, {"entropy": "H", "sep": "S"}, ("L", "h", "k"))
+    rows = vs.head_summaries(a, TOKENS)
+    table = vs.summary_table(rows, {"entropy": "H", "sep": "S"}, ("L", "h", "k"))
     assert list(table[0]) == ["L", "h", "k", "H", "S"] and table[0]["H"] == round(rows[0]["entropy"], 3)
-    assert len(table) == 2 * 3 and set(va.METRICS) <= set(rows[0])
+    assert len(table) == 2 * 3 and set(vs.METRICS) <= set(rows[0])
 
 
 def test_word_attention_and_drift():
     a = _att()
-    wa = va.word_attention(a, [1, 2])
+    wa = vs.word_attention(a, [1, 2])
     assert wa.shape == (2, 6)
     np.testing.assert_allclose(wa.sum(1), 1.0, atol=1e-5)
     np.testing.assert_allclose(wa[0], a[0, :, [1, 2], :].mean(axis=(0, 1)), atol=1e-6)
@@ -96,15 +97,15 @@ def test_word_attention_and_drift():
     layers[0, 1:3] = [1, 0, 0, 0]
     layers[1, 1:3] = [1, 1, 0, 0]
     layers[2, 1:3] = [0, 1, 0, 0]
-    cos = va.drift_from_layer0(layers, [1, 2])
+    cos = vs.drift_from_layer0(layers, [1, 2])
     np.testing.assert_allclose(cos, [1.0, np.sqrt(0.5), 0.0], atol=1e-6)
 
 
 def test_word_token_indices_skip_specials_and_find_first():
     spans = [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 4)]
-    assert va.word_token_indices(spans, TOKENS, "苹果很甜", "苹果") == [1, 2]
-    assert va.word_token_indices(spans, TOKENS, "苹果很甜", "香蕉") == []
-    assert va.word_token_indices(spans, TOKENS, "苹果很甜", "") == []
+    assert vs.word_token_indices(spans, TOKENS, "苹果很甜", "苹果") == [1, 2]
+    assert vs.word_token_indices(spans, TOKENS, "苹果很甜", "香蕉") == []
+    assert vs.word_token_indices(spans, TOKENS, "苹果很甜", "") == []
 
 
 def test_head_view_escapes_tokens_and_loads_nothing_external():
@@ -133,7 +134,7 @@ def test_plotly_figures_escape_and_shape():
     assert "&lt;b&gt;" in hm.layout.xaxis.ticktext and "<b>" not in hm.layout.xaxis.ticktext
     assert hm.layout.title.text == "&lt;i&gt;title&lt;/i&gt;"
     assert len(set(va.axis_labels(toks))) == len(toks)  # repeated 果 stays two labels
-    rows = va.head_summaries(a, toks)
+    rows = vs.head_summaries(a, toks)
     f2 = va.head_summary_figure(rows, 2, 2, "entropy")
     assert np.asarray(f2.data[0].z).shape == (2, 2)
 
@@ -174,12 +175,12 @@ def test_staircase_outlines_the_upper_triangle():
 def test_causal_head_summaries_and_metrics():
     a = _causal(T=6)
     toks = ["[CLS]", "苹", "果", "很", "甜", "了"]
-    rows = va.head_summaries(a, toks, causal=True)
+    rows = vs.head_summaries(a, toks, causal=True)
     assert all(r["next"] == 0 and r["sep"] == 0 for r in rows)
     assert rows[0]["max_entropy"] == pytest.approx(np.mean(np.log2([2, 3, 4, 5, 6])))  # row i sees i + 1 tokens
-    assert va.head_summaries(a, toks)[0]["max_entropy"] == pytest.approx(np.log2(6))
+    assert vs.head_summaries(a, toks)[0]["max_entropy"] == pytest.approx(np.log2(6))
     assert (
-        "next" not in va.metrics_for(True) and "sep" not in va.metrics_for(True) and va.metrics_for(False) == va.METRICS
+        "next" not in vs.metrics_for(True) and "sep" not in vs.metrics_for(True) and vs.metrics_for(False) == vs.METRICS
     )
     assert va.clicked_head({"selection": {"points": [{"x": 1}, {"customdata": [2, 3]}]}}) == (2, 3)
 
@@ -196,7 +197,7 @@ def test_word_attention_labels_leave_the_title_alone():
 
 
 def test_head_summary_ticks_follow_the_labels():
-    rows = va.head_summaries(np.full((2, 2, 3, 3), 1 / 3), ["[CLS]", "苹", "[SEP]"])
-    zh = va.AxisLabels(**{**va.AxisLabels()._asdict(), "head_n": "头 {n}", "layer_n": "第 {n} 层"})
+    rows = vs.head_summaries(np.full((2, 2, 3, 3), 1 / 3), ["[CLS]", "苹", "[SEP]"])
+    zh = vs.AxisLabels(**{**vs.AxisLabels()._asdict(), "head_n": "头 {n}", "layer_n": "第 {n} 层"})
     fig = va.head_summary_figure(rows, 2, 2, "entropy", labels=zh)
     assert list(fig.data[0].x) == ["头 1", "头 2"] and list(fig.data[0].y) == ["第 1 层", "第 2 层"]

@@ -10,6 +10,7 @@ from ctxlib.app import i18n
 from ctxlib.evaluation import tasks
 from ctxlib.vecmath import cosine_matrix
 from ctxlib.viz import elmo as ve
+from ctxlib.viz import elmo_flow as vf
 
 # the labels the page passes in (translated there; see ctxlib/app/strings/*/elmo.toml, [arch])
 ARCH_EN = {
@@ -41,7 +42,7 @@ def _layers(T=5, d=4, seed=0):
 def test_split_states_gives_2L_plus_1_vectors():
     lay = _layers()
     lay[0, :, 4:] = lay[0, :, :4]  # the token layer is duplicated, as encode() returns it
-    st = ve.split_states(lay)
+    st = vf.split_states(lay)
     assert list(st) == ["x", "f1", "b1", "f2", "b2"]
     np.testing.assert_array_equal(st["f2"], lay[2, :, :4])
     np.testing.assert_array_equal(st["b1"], lay[1, :, 4:])
@@ -58,25 +59,25 @@ def test_split_states_gives_2L_plus_1_vectors():
 def test_catalogue_has_the_labels_the_page_builds_by_key():
     for code in i18n.LANGS:
         cat = i18n.catalogue(code)
-        assert all(f"elmo.arch.{k}" in cat for k in ve.ARCH_LABELS), code
+        assert all(f"elmo.arch.{k}" in cat for k in vf.ARCH_LABELS), code
         assert all(f"elmo.usage.{k}" in cat for k in ve.USAGE_KEYS), code
         assert cat["elmo.arch.window"].format(first=1, last=14, n=40)  # a template the figure fills
 
 
 def test_architecture_figure_colours_what_reaches_the_word():
     toks = ["我", "用", "<script>", "手机", "打", "电话"]
-    fig = ve.architecture_figure(toks, _layers(T=6), word_index=2, labels=ARCH_ZH)
+    fig = vf.architecture_figure(toks, _layers(T=6), word_index=2, labels=ARCH_ZH)
     cells = {tr.hovertemplate.split(" @")[0]: tr for tr in fig.data if tr.mode == "markers" and tr.hovertemplate}
     fwd = [k for k in cells if "→" in k and "biLSTM 1" in k][0]
     bwd = [k for k in cells if "←" in k and "biLSTM 2" in k][0]
     # forward states reach the word only from positions <= 2, backward only from >= 2
-    assert [c != ve.OFF for c in cells[fwd].marker.color] == [True, True, True, False, False, False]
-    assert [c != ve.OFF for c in cells[bwd].marker.color] == [False, False, True, True, True, True]
+    assert [c != vf.OFF for c in cells[fwd].marker.color] == [True, True, True, False, False, False]
+    assert [c != vf.OFF for c in cells[bwd].marker.color] == [False, False, True, True, True, True]
     words = [tr for tr in fig.data if tr.mode == "text"][0]
     assert "&lt;script&gt;" in words.text and "<script>" not in words.text
     assert "已读入" in cells[fwd].hovertemplate and cells[fwd].hovertemplate.startswith("biLSTM 1 → 前向")
     # a long sentence is drawn in a window around the word
-    long = ve.architecture_figure(
+    long = vf.architecture_figure(
         [str(i) for i in range(40)], _layers(T=40), word_index=30, labels=ARCH_EN, max_tokens=14
     )
     xs = [tr for tr in long.data if tr.mode == "text"][0].x

@@ -7,6 +7,7 @@ import pytest
 
 from ctxlib.projection import cluster_top_words, kmeans, pca, project
 from ctxlib.viz import explorer as plots
+from ctxlib.viz.margin import margin_chart
 
 
 def test_mark_word_brackets_escapes_and_shortens():
@@ -66,7 +67,7 @@ def test_line_charts_and_bars():
         {"model": "elmo", "label": "l1", "margin": 0.2, "cos_ab": 0.9, "cos_ac": 0.7, "rank": 0.6},
         {"model": "elmo", "label": "<b>l2</b>", "margin": -0.1, "cos_ab": 0.5, "cos_ac": 0.6, "rank": None},
     ]
-    fig = plots.margin_chart(rows)
+    fig = margin_chart(rows)
     marks = [tr for tr in fig.data if tr.type == "scatter" and tr.mode == "markers+text"]
     assert [tr.name for tr in marks] == ["word2vec", "elmo"] and list(marks[1].x) == [0.2, -0.1]
     assert (
@@ -101,7 +102,7 @@ def test_self_similarity_chart_with_four_models_reads_well():
     assert alone.data[0].line.color == plots.MODEL_COLOURS["gpt"]
     acc = plots.layer_accuracy_chart({"gpt": (["e", "1"], [0.5, 0.9]), "elmo": (["x", "1"], [0.6, 0.7])})
     assert [tr.marker.color for tr in acc.data] == [plots.MODEL_COLOURS["gpt"], plots.MODEL_COLOURS["elmo"]]
-    bars = plots.margin_chart(
+    bars = margin_chart(
         [
             {"model": m, "label": "layer 1", "margin": 0.1, "cos_ab": 0.9, "cos_ac": 0.8, "rank": 0.6}
             for m in ("gpt", "bert")
@@ -207,7 +208,7 @@ def test_project_pca_sees_directions_not_lengths():
 
 
 def test_unvalidated_builders_make_figures_plotly_accepts():
-    """The figures built without validation (explorer._figure) pass it, and read as plotly validates them."""
+    """The figures built without validation (explorer.spec_figure) pass it, and read as plotly validates them."""
     import plotly.graph_objects as go
 
     rows = [
@@ -224,7 +225,7 @@ def test_unvalidated_builders_make_figures_plotly_accepts():
     ]
     S = np.array([[1.0, 0.2, 0.5], [0.2, 1.0, 0.1], [0.5, 0.1, 1.0]])
     figs = [
-        plots.margin_chart(rows, title="苹果 · <b>"),
+        margin_chart(rows, title="苹果 · <b>"),
         plots.layer_accuracy_chart({"elmo": (["a", "b"], [0.5, 0.7]), "bert": (["c"], [0.1])}, 0.55),
         plots.layer_accuracy_chart({"elmo": (["a"], [0.5])}),
         plots.type_token_map(np.arange(8.0).reshape(4, 2), ["a", "b", "c"], ["x", "y", "x"], title="t"),

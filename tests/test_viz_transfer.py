@@ -1,8 +1,8 @@
-"""ctxlib.viz.transfer: the [CLS] head drawing, TagLM and CoVe diagrams, the live run's plots."""
+"""ctxlib.viz.transfer (the [CLS] head, TagLM and CoVe diagrams) and viz.transfer_runs (the live run's plots)."""
 
 import json
 
-from ctxlib.viz import transfer
+from ctxlib.viz import transfer, transfer_runs
 
 CLS = {k: k.upper() for k in transfer.CLS_LABELS} | {"layer": "L{n}"}
 
@@ -47,9 +47,9 @@ def test_taglm_and_cove_use_every_label():
 
 def test_history_spans_all_steps_and_comparison_marks_missing():
     pts = [{"step": 1, "loss": 0.7, "acc": 0.5}, {"step": 2, "loss": 0.6, "acc": 1.0}]
-    fig = transfer.history_figure(pts, 40, {"loss": "loss", "acc": "acc", "mean": "mean", "step": "step"})
+    fig = transfer_runs.history_figure(pts, 40, {"loss": "loss", "acc": "acc", "mean": "mean", "step": "step"})
     assert list(fig.layout.xaxis.range) == [0, 40.5] and list(fig.data[2].y) == [0.5, 0.75]
-    fig = transfer.comparison_figure(
+    fig = transfer_runs.comparison_figure(
         [("a", 0.7), ("b", None)], 0.52, {"title": "T", "accuracy": "acc", "majority": "maj {v:.2f}", "missing": "none"}
     )
     bar = fig.data[0]

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from ctxlib.training.word2vec import _windows, keep_probabilities, negative_table
+from ctxlib.training.word2vec_sgd import _windows, keep_probabilities, negative_table
 
 
 def test_negative_table_entries_are_exact():

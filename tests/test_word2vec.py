@@ -8,10 +8,12 @@ import ctxlib
 from ctxlib import checkpoint
 from ctxlib.encoder import WordNotFound
 from ctxlib.models.word2vec import KeyedVectors, Word2VecConfig, Word2VecEncoder
-from ctxlib.training.word2vec import _windows, fit, keep_probabilities, negative_table, pos_agreement
-
+from ctxlib.training.word2vec import fit, pos_agreement
 
 # -- SGNS details against hand-written references ---------------------------------------------
+from ctxlib.training.word2vec_sgd import _windows, keep_probabilities, negative_table
+
+
 def test_keep_probabilities_match_gensim_formula():
     counts = [5000, 400, 30, 2]
     got = keep_probabilities(np.array(counts), 1e-3)

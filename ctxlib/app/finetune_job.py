@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ctxlib.evaluation import finetune_live as fl
-from ctxlib.viz import transfer
+from ctxlib.viz import transfer_runs
 from ctxlib.viz.common import PLOTLY_CONFIG
 
 from . import loaders
@@ -45,7 +45,7 @@ def live_plot(job) -> None:
     if points := list(job.points):
         fig = loaders.cached_figure(
             f"ft_live|{job.id}|{len(points)}",
-            lambda: transfer.history_figure(points, points[-1]["total"], _labels("plot", CURVE)),
+            lambda: transfer_runs.history_figure(points, points[-1]["total"], _labels("plot", CURVE)),
         )
         st.plotly_chart(fig, config=PLOTLY_CONFIG, key="ft_live")
 
@@ -83,7 +83,7 @@ def result_view(res: dict, key: str = "ft", note=st.success) -> None:
         )
     )
     st.plotly_chart(
-        transfer.history_figure(res["history"], len(res["history"]), _labels("plot", CURVE)),
+        transfer_runs.history_figure(res["history"], len(res["history"]), _labels("plot", CURVE)),
         config=PLOTLY_CONFIG,
         key=f"{key}_history",
     )
@@ -95,6 +95,6 @@ def result_view(res: dict, key: str = "ft", note=st.success) -> None:
         "title": msg("finetune.plot.title", n=res["n_test"]),
     }
     st.plotly_chart(
-        transfer.comparison_figure(rows, res["majority"], labels), config=PLOTLY_CONFIG, key=f"{key}_compare"
+        transfer_runs.comparison_figure(rows, res["majority"], labels), config=PLOTLY_CONFIG, key=f"{key}_compare"
     )
     st.caption(msg("finetune.plot.caption", n_train=res["n_train"], n_test=res["n_test"]))

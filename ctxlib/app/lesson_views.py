@@ -14,7 +14,7 @@ from ctxlib.viz import attention as va
 from ctxlib.viz import elmo as ve
 from ctxlib.viz import mechanics as vm
 from ctxlib.viz import pretraining as vp
-from ctxlib.viz import transfer
+from ctxlib.viz import transfer, transfer_runs
 from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
 from ctxlib.viz.lesson import pair_cosines_figure
 
@@ -341,7 +341,7 @@ class _Views:
             ]
             labels = {k: msg(f"finetune.plot.{k}") for k in ("accuracy", "majority", "missing")}
             st.plotly_chart(
-                transfer.comparison_figure(rows, None, {**labels, "title": msg("finetune.head.full")}),
+                transfer_runs.comparison_figure(rows, None, {**labels, "title": msg("finetune.head.full")}),
                 config=PLOTLY_CONFIG,
                 key="lesson_chart_ft",
             )

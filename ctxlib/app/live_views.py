@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ctxlib import kinds, live, live_files, replay
+from ctxlib import kinds, live, live_files, live_results, replay
 from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.live import live_loss_figure
@@ -139,10 +139,10 @@ def _live_view(job) -> None:
 
 
 def heads_view(rp: replay.Replay, key: str = "lv_heads", running: bool = False) -> None:
-    """The attention heads that form first (live.head_formation): the strongest previous- (and next-) character head's
+    """The attention heads that form first (live_results.head_formation): the strongest previous- (and next-) character head's
     share over the snapshots, the numbers at the start and the end, and what to notice (`running`: the run goes on, so
     a head not formed yet is "so far"). Nothing for ELMo."""
-    hf = live.head_formation(rp)
+    hf = live_results.head_formation(rp)
     if hf is None:
         return
     names = {m: msg(f"live.heads.{m}", layer=d["layer"], head=d["head"]) for m, d in hf.items()}
@@ -172,7 +172,7 @@ def heads_view(rp: replay.Replay, key: str = "lv_heads", running: bool = False) 
             )
         )
     # what this run shows (formed, formed then faded, not formed yet), then why these heads come first
-    v = live.head_verdict(hf)
+    v = live_results.head_verdict(hf)
     first = "" if v["first"] is None else f"{rp.steps[v['first']]:,}"
     state = "forming_so_far" if running and v["state"] == "forming" else v["state"]
     st.info(
@@ -185,7 +185,7 @@ def heads_view(rp: replay.Replay, key: str = "lv_heads", running: bool = False) 
             steps=f"{rp.steps[-1]:,}",
             layer=v["layer"],
             head=v["head"],
-            formed=f"{live.FORMED_SHARE:.1f}",
+            formed=f"{live_results.FORMED_SHARE:.1f}",
             neighbour=msg(f"live.heads.neighbour_{v['which']}"),
         )
         + msg("live.heads.why_gpt" if n is None else "live.heads.why")
@@ -283,7 +283,7 @@ def outcome(run: live.LiveRun) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _nearest(folder: str) -> dict:
-    return live.nearest_words(folder)
+    return live_results.nearest_words(folder)
 
 
 @st.cache_data(show_spinner=False, max_entries=2)

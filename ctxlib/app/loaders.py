@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 import ctxlib
-from ctxlib import checkpoint, explore, kinds, registered
+from ctxlib import checkpoint, explore, explore_atlas, kinds, registered
 from ctxlib.viz.common import freeze
 
 from .i18n import lang, msg
@@ -227,8 +227,8 @@ def nearest_table(
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def atlas_vectors(model: str, word: str, cap: int, stamp: str) -> explore.AtlasSample:
-    return explore.atlas_sample(load_encoder(model), word, cap)
+def atlas_vectors(model: str, word: str, cap: int, stamp: str) -> explore_atlas.AtlasSample:
+    return explore_atlas.atlas_sample(load_encoder(model), word, cap)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

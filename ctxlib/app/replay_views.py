@@ -11,6 +11,7 @@ import streamlit as st
 from ctxlib import checkpoint, replay
 from ctxlib.explore import find_first
 from ctxlib.viz import attention as va
+from ctxlib.viz import attention_stats as vs
 from ctxlib.viz import training as vt
 from ctxlib.viz.common import PLOTLY_CONFIG
 from ctxlib.viz.explorer import mark_word
@@ -203,7 +204,7 @@ def attention_view(rp: replay.Replay, name: str, stamp: str, k: int) -> None:
         msg("training.attention.head"), list(range(n_heads)), format_func=lambda j: f"{j + 1}", key="tr_att_head"
     )
     gpt = rp.kind == "gpt"
-    ax = va.AxisLabels(*(msg(f"labels.attention.{f}") for f in va.AxisLabels._fields))
+    ax = vs.AxisLabels(*(msg(f"labels.attention.{f}") for f in vs.AxisLabels._fields))
     left, right = st.columns(2)
     key = f"{name}|{stamp}"
     with left:
@@ -235,8 +236,8 @@ def attention_view(rp: replay.Replay, name: str, stamp: str, k: int) -> None:
             ),
             "tr_att_shares",
         )
-        now = va.head_summaries(replay.attention(rp, i, k), sents[i][1], causal=gpt)
-        kinds = [va.kind_label(r["kind"], ax) for r in now]
+        now = vs.head_summaries(replay.attention(rp, i, k), sents[i][1], causal=gpt)
+        kinds = [vs.kind_label(r["kind"], ax) for r in now]
         st.caption(
             msg(
                 "training.attention.kinds",

@@ -10,8 +10,8 @@ from ctxlib.encoder import WordNotFound
 from ctxlib.examples import Numbers
 from ctxlib.records import sense_tune_of
 from ctxlib.tokens import find_all
-from ctxlib.viz import explorer
 from ctxlib.viz.common import PLOTLY_CONFIG
+from ctxlib.viz.margin import margin_chart
 
 from . import demo_notes, loaders, state, vocab_notes, widgets
 from .i18n import escape_md, msg
@@ -217,7 +217,7 @@ def section() -> dict[str, str | None]:
         chart.plotly_chart(
             loaders.cached_figure(
                 f"margin|{word}|{rows}",
-                lambda: explorer.margin_chart(
+                lambda: margin_chart(
                     rows,
                     title=msg("triple.chart_title", word=word),
                     margin_title=msg("triple.margin_axis"),

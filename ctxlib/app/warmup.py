@@ -123,7 +123,7 @@ def _step(name: str, fn) -> None:
 
 def warm(models=None) -> dict[str, float]:
     """Run the warm-up steps in this thread (see the module docstring); returns {step: seconds}."""
-    from ctxlib import corpus, explore
+    from ctxlib import corpus, explore, explore_atlas
 
     from . import loaders
 
@@ -137,7 +137,7 @@ def warm(models=None) -> dict[str, float]:
             continue
         _step(f"nearest:{m}", lambda enc=enc: enc.type_matrix(loaders.NEAREST_VOCAB))
         if m == explore.ATLAS_DEFAULT["model"]:
-            _step(f"atlas:{m}", lambda enc=enc: explore.atlas_sample(enc, explore.ATLAS_DEFAULT["word"], 300))
+            _step(f"atlas:{m}", lambda enc=enc: explore_atlas.atlas_sample(enc, explore.ATLAS_DEFAULT["word"], 300))
         if enc.kind == "elmo":
             _step(f"mix:{m}", lambda enc=enc: _mix_features(enc))
     _step("gc_freeze", gc_freeze)

@@ -1,7 +1,9 @@
-"""Page furniture: the header, model and layer pickers, user-facing errors, the model table.
+"""Page furniture: the header, model and layer pickers, user-facing errors (the home page's model tables are in
+model_table.py).
 
 Widgets keep their values in the URL (see `state`), so a link reopens the same view.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,14 +14,25 @@ from pathlib import Path
 import streamlit as st
 
 from ctxlib import checkpoint, kinds
-from ctxlib.records import TrainingRecord
 
 from . import loaders, present, state, teachers, timing
-from .i18n import LANGS, bad_lang_param, catalogue, escape_md, lang, language_switch, msg
+from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
+from .model_table import model_rows, training_rows  # noqa: F401 (re-exported for pages/: app.py calls widgets.<name>)
 from .teachers import command_line, eval_line, for_teachers  # noqa: F401 (pages call widgets.for_teachers)
 
-PAGES = ("Lesson", "Type_vs_token", "Polysemy_atlas", "ELMo_layers", "BERT_attention", "Transformer", "BERT_pretraining",
-         "GPT_writing", "Results", "BERT_finetuning", "Training")
+PAGES = (
+    "Lesson",
+    "Type_vs_token",
+    "Polysemy_atlas",
+    "ELMo_layers",
+    "BERT_attention",
+    "Transformer",
+    "BERT_pretraining",
+    "GPT_writing",
+    "Results",
+    "BERT_finetuning",
+    "Training",
+)
 TAB_TITLE = "ctxlab_tab_title"  # session key: the browser tab's title in the session's language, set by app.py
 APP_SCRIPT = Path(__file__).resolve().parents[2] / "app.py"  # the entrypoint, whose st.navigation lists the pages
 _LEFT_FILE_NAVIGATION = "ctxlab_left_file_navigation"  # session key: the rerun out of the pages-directory mode is done
@@ -81,7 +94,16 @@ def page_header(page_title: str, title_id: str, icon: str | None = None) -> None
 # or value= of their own (their choice lives in the session state): Type vs token's example set, the ELMo page's
 # live task, the atlas's colouring, the attention page's summary measure, the Training page's mode, layer, model and
 # text. A picker drawn with index= (e.g. ELMo's half) gets its label in the new language from that index.
-LABELLED_CHOICES = ("tt_set", "elmo_live_task", "at_colour", "att_metric", "tr_mode", "tr_layer", "lv_kind", "lv_source")
+LABELLED_CHOICES = (
+    "tt_set",
+    "elmo_live_task",
+    "at_colour",
+    "att_metric",
+    "tr_mode",
+    "tr_layer",
+    "lv_kind",
+    "lv_source",
+)
 _LANG_SEEN = "ctxlab_lang_seen"
 
 
@@ -98,8 +120,12 @@ def keep_choices_across_languages(keys=LABELLED_CHOICES) -> None:
     st.session_state[_LANG_SEEN] = lang()
 
 
-_LAYER_IDS = {"embeddings": "embeddings", "char-CNN token layer": "char_cnn", "type vector": "type_vector",
-              "type vector (word2vec)": "type_vector_w2v"}
+_LAYER_IDS = {
+    "embeddings": "embeddings",
+    "char-CNN token layer": "char_cnn",
+    "type vector": "type_vector",
+    "type vector (word2vec)": "type_vector_w2v",
+}
 _NUMBERED_LAYER = re.compile(r"(biLSTM layer|layer) (\d+)")
 
 
@@ -169,8 +195,11 @@ def missing_model_note(msg_id: str, name: str, **values) -> None:
 
 def _builds_for_teachers(models) -> None:
     """The build command of each shipped model a page shows, in the teachers' expander."""
-    if lines := [command_line("teachers.build", checkpoint.rebuild_command(m), model=m)
-                 for m in models if m in kinds.names(trainable=True)]:
+    if lines := [
+        command_line("teachers.build", checkpoint.rebuild_command(m), model=m)
+        for m in models
+        if m in kinds.names(trainable=True)
+    ]:
         for_teachers(lines)
 
 
@@ -179,7 +208,9 @@ def _available(status: dict) -> list[str]:
     ok = [m for m in status if status[m] is None]  # model_order(), then this session's live models
     if not ok:
         st.warning(msg("common.no_model"))
-        for_teachers([command_line("teachers.build", checkpoint.rebuild_command(m), model=m) for m in kinds.names(shipped=True)])
+        for_teachers(
+            [command_line("teachers.build", checkpoint.rebuild_command(m), model=m) for m in kinds.names(shipped=True)]
+        )
     return ok
 
 
@@ -222,8 +253,9 @@ def model_radio(key: str, default: str | None = None, view: str | None = None) -
         if first and qp is not None and qp not in ok and qp.startswith(loaders.LIVE_PREFIX):  # another session's
             state.notice("live.url.elsewhere", "model", qp)
         elif first and qp is not None and qp not in ok:  # a link's unknown or unbuilt model
-            state.notice("common.url.bad_choice", "model", qp, what=msg("common.url.what_model"),
-                         default=st.session_state[wkey])
+            state.notice(
+                "common.url.bad_choice", "model", qp, what=msg("common.url.what_model"), default=st.session_state[wkey]
+            )
     chosen = st.sidebar.radio(msg("common.model"), ok, key=wkey, format_func=model_label if view else str)
     _missing_in_sidebar(status)
     _builds_for_teachers([chosen])
@@ -249,8 +281,12 @@ def layer_pickers(key: str, layer_names: dict[str, list[str]]) -> dict[str, int]
                 state.notice("common.url.bad_layer", "layers", j, model=m, hi=top, default=top)
                 j = top
         st.session_state[wkey] = j
-        out[m] = col.selectbox(msg("common.layer_of", model=m), list(range(len(names))), key=wkey,
-                               format_func=[f"{j}: {n}" for j, n in enumerate(layer_labels(names))].__getitem__)
+        out[m] = col.selectbox(
+            msg("common.layer_of", model=m),
+            list(range(len(names))),
+            key=wkey,
+            format_func=[f"{j}: {n}" for j, n in enumerate(layer_labels(names))].__getitem__,
+        )
     keep = {**{m: j for m, j in qp.items() if m not in multi}, **{m: out[m] for m in multi}}
     st.query_params["layers"] = ",".join(f"{m}:{keep[m]}" for m in loaders.model_order() if m in keep)
     return out
@@ -292,77 +328,3 @@ def page_label(stem: str) -> str:
 def page_hint(stem: str) -> str | None:
     name = stem.split("_", 1)[-1]
     return msg(f"pages.{name}.hint") if name in ("Type_vs_token", "Polysemy_atlas") else None
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
-
-
-def n_params(enc) -> int | None:
-    """The model's number of parameters (a Transformers model says it; a ctxlab model counts its network's)."""
-    n = getattr(enc, "n_params", None)
-    if isinstance(n, int):
-        return n
-    net = getattr(enc, "model", None) or getattr(enc, "lm", None)
-    if net is not None and hasattr(net, "parameters"):
-        return int(sum(p.numel() for p in net.parameters()))
-    vecs = getattr(getattr(enc, "keyed_vectors", None), "vectors", None)  # word2vec: its vector table
-    return int(vecs.size) if vecs is not None else None
-
-
-def measure_text(measures: dict[str, float]) -> str:
-    """Named measures in the session's language ("验证集每字困惑度 51.59 · 最终训练损失 3.29"); a measure without a
-    name keeps its key."""
-    known = catalogue(lang())
-    return " · ".join(f"{known.get('measures.' + k.replace('.', '_'), k)} {_fmt(v)}" for k, v in measures.items())
-
-
-def model_rows(status: dict[str, str | None]) -> list[dict]:
-    """One row per model in `status`, narrow enough for the home page: name, status, family, parameters, layers (the
-    training record and the source are in `training_rows`, for the teachers)."""
-    col = {k: msg(f"home.models.col.{k}") for k in ("model", "status")}
-    col.update({k: msg(f"registry.col.{k}") for k in ("family", "params")})
-    col["layers"] = msg("home.models.col.layers")
-    rows = []
-    for m, err in status.items():
-        row = {c: "" for c in col.values()}  # blank, not "None"
-        row[col["model"]] = m
-        if err is not None:
-            row[col["status"]] = err if loaders.is_registered(m) else msg("home.models.missing")
-            rows.append(row)
-            continue
-        enc = loaders.load_encoder(m)
-        row.update({col["status"]: msg("home.models.loaded"), col["family"]: msg(f"registry.family.{kinds.family_of(enc)}"),
-                    col["params"]: _fmt(n_params(enc)), col["layers"]: _fmt(len(enc.layer_names))})
-        rows.append(row)
-    return rows
-
-
-def training_rows(models: list[str]) -> list[dict]:
-    """One row per loaded model: its training record (steps, tokens, device, time, named measures), source, license."""
-    col = {k: msg(f"home.models.col.{k}") for k in ("model", "dim", "steps", "tokens", "device", "wall", "validation")}
-    col.update({k: msg(f"registry.col.{k}") for k in ("source", "license")})
-    rows = []
-    for m in models:
-        enc = loaders.load_encoder(m)
-        rec = TrainingRecord.from_summary(enc.summary)
-        outside = loaders.is_registered(m)
-        rows.append({
-            col["model"]: m, col["dim"]: _fmt(enc.dim),
-            col["steps"]: _fmt(rec.steps), col["tokens"]: _fmt(rec.tokens_seen), col["device"]: _fmt(rec.device),
-            col["wall"]: _duration(rec.wall_s) if isinstance(rec.wall_s, (int, float)) else _fmt(rec.wall_s),
-            col["validation"]: measure_text(rec.measures()),
-            col["source"]: str(getattr(enc, "source", "")) if outside else msg("registry.trained_here"),
-            col["license"]: str(getattr(enc, "license", None) or "") if outside else msg("registry.own_license"),
-        })
-    return rows

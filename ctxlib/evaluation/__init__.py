@@ -41,13 +41,13 @@ def _pick(model_name, task: str) -> Callable[..., dict]:
     elif kind == "bert":
         from .bert_sentiment import run_eval
     else:
-        from .tasks import run_eval
+        from .task_eval import run_eval
     return run_eval
 
 
 def run_eval(model_name, task: str, **kw) -> dict:
     """senses, cloze: `heldout.run_eval`; nsp (BERT): `nsp.run_eval`; sentiment on BERT: `bert_sentiment.run_eval` (fine-tuning); pos, ner, sentiment
-    on word2vec or ELMo: `tasks.run_eval` (task heads on frozen features). `kw` (device, seed, out, ...) go to it.
+    on word2vec or ELMo: `task_eval.run_eval` (task heads on frozen features). `kw` (device, seed, out, ...) go to it.
     Raises TaskChoiceError before running anything when the checkpoint or the task does not fit. The result as
     the file holds it (a typed record, bert_sentiment.SentimentEval, as its JSON)."""
     result = _pick(model_name, task)(model_name, task, **kw)

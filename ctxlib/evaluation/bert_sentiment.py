@@ -159,7 +159,7 @@ def run_eval(
     """BERT on review sentiment (corpus reviews, ELMo's train/test samples), both ways the lecture shows:
     - fine-tuning all weights with a head (the default recipe above), mean over `finetune_seeds` seeds;
     - feature-based: the frozen layers, mixed by a learned ScalarMix, as the input of the same task model ELMo's
-      eval uses (tasks.train_task_model), mean over `feature_seeds` seeds, beside that task model alone;
+      eval uses (heads.train_task_model), mean over `feature_seeds` seeds, beside that task model alone;
     plus frozen per-layer logistic probes on mean-pooled features and the same probe on word2vec vectors.
     `score` is SCORE_FROM's mean (the way that did better on the valid split; never chosen on the test
     reviews); both are in the file. Writes eval_sentiment.json in the checkpoint folder, or `out`, once the
@@ -268,13 +268,14 @@ def _feature_based(rec: SentimentEval, train: tuple, test: tuple, ftr: list, fte
     model alone, for each feature seed, into `rec`, for `task_epochs` epochs."""
     from ..vocab import Vocab
     from . import tasks
+    from .heads import train_task_model
 
     (words_tr, _, ytr), (words_te, _, yte) = train, test
     wv = Vocab.build(words_tr, min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
     ids_tr, ids_te = [wv.encode(w) for w in words_tr], [wv.encode(w) for w in words_te]
     tok_std = tasks.Standardizer(np.concatenate([f.astype(np.float32) for f in ftr[:500]]))
     for k in range(rec.feature_seeds):
-        m, p = tasks.train_task_model(
+        m, p = train_task_model(
             (ids_tr, ftr, list(ytr)),
             (ids_te, fte, list(yte)),
             "input",
@@ -288,7 +289,7 @@ def _feature_based(rec: SentimentEval, train: tuple, test: tuple, ftr: list, fte
         )
         rec.input_scores.append(float((np.asarray(p) == yte).mean()))
         rec.mix = rec.mix or ([round(x, 4) for x in m.mix.weights().tolist()], round(float(m.mix.gamma.detach()), 4))
-        _, p = tasks.train_task_model(
+        _, p = train_task_model(
             (ids_tr, None, list(ytr)),
             (ids_te, None, list(yte)),
             "none",

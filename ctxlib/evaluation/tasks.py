@@ -13,21 +13,20 @@ scores on test-split sentences (the heads are in evaluation/heads.py):
   its hidden layer (`concat_score`) -- the two uses the lecture names;
 - the same input use and probe on word2vec vectors (`word2vec_score`, `word2vec_probe_score`).
 Each layer's features are standardised on the train sample first, so the mix weights compare layers rather
-than their scales.
+than their scales. `run_eval` is in evaluation/task_eval.py; this module holds the task samples, the features,
+the scores and the app's live mix.
 """
+
 from __future__ import annotations
 
 import logging
 import random
 import time
-from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
-from .. import checkpoint
-from ..analysis import expected_layer
-from .heads import train_probe, train_task_model
+from .heads import train_probe
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ TASK_EPOCHS = 3  # the task model's epochs in run_eval (BERT's feature-based eva
 _FEATURES: dict = {}  # in-memory cache of extracted features
 
 
-def _check_task(task: str):
+def check_task(task: str):
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
 
@@ -52,7 +51,7 @@ def task_sentences(task: str, split: str, limit: int, seed: int = 0) -> tuple[li
     """A seeded sample of at most `limit` sentences: (word lists, labels). Token tasks give one label list per
     sentence; sentiment gives one int per review. The sample is kept in memory: drawing it walks every People's Daily
     sentence (~2 s), which the live mix would otherwise pay on every run before its features are even looked up."""
-    _check_task(task)
+    check_task(task)
     src = "reviews" if task == "sentiment" else "pd"
     k = (src, split, limit, seed)
     if k not in _SAMPLES:
@@ -81,15 +80,16 @@ def _draw(src: str, split: str, limit: int, seed: int) -> list[tuple[list[str], 
     return random.Random(f"pd-{split}-{seed}").sample(sents, min(limit, len(sents)))
 
 
-def encode_words(encoder, sentences: list[list[str]], batch_size: int = 32,
-                 callback: Callable | None = None) -> list[np.ndarray]:
+def encode_words(
+    encoder, sentences: list[list[str]], batch_size: int = 32, callback: Callable | None = None
+) -> list[np.ndarray]:
     """Frozen features for given word lists (no re-segmentation): a list of (n_i, n_layers, dim) float16 arrays.
     Sentences are batched by length (padding costs LSTM steps) and returned in the given order.
     callback(done, total) after each batch (a job's report: it may raise to stop)."""
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     out: list = [None] * len(sentences)
     for i in range(0, len(order), batch_size):
-        chunk = order[i:i + batch_size]
+        chunk = order[i : i + batch_size]
         toks, texts = [], []
         for j in chunk:
             spans, pos = [], 0
@@ -127,11 +127,15 @@ def _features_key(encoder, task: str, split: str, limit: int, seed: int) -> tupl
 FEATURES_S = 45.0  # about what extracting a live mix's features takes (shipped ELMo, 400 sentences, one CPU thread)
 
 
-def mix_expected_s(encoder, task: str, max_seconds: float, n_train: int = 200, n_test: int = 200, seed: int = 0) -> float:
+def mix_expected_s(
+    encoder, task: str, max_seconds: float, n_train: int = 200, n_test: int = 200, seed: int = 0
+) -> float:
     """A guess of a live mix run's length for the job queue's wait estimates before one has finished: its training
     budget `max_seconds` (an upper bound: the epochs often end sooner), plus FEATURES_S when the task's features are
     not in memory yet (the server's warm-up reads them from disk; otherwise the first run extracts them)."""
-    ready = all(_features_key(encoder, task, split, n, seed) in _FEATURES for split, n in (("train", n_train), ("test", n_test)))
+    ready = all(
+        _features_key(encoder, task, split, n, seed) in _FEATURES for split, n in (("train", n_train), ("test", n_test))
+    )
     return float(max_seconds) + (0.0 if ready else FEATURES_S)
 
 
@@ -142,8 +146,13 @@ def _disk_features(encoder, words: list[list[str]], src: str, callback=None) -> 
 
     where = getattr(encoder, "path", None)
     ck = cache.checkpoint_key(where) if where is not None else None
-    k = cache.key("task_features", getattr(encoder, "kind", ""), getattr(encoder, "name", ""), ck, src,
-                  cache.key(words)) if ck else None
+    k = (
+        cache.key(
+            "task_features", getattr(encoder, "kind", ""), getattr(encoder, "name", ""), ck, src, cache.key(words)
+        )
+        if ck
+        else None
+    )
 
     def build():
         feats = encode_words(encoder, words, callback=callback)
@@ -160,6 +169,7 @@ def _disk_features(encoder, words: list[list[str]], src: str, callback=None) -> 
 
 # -- feature preparation -------------------------------------------------------------------------------------
 
+
 class Standardizer:
     """Per-layer, per-dimension z-scores fitted on training features (n, L, D)."""
 
@@ -171,7 +181,7 @@ class Standardizer:
         return ((x - self.mean) / self.std).astype(np.float32)
 
 
-def _flat(data: dict, sentence: bool) -> tuple[np.ndarray, list]:
+def flat_features(data: dict, sentence: bool) -> tuple[np.ndarray, list]:
     """Token tasks: all tokens (N, L, D) and their labels; sentiment: mean-pooled sentences (N, L, D)."""
     if sentence:
         return np.stack([f.astype(np.float32).mean(0) for f in data["feats"]]), list(data["labels"])
@@ -189,16 +199,26 @@ def score(task: str, pred: np.ndarray, gold: np.ndarray, classes: list[str]) -> 
 
 # -- the app's "train the mix live" button ----------------------------------------------------------------------
 
-def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_seconds: float = 60,
-                   callback: Callable | None = None, seed: int = 0, n_test: int = 150, epochs: int = 10,
-                   features_callback: Callable | None = None) -> dict:
+
+def train_mix_live(
+    encoder,
+    task: str,
+    l2: float = 0.0,
+    n_train: int = 300,
+    max_seconds: float = 60,
+    callback: Callable | None = None,
+    seed: int = 0,
+    n_test: int = 150,
+    epochs: int = 10,
+    features_callback: Callable | None = None,
+) -> dict:
     """Train only a ScalarMix and a linear head on frozen features of a small sample (the ELMo page's live mix).
 
     The features come first (cached in memory per task, so only the first run pays); `max_seconds` then bounds
     the training alone. callback(step, total, weights) reports progress; features_callback(done, total) the
     extraction's, in sentences of both samples (only when they are extracted).
     Returns {mix_weights, gamma, score, history, ...}."""
-    _check_task(task)
+    check_task(task)
     t0 = time.time()
     sentence = task == "sentiment"
 
@@ -208,26 +228,47 @@ def train_mix_live(encoder, task: str, l2: float = 0.0, n_train: int = 300, max_
 
     tr, te = features("train", n_train, 0), features("test", n_test, n_train)
     t_train = time.time()
-    xtr, ytr = _flat(tr, sentence)
-    xte, yte = _flat(te, sentence)
+    xtr, ytr = flat_features(tr, sentence)
+    xte, yte = flat_features(te, sentence)
     classes = sorted(set(ytr), key=str)
     cid = {c: i for i, c in enumerate(classes)}
     keep = np.array([y in cid for y in yte])
     std = Standardizer(xtr)
     left = max(10.0, max_seconds - (time.time() - t_train))  # a slow (shared) CPU still gets a few real steps
-    m, pred, hist = train_probe(std(xtr), np.array([cid[y] for y in ytr]), std(xte[keep]), len(classes), l2=l2,
-                                epochs=epochs, seed=seed, max_seconds=left, callback=callback, batch=256)
+    m, pred, hist = train_probe(
+        std(xtr),
+        np.array([cid[y] for y in ytr]),
+        std(xte[keep]),
+        len(classes),
+        l2=l2,
+        epochs=epochs,
+        seed=seed,
+        max_seconds=left,
+        callback=callback,
+        batch=256,
+    )
     gold = np.array([cid[y] for y, k in zip(yte, keep) if k])
-    return {"task": task, "metric": METRICS[task], "mix_weights": m.mix.weights().detach().cpu().tolist(),
-            "gamma": float(m.mix.gamma.detach()), "expected_layer": m.mix.expected_layer(),
-            "score": score(task, pred, gold, [str(c) for c in classes]), "history": hist, "l2": l2,
-            "layer_names": tr["layer_names"], "n_train": len(xtr), "n_test": int(keep.sum()),
-            "seconds": round(time.time() - t0, 1), "feature_seconds": round(t_train - t0, 2),
-            "train_seconds": round(time.time() - t_train, 2)}
+    return {
+        "task": task,
+        "metric": METRICS[task],
+        "mix_weights": m.mix.weights().detach().cpu().tolist(),
+        "gamma": float(m.mix.gamma.detach()),
+        "expected_layer": m.mix.expected_layer(),
+        "score": score(task, pred, gold, [str(c) for c in classes]),
+        "history": hist,
+        "l2": l2,
+        "layer_names": tr["layer_names"],
+        "n_train": len(xtr),
+        "n_test": int(keep.sum()),
+        "seconds": round(time.time() - t0, 1),
+        "feature_seconds": round(t_train - t0, 2),
+        "train_seconds": round(time.time() - t_train, 2),
+    }
 
 
-def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 200, n_test: int = 200,
-                  max_seconds: float = 20) -> dict:
+def train_mix_job(
+    job, encoder, task: str, l2: float = 0.0, *, n_train: int = 200, n_test: int = 200, max_seconds: float = 20
+) -> dict:
     """`train_mix_live` as a ctxlib.jobs work: phase "features" (progress up to 0.4 while they are extracted, only on
     a task's first run), then "train" with one point {step, weights} per step, progress by steps or seconds,
     whichever is further, and the latest weights as the job's partial result {task, l2, step, mix_weights} (kept on
@@ -239,137 +280,27 @@ def train_mix_job(job, encoder, task: str, l2: float = 0.0, *, n_train: int = 20
         if not t0:
             t0.extend((time.time(), job.progress))
         done = max(s / max(total, 1), (time.time() - t0[0]) / max(max_seconds, 1e-9))
-        job.report(t0[1] + (1 - t0[1]) * min(done, 1.0), {"step": s, "weights": list(w)}, phase="train",
-                   partial={"task": task, "l2": l2, "step": s, "mix_weights": list(w)})
+        job.report(
+            t0[1] + (1 - t0[1]) * min(done, 1.0),
+            {"step": s, "weights": list(w)},
+            phase="train",
+            partial={"task": task, "l2": l2, "step": s, "mix_weights": list(w)},
+        )
 
-    res = train_mix_live(encoder, task, l2, n_train=n_train, n_test=n_test, max_seconds=max_seconds, callback=step,
-                         features_callback=lambda d, n: job.report(0.4 * d / max(n, 1)))
+    res = train_mix_live(
+        encoder,
+        task,
+        l2,
+        n_train=n_train,
+        n_test=n_test,
+        max_seconds=max_seconds,
+        callback=step,
+        features_callback=lambda d, n: job.report(0.4 * d / max(n, 1)),
+    )
     return {"task": task, "l2": l2, **res}
 
 
 # -- the full evaluation --------------------------------------------------------------------------------------
-
-class _Labels(NamedTuple):
-    """The gold labels of a task's train and test sample: per sentence (as the task model takes them) and flat."""
-    train: list  # per sentence: a class id (sentiment) or a list of them (tagging)
-    test: list
-    flat_train: np.ndarray  # one per item (sentence or token)
-    flat_test: np.ndarray
-    names: list[str]  # the class names, by id
-
-
-def _labels(tr: dict, te: dict, sentence: bool) -> _Labels:
-    """Class ids from the train sample's classes; a test label never seen in training gets class 0."""
-    classes = sorted({y for ys in ([tr["labels"]] if sentence else tr["labels"]) for y in ys}, key=str)
-    cid = {c: i for i, c in enumerate(classes)}
-    unk_class = 0
-    enc_lab = (lambda ys: cid.get(ys, unk_class)) if sentence else (lambda ys: [cid.get(y, unk_class) for y in ys])
-    ytr_s, yte_s = [enc_lab(y) for y in tr["labels"]], [enc_lab(y) for y in te["labels"]]
-    ytr = np.array(ytr_s if sentence else [y for ys in ytr_s for y in ys])
-    yte = np.array(yte_s if sentence else [y for ys in yte_s for y in ys])
-    return _Labels(ytr_s, yte_s, ytr, yte, [str(c) for c in classes])
-
-
-def _probe_scores(task: str, sxtr: np.ndarray, sxte: np.ndarray, y: _Labels, probe_epochs: int, seed: int, dev) -> dict:
-    """Linear probes on the standardised features: each single layer, then the mix of all."""
-    n, res = len(y.names), {"per_layer_score": []}
-    for j in range(sxtr.shape[1]):
-        _, p, _ = train_probe(sxtr[:, j:j + 1], y.flat_train, sxte[:, j:j + 1], n, epochs=probe_epochs, seed=seed, device=dev)
-        res["per_layer_score"].append(round(score(task, p, y.flat_test, y.names), 4))
-    pm, p, _ = train_probe(sxtr, y.flat_train, sxte, n, epochs=probe_epochs, seed=seed, device=dev)
-    res["mix_probe_score"] = round(score(task, p, y.flat_test, y.names), 4)
-    res["mix_probe_weights"] = [round(x, 4) for x in pm.mix.weights().tolist()]
-    return res
-
-
-def _task_model_scores(task: str, tr: dict, te: dict, y: _Labels, ids: tuple, itos, sentence: bool, kw: dict) -> dict:
-    """The task model on its own word embeddings: without the features, with their mix as its input, and with it
-    concatenated to its hidden layer."""
-    ids_tr, ids_te = ids
-    tok_std = Standardizer(np.concatenate([f.astype(np.float32) for f in tr["feats"][:500]]))  # token-level scales
-    layer_std = lambda f: std_one(f, tok_std)
-    res = {}
-    _, p = train_task_model((ids_tr, None, y.train), (ids_te, None, y.test), "none", len(y.names), itos, sentence, **kw)
-    res["baseline_score"] = round(score(task, p, y.flat_test, y.names), 4)
-    for use in ("input", "concat"):
-        m, p = train_task_model((ids_tr, tr["feats"], y.train), (ids_te, te["feats"], y.test), use, len(y.names), itos,
-                                sentence, std=layer_std, **kw)
-        res[f"{use}_score"] = round(score(task, p, y.flat_test, y.names), 4)
-        res[f"{use}_mix_weights"] = [round(x, 4) for x in m.mix.weights().tolist()]
-        res[f"{use}_gamma"] = round(float(m.mix.gamma.detach()), 4)
-    return res
-
-
-def _word2vec_scores(task: str, w2v, tr: dict, te: dict, y: _Labels, ids: tuple, itos, sentence: bool,
-                     probe_epochs: int, seed: int, kw: dict) -> dict:
-    """The word2vec baseline: the same probe and the same input use on word2vec vectors."""
-    ids_tr, ids_te = ids
-    wtr = {**tr, "feats": encode_words(w2v, tr["words"])}
-    wte = {**te, "feats": encode_words(w2v, te["words"])}
-    wxtr, _ = _flat(wtr, sentence)
-    wxte, _ = _flat(wte, sentence)
-    wstd = Standardizer(wxtr)
-    wtok = Standardizer(np.concatenate([f.astype(np.float32) for f in wtr["feats"][:500]]))
-    res = {}
-    _, p, _ = train_probe(wstd(wxtr), y.flat_train, wstd(wxte), len(y.names), epochs=probe_epochs, seed=seed,
-                          device=kw["device"])
-    res["word2vec_probe_score"] = round(score(task, p, y.flat_test, y.names), 4)
-    _, p = train_task_model((ids_tr, wtr["feats"], y.train), (ids_te, wte["feats"], y.test), "input", len(y.names),
-                            itos, sentence, std=lambda f: std_one(f, wtok), **kw)
-    res["word2vec_score"] = round(score(task, p, y.flat_test, y.names), 4)
-    if not sentence:
-        res["word2vec_oov_rate"] = round(float((np.abs(wxte).sum(axis=(1, 2)) == 0).mean()), 4)
-    return res
-
-
-def run_eval(model_name: str, task: str, device: str = "auto", seed: int = 0, out=None, n_train: int = N_TRAIN,
-             n_test: int = N_TEST, epochs: int = TASK_EPOCHS, probe_epochs: int = 10, word2vec: str | None = "word2vec") -> dict:
-    """Train all heads for `task` on frozen features of `model_name` and write eval_<task>.json."""
-    from ..device import resolve_device
-    from ..encoder import load
-    from ..vocab import Vocab
-
-    _check_task(task)
-    t0 = time.time()
-    dev = resolve_device(device)
-    enc = load(model_name)
-    sentence = task == "sentiment"
-    tr = task_features(enc, task, "train", n_train, seed)
-    te = task_features(enc, task, "test", n_test, seed)
-    t_feat = time.time() - t0
-    y = _labels(tr, te, sentence)
-    xtr, _ = _flat(tr, sentence)
-    xte, _ = _flat(te, sentence)
-    std = Standardizer(xtr)
-    res = {"task": task, "metric": METRICS[task], "model": str(model_name), "layer_names": tr["layer_names"],
-           "classes": y.names, "seed": seed}
-    res["majority_score"] = score(task, np.full_like(y.flat_test, np.bincount(y.flat_train).argmax()), y.flat_test, y.names)
-    res.update(_probe_scores(task, std(xtr), std(xte), y, probe_epochs, seed, dev))
-    wv = Vocab.build(tr["words"], min_count=2, max_size=20000, specials=["<pad>", "<unk>"], unk="<unk>")
-    ids = ([wv.encode(ws) for ws in tr["words"]], [wv.encode(ws) for ws in te["words"]])
-    kw = dict(epochs=epochs, seed=seed, device=dev)
-    res.update(_task_model_scores(task, tr, te, y, ids, wv.itos, sentence, kw))
-    res["score"] = res["input_score"]
-    res["mix_weights"] = res["input_mix_weights"]
-    res["gamma"] = res["input_gamma"]
-    res["expected_layer"] = round(expected_layer(res["mix_weights"]), 4)
-    res["word2vec_score"] = res["word2vec_probe_score"] = None
-    if word2vec:
-        try:
-            w2v = load(word2vec)
-        except checkpoint.CheckpointError as e:
-            res["word2vec_note"] = f"word2vec checkpoint missing, baseline skipped ({e})"
-        else:
-            res.update(_word2vec_scores(task, w2v, tr, te, y, ids, wv.itos, sentence, probe_epochs, seed, kw))
-    res.update({"n_train": len(tr["words"]), "n_test": len(te["words"]), "n_train_items": int(len(y.flat_train)),
-                "n_test_items": int(len(y.flat_test)), "epochs": epochs, "probe_epochs": probe_epochs,
-                "feature_seconds": round(t_feat, 1), "seconds": round(time.time() - t0, 1), "device": str(dev),
-                "command": f"python -m ctxlib eval {model_name} --task {task} --seed {seed}"})
-    path = Path(out) if out else checkpoint.resolve(model_name) / f"eval_{task}.json"
-    checkpoint.atomic_write_json(path, res)
-    log.info("%s %s: score %.4f per layer %s mix %s (%.0fs)", model_name, task, res["score"], res["per_layer_score"],
-             res["mix_weights"], res["seconds"])
-    return res
 
 
 def std_one(f: np.ndarray, std: Standardizer) -> np.ndarray:

@@ -11,7 +11,7 @@ perplexity is a full-softmax perplexity.
 
 As AllenNLP does, a token is represented by 2L+1 = 3 layers of one width (2 x dim): the
 char-CNN vector duplicated, then forward||backward states of each biLSTM layer.
-The presets, batching and `train()` are in ctxlib.training.elmo.
+The presets and `train()` are in ctxlib.training.elmo, the sentence batches in ctxlib.training.elmo_batches.
 """
 
 from __future__ import annotations

@@ -165,7 +165,8 @@ def train_config(plan: Preset, o, time_limit: float):
 def _batches(paragraphs, files, tok: CharTokenizer, model: BertModel, data: dict, seed: int, rank: int, world: int):
     """(documents, batches): this rank's masked pre-training batches from `paragraphs`, or streamed from a user's
     `files` (documents None)."""
-    from .bert_data import Documents, PretrainBatches, StreamPretrainBatches
+    from .bert_batches import PretrainBatches, StreamPretrainBatches
+    from .bert_data import Documents
 
     if data["batch"] % world:
         raise ValueError(f"batch {data['batch']} is not divisible by the {world} processes")

@@ -21,7 +21,10 @@ between 0 and 1 is the share of examples masked that way; the rest mask single
 characters. (Pure whole-word masking never shows the model a word with one
 character hidden, and such a model fills 数[MASK] with a one-character word:
 top-1 0.02 on the frozen cloze set after 6,370 steps of the long run.)
+
+The batch iterators (PretrainBatches, StreamPretrainBatches) are in bert_batches.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tokens import char_tokens
-from .resume import ResumableBatches
 
 MASK_RATE = 0.15  # share of non-special positions chosen for prediction
 MASK_PROBS = (0.8, 0.1, 0.1)  # chosen -> [MASK], random token, unchanged
@@ -103,11 +105,17 @@ def _rng(r) -> np.random.Generator:
 def _span_text(doc: Doc, a: int, b: int) -> str:
     if b <= a:
         return ""
-    return doc.text[doc.spans[a][0]:doc.spans[b - 1][1]]
+    return doc.text[doc.spans[a][0] : doc.spans[b - 1][1]]
 
 
-def make_example(rng_or_seed, tokenizer, paragraphs, whole_word: bool | float = False, max_len: int = 128,
-                 doc_index: int | None = None) -> dict:
+def make_example(
+    rng_or_seed,
+    tokenizer,
+    paragraphs,
+    whole_word: bool | float = False,
+    max_len: int = 128,
+    doc_index: int | None = None,
+) -> dict:
     """One pre-training example (a dict; see the module docstring).
 
     Keys: ids, tokens (after masking), original_ids, original_tokens, segment_ids, is_next,
@@ -155,20 +163,29 @@ def make_example(rng_or_seed, tokenizer, paragraphs, whole_word: bool | float = 
     seg = np.concatenate([np.zeros(len(a_ids) + 2, np.int64), np.ones(len(b_ids) + 1, np.int64)])
     # word groups for whole-word masking (A and B words never merge)
     groups = np.full(len(ids), -1, np.int64)
-    groups[1:1 + len(a_ids)] = doc.words[a0:s]
-    groups[2 + len(a_ids):2 + len(a_ids) + len(b_ids)] = bdoc.words[b0:b1] + 10_000_000
+    groups[1 : 1 + len(a_ids)] = doc.words[a0:s]
+    groups[2 + len(a_ids) : 2 + len(a_ids) + len(b_ids)] = bdoc.words[b0:b1] + 10_000_000
     original = ids.copy()
     masked = mask_tokens(rng, ids, groups, tk, whole_word)
     return {
-        "ids": ids, "original_ids": original, "segment_ids": seg, "is_next": is_next,
-        "tokens": [tk.itos[i] for i in ids], "original_tokens": [tk.itos[i] for i in original],
-        "a_text": _span_text(doc, a0, s), "b_text": _span_text(bdoc, b0, b1), "a_doc": ai, "b_doc": bi,
-        "masked": masked, "word_ids": groups.tolist(),  # -1 for specials; B's words offset by 10**7
+        "ids": ids,
+        "original_ids": original,
+        "segment_ids": seg,
+        "is_next": is_next,
+        "tokens": [tk.itos[i] for i in ids],
+        "original_tokens": [tk.itos[i] for i in original],
+        "a_text": _span_text(doc, a0, s),
+        "b_text": _span_text(bdoc, b0, b1),
+        "a_doc": ai,
+        "b_doc": bi,
+        "masked": masked,
+        "word_ids": groups.tolist(),  # -1 for specials; B's words offset by 10**7
     }
 
 
-def mask_tokens(rng: np.random.Generator, ids: np.ndarray, groups: np.ndarray, tk,
-                whole_word: bool | float = False) -> list[dict]:
+def mask_tokens(
+    rng: np.random.Generator, ids: np.ndarray, groups: np.ndarray, tk, whole_word: bool | float = False
+) -> list[dict]:
     """Choose 15% of the non-special positions of `ids` and corrupt them in place (80/10/10).
 
     `whole_word`: True masks whole words, False single characters, a number in (0, 1) whole words in that
@@ -204,8 +221,15 @@ def mask_tokens(rng: np.random.Generator, ids: np.ndarray, groups: np.ndarray, t
             ids[i], kind = int(rng.integers(tk.n_special, len(tk.itos))), "random"
         else:
             kind = "kept"
-        out.append({"index": i, "original": tk.itos[orig], "replacement": tk.itos[int(ids[i])], "kind": kind,
-                    "original_id": orig})
+        out.append(
+            {
+                "index": i,
+                "original": tk.itos[orig],
+                "replacement": tk.itos[int(ids[i])],
+                "kind": kind,
+                "original_id": orig,
+            }
+        )
     return out
 
 
@@ -228,113 +252,10 @@ def collate(examples: list[dict], pad_id: int = 0) -> dict:
         for m in e["masked"]:
             pos.append(b * T + m["index"])
             lab.append(m["original_id"])
-    return {"ids": torch.from_numpy(ids), "segment_ids": torch.from_numpy(seg),
-            "mlm_pos": torch.tensor(pos, dtype=torch.long), "mlm_labels": torch.tensor(lab, dtype=torch.long),
-            "nsp": torch.tensor([int(e["is_next"]) for e in examples], dtype=torch.long)}
-
-
-def _chunk_batches(docs: Documents, order, rng: np.random.Generator, bs: int, pool: int, max_len: int, whole_word: bool | float,
-                   start: dict | None = None):
-    """Batches over `order` (document indices), made `pool` batches at a time and grouped by length.
-    Yields (position, batch); position = {"chunk", "rng", "done"} restarts exactly there (via `start`)."""
-    step = bs * pool
-    k0 = int(start["chunk"]) if start is not None else 0
-    for k in range(k0, len(order) - bs + 1, step):
-        skip = 0
-        if start is not None:
-            rng.bit_generator.state = start["rng"]
-            skip, start = int(start["done"]), None
-        rng_state = rng.bit_generator.state
-        chunk = order[k:k + step]
-        chunk = chunk[:len(chunk) - len(chunk) % bs]
-        ex = [make_example(rng, docs.tokenizer, docs, whole_word, max_len, doc_index=int(j)) for j in chunk]
-        ex.sort(key=lambda e: len(e["ids"]))
-        groups = [ex[i:i + bs] for i in range(0, len(ex), bs)]
-        for n, g in enumerate(rng.permutation(len(groups))):
-            if n >= skip:
-                yield {"chunk": k, "rng": rng_state, "done": n + 1}, collate(groups[g], docs.tokenizer.pad_id)
-
-
-class PretrainBatches(ResumableBatches):
-    """An endless iterable of collated batches; each epoch visits every document once as the A side,
-    in a new order and with new masks and pairs. Examples are made `pool` batches at a time and
-    grouped by length, so a batch holds similar lengths and little compute goes to [PAD]
-    (documents are short: without this about 40% of a batch is padding).
-
-    Data parallel: every rank draws the same epoch permutation and takes every `world`-th document
-    from it (its shard, reshuffled each epoch); masks and pairs come from a per-rank generator.
-    `state_dict()` / `load_state_dict()` give the position after the last batch handed out, so a
-    resumed run continues with exactly the batches an uninterrupted one would have seen."""
-
-    def __init__(self, docs: Documents, batch_size: int, max_len: int, seed: int = 0, whole_word: bool | float = False,
-                 pool: int = 16, rank: int = 0, world: int = 1):
-        if not 0 <= rank < world:
-            raise ValueError(f"rank {rank} outside world size {world}")
-        self.docs, self.batch_size, self.max_len, self.whole_word = docs, batch_size, max_len, whole_word
-        self.pool = max(1, pool)
-        self.rank, self.world = rank, world
-        self.order_rng = np.random.default_rng([seed, 7919])  # the same on every rank
-        self.rng = np.random.default_rng([seed, rank])  # masks and pairs, per rank
-        self.epoch = 0
-
-    def __iter__(self):
-        start, self._start = self._start, None
-        if start is not None:
-            self.epoch = int(start["epoch"])
-            self.order_rng.bit_generator.state = start["order_rng"]
-        while True:
-            order_state = self.order_rng.bit_generator.state
-            order = self.order_rng.permutation(self.docs.a_docs)[self.rank::self.world]  # this rank's shard
-            for pos, batch in _chunk_batches(self.docs, order, self.rng, self.batch_size, self.pool, self.max_len,
-                                             self.whole_word, start):
-                self._pos = {"epoch": self.epoch, "order_rng": order_state, **pos}
-                yield batch
-            start = None
-            self.epoch += 1
-
-
-class StreamPretrainBatches(ResumableBatches):
-    """PretrainBatches over a user's corpus streamed from disk (`user_text.user_files`): this rank reads every
-    `world`-th non-empty line, `buffer` documents at a time; examples are made within the buffer (a NotNext B
-    comes from another buffered document) and the stream starts again for each epoch, so memory holds one
-    buffer, never the corpus. The position (epoch, first line of the buffer, generator states, batches done)
-    makes a resumed run continue exactly."""
-
-    def __init__(self, files, tokenizer, batch_size: int, max_len: int, seed: int = 0, whole_word: bool | float = False,
-                 pool: int = 16, rank: int = 0, world: int = 1, buffer: int = 20000):
-        if buffer < 2 * batch_size:
-            raise ValueError("buffer must hold at least two batches of documents")
-        self.files, self.tokenizer, self.batch_size, self.max_len = files, tokenizer, batch_size, max_len
-        self.whole_word, self.pool, self.rank, self.world, self.buffer = whole_word, max(1, pool), rank, world, buffer
-        self.rng = np.random.default_rng([seed, rank])
-        self.epoch = 0
-
-    def _buffers(self, first_line: int):
-        from ..user_text import buffered_shard, user_paragraph
-
-        return buffered_shard(self.files, self.rank, self.world, first_line, self.buffer,
-                              lambda line, j: [user_paragraph(line, j, words=self.whole_word)], min_last=2)
-
-    def __iter__(self):
-        start, self._start = self._start, None
-        if start is not None:
-            self.epoch = int(start["epoch"])
-        while True:
-            produced = start is not None  # a resumed epoch may have nothing left in it
-            for buf_start, buf in self._buffers(int(start["line"]) if start is not None else 0):
-                if start is not None:
-                    self.rng.bit_generator.state = start["buffer_rng"]
-                buf_rng = self.rng.bit_generator.state
-                docs = Documents(buf, self.tokenizer)
-                order = self.rng.permutation(docs.a_docs)
-                for pos, batch in _chunk_batches(docs, order, self.rng, self.batch_size, self.pool, self.max_len,
-                                                 self.whole_word, start):
-                    self._pos = {"epoch": self.epoch, "line": buf_start, "buffer_rng": buf_rng, **pos}
-                    produced = True
-                    yield batch
-                start = None
-            if not produced:
-                raise ValueError(f"the corpus gives this process fewer than {self.batch_size} documents per pass; "
-                                 f"use a bigger corpus or a smaller batch")
-            start = None
-            self.epoch += 1
+    return {
+        "ids": torch.from_numpy(ids),
+        "segment_ids": torch.from_numpy(seg),
+        "mlm_pos": torch.tensor(pos, dtype=torch.long),
+        "mlm_labels": torch.tensor(lab, dtype=torch.long),
+        "nsp": torch.tensor([int(e["is_next"]) for e in examples], dtype=torch.long),
+    }

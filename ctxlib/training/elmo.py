@@ -1,6 +1,8 @@
-"""ELMo training: the presets, sentence batching (in memory or streamed from a user's files), held-out
-perplexity, the softmax speed benchmark and `train()`. The biLM and its Encoder are in ctxlib.models.elmo.
+"""ELMo training: the presets, held-out perplexity, the softmax speed benchmark and `train()`. The sentence
+batching (in memory or streamed from a user's files) is in training/elmo_batches.py; the biLM and its Encoder are in
+ctxlib.models.elmo.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,28 +21,58 @@ from ..corpus import nfkc
 from ..device import resolve_device, to_device
 from ..models.elmo import CHAR_SPECIALS, WORD_SPECIALS, ElmoConfig, ElmoEncoder, ElmoLM, Featurizer
 from ..vocab import Vocab
+from .elmo_batches import BucketBatches, StreamBatches, chunk_sentences
 from .presets import Preset, named
-from .resume import ResumableBatches
 from .trainer import TrainConfig, Trainer
 
 log = logging.getLogger(__name__)
 
 
 # Presets: model config + training plan. "default" is the shipped model; its lr schedule is planned by time.
-PRESETS: dict[str, Preset] = named({
-    "tiny": Preset(model=dict(filters=[[1, 8], [2, 8], [3, 16]], max_chars=6, dim=16, hidden=32, vocab_size=500,
-                              cutoffs=[50, 200], dropout=0.0),
-                   steps=30, lr=3e-3, warmup=3, budget_s=0.0, amp="off", timeline=False,
-                   data=dict(paragraphs=300, batch_tokens=400, max_len=30, bench_steps=2, valid_sentences=100)),
-    # the shipped model: 110 minutes for the whole command on one core of the 2-core CPU (OMP_NUM_THREADS=1,
-    # trained beside BERT on the other core)
-    "default": Preset(model=dict(), steps=100000, lr=2e-3, warmup=200, budget_s=6600.0, amp="off",
-                      data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=8, valid_sentences=3000)),
-    # the long run (models issue): the same model, bf16 autocast (measured 1.24x faster here), a step schedule with
-    # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
-    "long": Preset(model=dict(), steps=20000, lr=2e-3, warmup=200, budget_s=0.0, amp="auto",
-                   data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=0, valid_sentences=3000)),
-})
+PRESETS: dict[str, Preset] = named(
+    {
+        "tiny": Preset(
+            model=dict(
+                filters=[[1, 8], [2, 8], [3, 16]],
+                max_chars=6,
+                dim=16,
+                hidden=32,
+                vocab_size=500,
+                cutoffs=[50, 200],
+                dropout=0.0,
+            ),
+            steps=30,
+            lr=3e-3,
+            warmup=3,
+            budget_s=0.0,
+            amp="off",
+            timeline=False,
+            data=dict(paragraphs=300, batch_tokens=400, max_len=30, bench_steps=2, valid_sentences=100),
+        ),
+        # the shipped model: 110 minutes for the whole command on one core of the 2-core CPU (OMP_NUM_THREADS=1,
+        # trained beside BERT on the other core)
+        "default": Preset(
+            model=dict(),
+            steps=100000,
+            lr=2e-3,
+            warmup=200,
+            budget_s=6600.0,
+            amp="off",
+            data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=8, valid_sentences=3000),
+        ),
+        # the long run (models issue): the same model, bf16 autocast (measured 1.24x faster here), a step schedule with
+        # no time budget, so it runs in stretches with --resume; ~6 h on one CPU thread
+        "long": Preset(
+            model=dict(),
+            steps=20000,
+            lr=2e-3,
+            warmup=200,
+            budget_s=0.0,
+            amp="auto",
+            data=dict(paragraphs=0, batch_tokens=1600, max_len=50, bench_steps=0, valid_sentences=3000),
+        ),
+    }
+)
 
 
 def paragraph_sentences(pars, max_len: int) -> list[list[str]]:
@@ -54,108 +86,11 @@ def held_out_sentences(pars, max_len: int, n: int, seed: int) -> list[list[str]]
     return random.Random(seed).sample(valid, min(n, len(valid)))
 
 
-def chunk_sentences(sents: list[list[str]], max_len: int) -> list[list[str]]:
-    out = []
-    for s in sents:
-        for i in range(0, len(s), max_len):
-            if s[i:i + max_len]:
-                out.append(s[i:i + max_len])
-    return out
-
-
-class BucketBatches(ResumableBatches):
-    """Endless batches of similar-length sentences (about `batch_tokens` words each), reshuffled every epoch.
-
-    Data parallel: every rank shuffles the groups alike and takes every `world`-th one. `state_dict()` /
-    `load_state_dict()` give the position after the last batch handed out (for resuming a run)."""
-
-    def __init__(self, sents, feat: Featurizer, batch_tokens: int, seed: int = 0, rank: int = 0, world: int = 1):
-        order = sorted(range(len(sents)), key=lambda i: len(sents[i]))
-        self.groups, cur, width = [], [], 0
-        for i in order:
-            width = max(width, len(sents[i]) + 2)
-            if cur and width * (len(cur) + 1) > batch_tokens:
-                self.groups.append(cur)
-                cur, width = [], len(sents[i]) + 2
-            cur.append(i)
-        if cur:
-            self.groups.append(cur)
-        self.sents, self.featurizer, self.rng = sents, feat, random.Random(seed)
-        self.rank, self.world = rank, world
-        self.epoch = 0
-
-    def __iter__(self):
-        start, self._start = self._start, None
-        if start is not None:
-            self.epoch = int(start["epoch"])
-            self.rng.setstate(_as_tuple(start["rng"]))
-        while True:
-            rng_state = self.rng.getstate()
-            g = list(self.groups)
-            self.rng.shuffle(g)
-            skip = int(start["done"]) if start is not None else 0
-            start = None
-            for n, grp in enumerate(g[self.rank::self.world]):
-                if n < skip:
-                    continue
-                self._pos = {"epoch": self.epoch, "rng": rng_state, "done": n + 1}
-                yield self.featurizer.batch([self.sents[i] for i in grp])
-            self.epoch += 1
-
-
-class StreamBatches(ResumableBatches):
-    """BucketBatches over a user's corpus streamed from disk: this rank reads every `world`-th non-empty line,
-    `buffer` lines at a time (jieba words, cut to `max_len`), groups the buffer's sentences by length and
-    shuffles the groups; the stream starts again for each epoch. The position (epoch, first line of the buffer,
-    generator state, batches done) makes a resumed run continue exactly."""
-
-    def __init__(self, files, feat: Featurizer, batch_tokens: int, max_len: int, seed: int = 0, rank: int = 0,
-                 world: int = 1, buffer: int = 50000):
-        self.files, self.featurizer, self.batch_tokens, self.max_len = files, feat, batch_tokens, max_len
-        self.rank, self.world, self.buffer = rank, world, buffer
-        self.rng = random.Random(seed)
-        self.epoch = 0
-
-    def _buffers(self, first_line: int):
-        from ..user_text import buffered_shard, user_paragraph
-
-        return buffered_shard(self.files, self.rank, self.world, first_line, self.buffer,
-                              lambda line, j: chunk_sentences([user_paragraph(line, j).words], self.max_len))
-
-    def __iter__(self):
-        start, self._start = self._start, None
-        if start is not None:
-            self.epoch = int(start["epoch"])
-        while True:
-            produced = start is not None
-            for buf_start, sents in self._buffers(int(start["line"]) if start is not None else 0):
-                if start is not None:
-                    self.rng.setstate(_as_tuple(start["rng"]))
-                rng_state = self.rng.getstate()
-                groups = BucketBatches(sents, self.featurizer, self.batch_tokens).groups
-                self.rng.shuffle(groups)
-                skip = int(start["done"]) if start is not None else 0
-                start = None
-                for n, grp in enumerate(groups):
-                    if n >= skip:
-                        self._pos = {"epoch": self.epoch, "line": buf_start, "rng": rng_state, "done": n + 1}
-                        produced = True
-                        yield self.featurizer.batch([sents[i] for i in grp])
-            if not produced:
-                raise ValueError("the corpus gives this process no sentences; use a bigger corpus")
-            start = None
-            self.epoch += 1
-
-
-def _as_tuple(x):
-    """random.Random states come back from torch.load as lists; setstate wants tuples."""
-    return tuple(_as_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
 def build_vocabs(sents, cfg: ElmoConfig, char_min_count: int = 2) -> tuple[Vocab, Vocab]:
     words = Vocab.build(sents, min_count=1, max_size=cfg.vocab_size, specials=WORD_SPECIALS, unk="<unk>")
-    chars = Vocab.build(([ch for w in s for ch in w] for s in sents), min_count=char_min_count,
-                        specials=CHAR_SPECIALS, unk="<unk>")
+    chars = Vocab.build(
+        ([ch for w in s for ch in w] for s in sents), min_count=char_min_count, specials=CHAR_SPECIALS, unk="<unk>"
+    )
     return words, chars
 
 
@@ -180,7 +115,11 @@ def _speed(model: ElmoLM, batches, steps: int, device, amp: bool) -> float:
     """Training tokens/s over `steps` Adam steps on a throwaway copy of the model."""
     m = copy.deepcopy(model).to(device).train()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-    ctx = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if amp else (lambda: torch.autocast(device.type, enabled=False))
+    ctx = (
+        (lambda: torch.autocast(device.type, dtype=torch.bfloat16))
+        if amp
+        else (lambda: torch.autocast(device.type, enabled=False))
+    )
     n, t = 0, 0.0
     for i, b in zip(range(steps + 1), batches):
         b = to_device(b, device)
@@ -235,10 +174,13 @@ def _benchmark(model: ElmoLM, cfg: ElmoConfig, sents, feat: Featurizer, data: di
     few steps on the same batches."""
     full = ElmoLM(ElmoConfig(**{**asdict(cfg), "softmax": "full"}))
     bench = lambda: iter(BucketBatches(sents, feat, data["batch_tokens"], seed=seed + 1))
-    speed = {"adaptive_fp32": _speed(model, bench(), data["bench_steps"], dev, False),
-             "full_fp32": _speed(full, bench(), data["bench_steps"], dev, False),
-             "adaptive_bf16": _speed(model, bench(), data["bench_steps"], dev, True),
-             "bench_steps": data["bench_steps"], "threads": torch.get_num_threads()}
+    speed = {
+        "adaptive_fp32": _speed(model, bench(), data["bench_steps"], dev, False),
+        "full_fp32": _speed(full, bench(), data["bench_steps"], dev, False),
+        "adaptive_bf16": _speed(model, bench(), data["bench_steps"], dev, True),
+        "bench_steps": data["bench_steps"],
+        "threads": torch.get_num_threads(),
+    }
     log.info("tokens/s %s", speed)
     return speed
 
@@ -249,13 +191,34 @@ def _train_config(p: Preset, o, budget: float, t_start: float, n_valid: int, wor
     train_time = max(1.0, budget - (time.time() - t_start) - reserve) if budget else 0.0
     if p.data["batch_tokens"] % world:
         raise ValueError(f"batch_tokens {p.data['batch_tokens']} is not divisible by the {world} processes")
-    return TrainConfig(steps=p.steps, lr=p.lr, warmup=p.warmup, budget_s=train_time, time_limit=o.stretch,
-                       amp=o.amp or p.amp, weight_decay=0.0, clip=1.0, log_every=50, progress=True,
-                       save_every=o.save_every if p.timeline else 0.0)
+    return TrainConfig(
+        steps=p.steps,
+        lr=p.lr,
+        warmup=p.warmup,
+        budget_s=train_time,
+        time_limit=o.stretch,
+        amp=o.amp or p.amp,
+        weight_decay=0.0,
+        clip=1.0,
+        log_every=50,
+        progress=True,
+        save_every=o.save_every if p.timeline else 0.0,
+    )
 
 
-def _run_folder(spec, o, rank: int, world: int, model: ElmoLM, cfg: ElmoConfig, wv: Vocab, cv: Vocab,
-                feat: Featurizer, vsample, summary_extra: Callable):
+def _run_folder(
+    spec,
+    o,
+    rank: int,
+    world: int,
+    model: ElmoLM,
+    cfg: ElmoConfig,
+    wv: Vocab,
+    cv: Vocab,
+    feat: Featurizer,
+    vsample,
+    summary_extra: Callable,
+):
     """The run's folder: checkpoints, resume state and (rank 0, when the preset records one) the timeline, whose
     held-out loss is the mean per-token nll of the two directions on `vsample`."""
     from .run import RunFolder
@@ -267,18 +230,36 @@ def _run_folder(spec, o, rank: int, world: int, model: ElmoLM, cfg: ElmoConfig, 
 
     tl = None
     if spec.plan.timeline and o.timeline and rank == 0:
-        tl = Timeline("elmo", spec.plan.steps, model, lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
-                      valid_loss)
+        tl = Timeline(
+            "elmo",
+            spec.plan.steps,
+            model,
+            lambda: ElmoEncoder("live", asdict(cfg), {}, None, model, wv, cv),
+            valid_loss,
+        )
     return RunFolder(
-        spec, rank, world, timeline=tl,
-        save_checkpoint=lambda summary: checkpoint.save(spec.out, "elmo", asdict(cfg),
-                                                        {"words": wv.to_json(), "chars": cv.to_json()},
-                                                        model.state_dict(), summary),
-        summary_extra=summary_extra)
+        spec,
+        rank,
+        world,
+        timeline=tl,
+        save_checkpoint=lambda summary: checkpoint.save(
+            spec.out, "elmo", asdict(cfg), {"words": wv.to_json(), "chars": cv.to_json()}, model.state_dict(), summary
+        ),
+        summary_extra=summary_extra,
+    )
 
 
-def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable | None = None, paragraphs=None, corpus_path=None, **run_options) -> Path:
+def train(
+    preset: Preset | str = "default",
+    device: str = "auto",
+    out=None,
+    seed: int = 0,
+    time_limit: float = 0.0,
+    callback: Callable | None = None,
+    paragraphs=None,
+    corpus_path=None,
+    **run_options,
+) -> Path:
     """Train the biLM on the shared train split and save checkpoints/elmo (or `out`).
 
     preset: a Preset or the name of one of PRESETS. time_limit (seconds, 0 = the preset's budget) covers the whole
@@ -311,8 +292,16 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     n_params = sum(q.numel() for q in model.parameters())
     n_words = sum(map(len, sents))
     if rank == 0:
-        log.info("ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters, %d process(es)", preset,
-                 len(sents), sum(map(len, sents)), len(wv), len(cv), n_params / 1e6, world)
+        log.info(
+            "ELMo %s: %d sentences, %d words, output vocab %d, %d chars, %.2fM parameters, %d process(es)",
+            preset,
+            len(sents),
+            sum(map(len, sents)),
+            len(wv),
+            len(cv),
+            n_params / 1e6,
+            world,
+        )
     speed = spec.prev.get("speed_tokens_per_s", {})
     if data["bench_steps"] and spec.resumed is None:
         speed = _benchmark(model, cfg, sents, feat, data, dev, seed)
@@ -320,18 +309,37 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     if files is None:
         batches = BucketBatches(sents, feat, data["batch_tokens"] // world, seed=seed, rank=rank, world=world)
     else:
-        batches = StreamBatches(files, feat, data["batch_tokens"] // world, data["max_len"], seed=seed, rank=rank, world=world)
-    folder = _run_folder(spec, o, rank, world, model, cfg, wv, cv, feat, valid[:300], lambda tr: {
-        "speed_tokens_per_s": speed, "train_sentences": None if files else len(sents),
-        "train_words": None if files else n_words, "parameters": n_params,
-        "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2)})
+        batches = StreamBatches(
+            files, feat, data["batch_tokens"] // world, data["max_len"], seed=seed, rank=rank, world=world
+        )
+    folder = _run_folder(
+        spec,
+        o,
+        rank,
+        world,
+        model,
+        cfg,
+        wv,
+        cv,
+        feat,
+        valid[:300],
+        lambda tr: {
+            "speed_tokens_per_s": speed,
+            "train_sentences": None if files else len(sents),
+            "train_words": None if files else n_words,
+            "parameters": n_params,
+            "epochs": None if files else round(tr.tokens / max(1, n_words + len(sents)), 2),
+        },
+    )
     trainer = Trainer(model, batches, tc, device=str(dev), callback=callback, state=spec.state, **folder.hooks())
     folder.start()
     summary = trainer.run()
     if summary["finished"] and rank == 0:
         summary["perplexity"] = perplexity(model, feat, valid, dev)
         log.info("held-out perplexity %s", summary["perplexity"])
-    summary.update({"preset": preset, "seed": seed, "time_budget_s": budget, "total_wall_s": round(time.time() - t_start, 1)})
+    summary.update(
+        {"preset": preset, "seed": seed, "time_budget_s": budget, "total_wall_s": round(time.time() - t_start, 1)}
+    )
     folder.finish(trainer, summary)
     if rank == 0:
         log.info("saved %s", d)

@@ -92,7 +92,8 @@ class _BertSide:
     def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
         from .. import corpus
         from ..models.bert_encoder import BertEncoder
-        from .bert_data import Documents, PretrainBatches
+        from .bert_batches import PretrainBatches
+        from .bert_data import Documents
 
         self.enc = BertEncoder.from_checkpoint(src)
         self.model, self.tok = self.enc.model.float(), self.enc.tokenizer
@@ -149,7 +150,8 @@ class _ElmoSide:
     def __init__(self, src: Path, cfg: SenseTuneConfig, seed: int, paragraphs):
         from .. import corpus
         from ..models.elmo import ElmoEncoder
-        from .elmo import PRESETS, BucketBatches, paragraph_sentences
+        from .elmo import PRESETS, paragraph_sentences
+        from .elmo_batches import BucketBatches
 
         self.enc = ElmoEncoder.from_checkpoint(src)
         self.model, self.feat = self.enc.model.float(), self.enc.featurizer

@@ -19,8 +19,10 @@ word2vec.c's loop, one center word after the other with sequential SGD updates; 
 for the summed updates). `backend="torch"` forces the torch path on CPU too, for comparison.
 On CPU, `workers` Hogwild threads play the part of gensim's worker threads. The config, the vectors
 and the Encoder are in ctxlib.models.word2vec. Only the input vectors are shipped; the Encoder reads
-them without importing torch.
+them without importing torch. The sampling tables, the windows and a chunk's updates are in
+ctxlib.training.word2vec_sgd.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,128 +43,20 @@ from . import sgns_numba
 from .presets import Preset, named
 from .sgns import SGNS
 from .word2vec_pos import pd_major_tags, pos_agreement  # noqa: F401  (re-exported: tests and bench/ import them from here)
+from .word2vec_sgd import WorkerState, keep_probabilities, negative_table, numba_chunk, torch_chunk, worker
 
 log = logging.getLogger(__name__)
-TABLE_SIZE = 10_000_000  # entries in the negative-sampling table (word2vec.c uses 1e8)
-LOSS_EVERY = 8  # steps between loss measurements
-
-
-# -- SGNS ingredients ------------------------------------------------------------------------
-def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
-    """gensim's subsampling: the probability of keeping each occurrence of a word with count c."""
-    counts = np.asarray(counts, dtype=np.float64)
-    if sample <= 0:
-        return np.ones_like(counts)
-    t = sample * counts.sum()
-    return np.minimum(1.0, (np.sqrt(counts / t) + 1.0) * t / counts)
-
-
-def negative_table(counts: np.ndarray, exponent: float = 0.75, size: int = TABLE_SIZE) -> np.ndarray:
-    """word2vec.c's unigram table: word i fills a share count_i^exponent / sum of the entries."""
-    p = np.asarray(counts, dtype=np.float64) ** exponent
-    ends = np.round(np.cumsum(p / p.sum()) * size).astype(np.int64)  # word i fills [ends[i-1], ends[i])
-    return np.repeat(np.arange(len(p), dtype=np.int64), np.diff(ends, prepend=0))
 
 
 def build_vocab(sentences: list[list[str]], cfg: Word2VecConfig) -> Vocab:
     return Vocab.build(sentences, min_count=cfg.min_count, max_size=cfg.max_vocab or None)
 
 
-# -- training ----------------------------------------------------------------------------------
-def _windows(ids: np.ndarray, sid: np.ndarray, lo: int, hi: int, window: int, rng: np.random.Generator):
-    """Yield (centers, contexts, valid) for kept positions lo..hi, grouped by effective window e (contexts: 2e)."""
-    n = len(ids)
-    pos = np.arange(lo, hi)
-    eff = window - rng.integers(0, window, hi - lo)  # gensim's reduced window: 1..window
-    for e in range(1, window + 1):
-        p = pos[eff == e]
-        if len(p) == 0:
-            continue
-        offs = np.concatenate([np.arange(-e, 0), np.arange(1, e + 1)])
-        j = p[:, None] + offs  # (m, 2e)
-        jc = j.clip(0, n - 1)
-        valid = (j >= 0) & (j < n) & (sid[jc] == sid[p][:, None])
-        yield ids[p], ids[jc], valid
-
-
-class _State:
-    """Counters shared by the worker threads (Hogwild: the tables themselves are updated without locks)."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.done = self.steps = self.pairs = self.loss_n = 0
-        self.loss_sum = 0.0
-        self.lr = 0.0
-        self.stop = False
-
-
-def _torch_chunk(model: SGNS, ids, sid, rng, table, lo: int, hi: int, lr: float):
-    """The batched torch updates on kept positions lo..hi; returns (loss sum, examples in it, SGD steps, pairs)."""
-    import torch
-
-    cfg, dev = model.cfg, model.device
-    # a small vocabulary gets smaller batches: many summed updates to one row in a step would diverge
-    K, B = cfg.negative, min(cfg.batch_size, max(16, len(model.w_in) // 4))
-    loss_sum, loss_n, steps, pairs = 0.0, 0, 0, 0
-    for center, ctx, valid in _windows(ids, sid, lo, hi, cfg.window, rng):
-        if cfg.sg and not cfg.shared_negatives:  # gensim's exact sampling: K fresh negatives per pair
-            ctr = np.broadcast_to(center[:, None], ctx.shape)[valid]
-            cx = ctx[valid]
-            nb = B * (cfg.window + 1)  # as many pairs as B windows hold on average
-            for a in range(0, len(cx), nb):
-                neg = table[rng.integers(0, len(table), (len(cx[a:a + nb]), K))]
-                t = [torch.from_numpy(x).to(dev) for x in (ctr[a:a + nb], cx[a:a + nb], neg)]
-                loss_sum += model.step_pairs(*t, lr)
-                loss_n += len(t[0])
-                steps += 1
-            pairs += len(cx)
-            continue
-        neg = table[rng.integers(0, len(table), (len(center), K))]  # (m, K): K negatives per window
-        arrays = [torch.from_numpy(x).to(dev) for x in (center, ctx, valid, neg)]  # sliced below without copies
-        for a in range(0, len(center), B):
-            t = [x[a:a + B] for x in arrays]
-            with_loss = steps % LOSS_EVERY == 0  # the loss is only monitored: a sample of steps is enough
-            loss_sum += model.step_windows(*t, lr, with_loss)
-            if with_loss:
-                loss_n += int(t[2].sum()) if cfg.sg else len(t[0])
-            steps += 1
-        pairs += int(valid.sum())
-    return loss_sum, loss_n, steps, pairs
-
-
-def _numba_chunk(model: SGNS, ids, sid, nw: sgns_numba.Worker, table, exp_table, lo: int, hi: int, lr: float):
-    """The numba kernel on kept positions lo..hi (one chunk = one step); returns (loss sum, examples in it, 1, pairs)."""
-    w_in, w_out = model.w_in.numpy(), model.w_out.numpy()  # views: the kernel updates the tables in place
-    loss_sum, loss_n, pairs = nw.run(w_in, w_out, ids, sid, lo, hi, model.cfg, table, lr, exp_table, LOSS_EVERY)
-    return loss_sum, loss_n, 1, pairs
-
-
-def _worker(cfg: Word2VecConfig, chunks, state: _State, train: Callable, total: int, raw_per_kept: float,
-            deadline: float, report: Callable[[], None] | None):
-    """Train on chunks (lo, hi) of kept positions taken from the shared iterator `chunks` until none is left or the
-    time is up: train(lo, hi, lr) -> (loss sum, examples in it, steps, pairs) is `_torch_chunk` or `_numba_chunk`."""
-    while not state.stop:
-        with state.lock:
-            lo, hi = next(chunks, (None, None))
-        if lo is None:
-            return
-        lr = max(cfg.min_lr, cfg.lr - (cfg.lr - cfg.min_lr) * state.done / total)  # linear decay by words done
-        loss_sum, loss_n, steps, pairs = train(lo, hi, lr)
-        with state.lock:
-            state.done += round((hi - lo) * raw_per_kept)
-            state.steps, state.pairs, state.lr = state.steps + steps, state.pairs + pairs, lr
-            state.loss_sum, state.loss_n = state.loss_sum + loss_sum, state.loss_n + loss_n
-            if deadline and time.perf_counter() > deadline:
-                state.stop = True
-        if report is not None:
-            report()
-
-
 BACKENDS = ("auto", "numba", "torch")
 
 
 def resolve_backend(backend: str | None, device_type: str) -> str:
-    """"numba" or "torch": auto (or None, read from CTXLIB_W2V_BACKEND) picks numba on CPU when it imports."""
+    """ "numba" or "torch": auto (or None, read from CTXLIB_W2V_BACKEND) picks numba on CPU when it imports."""
     backend = backend or os.environ.get("CTXLIB_W2V_BACKEND") or "auto"
     if backend not in BACKENDS:
         raise ValueError(f"unknown word2vec backend {backend!r}; choose one of {BACKENDS}")
@@ -175,6 +69,7 @@ def resolve_backend(backend: str | None, device_type: str) -> str:
 
 class _Corpus(NamedTuple):
     """The training text as arrays: the known words' ids and sentence numbers, with what sampling needs."""
+
     vocab: Vocab
     raw_words: int  # words per epoch before min_count and subsampling
     ids: np.ndarray  # (N,) vocabulary ids of the in-vocabulary words, in order
@@ -195,27 +90,36 @@ def _encode(sentences: list[list[str]], cfg: Word2VecConfig) -> _Corpus:
     sid_all = np.repeat(np.arange(len(lens)), lens)
     known = ids_all >= 0  # out-of-vocabulary words are removed before windowing, as in gensim
     counts = np.array(vocab.counts, dtype=np.float64)
-    return _Corpus(vocab, raw_words, ids_all[known], sid_all[known], keep_probabilities(counts, cfg.sample),
-                   negative_table(counts, cfg.ns_exponent))
+    return _Corpus(
+        vocab,
+        raw_words,
+        ids_all[known],
+        sid_all[known],
+        keep_probabilities(counts, cfg.sample),
+        negative_table(counts, cfg.ns_exponent),
+    )
 
 
-def _trainer_factory(model: SGNS, cfg: Word2VecConfig, backend: str, workers: int, sigmoid: str, table,
-                     rng: np.random.Generator) -> Callable[[np.ndarray, np.ndarray], list[Callable]]:
+def _trainer_factory(
+    model: SGNS, cfg: Word2VecConfig, backend: str, workers: int, sigmoid: str, table, rng: np.random.Generator
+) -> Callable[[np.ndarray, np.ndarray], list[Callable]]:
     """A function that, given an epoch's kept (ids, sid), returns one train(lo, hi, lr) per worker."""
     if backend == "numba":  # one random state per worker, from the seed (worker 0 is the whole run with workers=1)
-        nws = [sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2 ** 63)))
-               for i in range(workers)]
+        nws = [
+            sgns_numba.Worker(cfg.dim, cfg.negative, int(np.random.default_rng([cfg.seed, 7, i]).integers(2**63)))
+            for i in range(workers)
+        ]
         exp_table = sgns_numba.sigmoid_table() if sigmoid == "table" else None
         sgns_numba.kernel()  # the dispatcher is made here, before any worker thread calls it
-        return lambda ids, sid: [partial(_numba_chunk, model, ids, sid, nw, table, exp_table) for nw in nws]
+        return lambda ids, sid: [partial(numba_chunk, model, ids, sid, nw, table, exp_table) for nw in nws]
     rngs = [rng] + [np.random.default_rng([cfg.seed, i]) for i in range(1, workers)]
-    return lambda ids, sid: [partial(_torch_chunk, model, ids, sid, r, table) for r in rngs]
+    return lambda ids, sid: [partial(torch_chunk, model, ids, sid, r, table) for r in rngs]
 
 
 class _Reporter:
     """Moves the progress bar and calls the caller's callback; a callback returning True stops the training."""
 
-    def __init__(self, state: _State, total: int, bar, callback: Callable[[dict], bool | None] | None):
+    def __init__(self, state: WorkerState, total: int, bar, callback: Callable[[dict], bool | None] | None):
         self.state, self.total, self.bar, self.callback = state, total, bar, callback
         self.epoch, self.shown, self.t_train = 0, 0, time.perf_counter()
 
@@ -226,22 +130,40 @@ class _Reporter:
         self.shown = state.done
         if self.callback is None:
             return
-        info = {"epoch": self.epoch, "words": state.done, "total": self.total, "lr": state.lr, "steps": state.steps,
-                "loss_sum": state.loss_sum, "loss_n": state.loss_n,  # this epoch's so far
-                "words_per_s": state.done / max(time.perf_counter() - self.t_train, 1e-9)}
+        info = {
+            "epoch": self.epoch,
+            "words": state.done,
+            "total": self.total,
+            "lr": state.lr,
+            "steps": state.steps,
+            "loss_sum": state.loss_sum,
+            "loss_n": state.loss_n,  # this epoch's so far
+            "words_per_s": state.done / max(time.perf_counter() - self.t_train, 1e-9),
+        }
         if self.callback(info) is True:  # the caller asks to stop (the training page's Cancel): as at the time limit
             state.stop = True
 
 
-def _run_workers(cfg: Word2VecConfig, chunks, state: _State, trainers: list[Callable], threaded: bool, total: int,
-                 raw_per_kept: float, deadline: float, report: _Reporter):
+def _run_workers(
+    cfg: Word2VecConfig,
+    chunks,
+    state: WorkerState,
+    trainers: list[Callable],
+    threaded: bool,
+    total: int,
+    raw_per_kept: float,
+    deadline: float,
+    report: _Reporter,
+):
     """One epoch's chunks: in this thread, or in Hogwild threads (reporting about once a second) when `threaded`."""
     args = (cfg, chunks, state)
     if not threaded:
-        _worker(*args, trainers[0], total, raw_per_kept, deadline, report)
+        worker(*args, trainers[0], total, raw_per_kept, deadline, report)
         return
-    ts = [threading.Thread(target=_worker, args=(*args, t, total, raw_per_kept, deadline, None), daemon=True)
-          for t in trainers]
+    ts = [
+        threading.Thread(target=worker, args=(*args, t, total, raw_per_kept, deadline, None), daemon=True)
+        for t in trainers
+    ]
     for t in ts:
         t.start()
     while alive := [t for t in ts if t.is_alive()]:
@@ -251,8 +173,17 @@ def _run_workers(cfg: Word2VecConfig, chunks, state: _State, trainers: list[Call
         t.join()
 
 
-def _epochs(cfg: Word2VecConfig, data: _Corpus, rng: np.random.Generator, state: _State, trainers_for: Callable,
-            workers: int, deadline: float, time_limit: float, report: _Reporter) -> list[float | None]:
+def _epochs(
+    cfg: Word2VecConfig,
+    data: _Corpus,
+    rng: np.random.Generator,
+    state: WorkerState,
+    trainers_for: Callable,
+    workers: int,
+    deadline: float,
+    time_limit: float,
+    report: _Reporter,
+) -> list[float | None]:
     """The training loop: subsample, cut into chunks and train, epoch after epoch; returns each epoch's loss."""
     epoch_loss = []
     chunk = cfg.batch_size * 16  # kept words per round of window generation
@@ -268,15 +199,28 @@ def _epochs(cfg: Word2VecConfig, data: _Corpus, rng: np.random.Generator, state:
         epoch_loss.append(round(state.loss_sum / state.loss_n, 4) if state.loss_n else None)
         log.info("epoch %d: loss per example %s, lr %.5f", ep + 1, epoch_loss[-1], state.lr)
         if state.stop:
-            log.warning("%s in epoch %d; stopping early", f"time limit of {time_limit:.0f} s reached"
-                        if deadline and time.perf_counter() > deadline else "stop asked by the callback", ep + 1)
+            log.warning(
+                "%s in epoch %d; stopping early",
+                f"time limit of {time_limit:.0f} s reached"
+                if deadline and time.perf_counter() > deadline
+                else "stop asked by the callback",
+                ep + 1,
+            )
             break
     return epoch_loss
 
 
-def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_limit: float = 0.0,
-        callback: Callable[[dict], bool | None] | None = None, progress: bool = True, workers: int = 1,
-        backend: str | None = None, sigmoid: str = "table") -> tuple[KeyedVectors, dict]:
+def fit(
+    sentences: list[list[str]],
+    cfg: Word2VecConfig,
+    device="auto",
+    time_limit: float = 0.0,
+    callback: Callable[[dict], bool | None] | None = None,
+    progress: bool = True,
+    workers: int = 1,
+    backend: str | None = None,
+    sigmoid: str = "table",
+) -> tuple[KeyedVectors, dict]:
     """Train on word lists; returns the input vectors as KeyedVectors and a training summary.
 
     callback(info) is called with the progress; when it returns True the training stops there, as at the time limit
@@ -302,7 +246,7 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     rng = np.random.default_rng(cfg.seed)
     model = SGNS(len(data.vocab), cfg, dev)
     trainers_for = _trainer_factory(model, cfg, backend, workers, sigmoid, data.table, rng)
-    total, state = data.raw_words * cfg.epochs, _State()
+    total, state = data.raw_words * cfg.epochs, WorkerState()
     bar = None
     if progress:
         from tqdm import tqdm
@@ -311,7 +255,9 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
     report = _Reporter(state, total, bar, callback)
     t_train, cpu_train = report.t_train, time.process_time()
     threads_before = torch.get_num_threads()
-    if dev.type == "cpu":  # the ops are small: one thread each is faster than intra-op threads (and Hogwild adds workers)
+    if (
+        dev.type == "cpu"
+    ):  # the ops are small: one thread each is faster than intra-op threads (and Hogwild adds workers)
         torch.set_num_threads(1)
     try:
         epoch_loss = _epochs(cfg, data, rng, state, trainers_for, workers, deadline, time_limit, report)
@@ -321,10 +267,21 @@ def fit(sentences: list[list[str]], cfg: Word2VecConfig, device="auto", time_lim
             bar.close()
     wall, cpu = time.perf_counter() - t_train, time.process_time() - cpu_train
     kv = KeyedVectors(data.vocab.itos, model.w_in.float().cpu().numpy(), data.vocab.counts)
-    summary = {"steps": state.steps, "tokens_seen": int(state.done), "pairs_seen": int(state.pairs), "device": str(dev),
-               "backend": backend, "workers": workers, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-               "words_per_s": round(state.done / max(wall, 1e-9)), "vocab_size": len(data.vocab),
-               "raw_words_per_epoch": data.raw_words, "epoch_loss": epoch_loss, "stopped_early": state.stop}
+    summary = {
+        "steps": state.steps,
+        "tokens_seen": int(state.done),
+        "pairs_seen": int(state.pairs),
+        "device": str(dev),
+        "backend": backend,
+        "workers": workers,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "words_per_s": round(state.done / max(wall, 1e-9)),
+        "vocab_size": len(data.vocab),
+        "raw_words_per_epoch": data.raw_words,
+        "epoch_loss": epoch_loss,
+        "stopped_early": state.stop,
+    }
     if backend == "numba":
         summary["sigmoid"] = sigmoid
     return kv, summary
@@ -334,18 +291,35 @@ EXAMPLE_WORDS = ("中国", "苹果", "发展", "经济", "酒店", "好")
 
 
 # -- presets and the checkpoint ----------------------------------------------------------------
-PRESETS: dict[str, Preset] = named({
-    # model: the Word2VecConfig (its own epochs and learning rate; steps and lr stay 0);
-    # data: sentences = number of training sentences used (None = all of the train split)
-    "tiny": Preset(model=dict(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256),
-                   data=dict(sentences=2000)),
-    "default": Preset(model=dict(sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5,
-                                 max_vocab=50000, seed=0), data=dict(sentences=None)),
-})
+PRESETS: dict[str, Preset] = named(
+    {
+        # model: the Word2VecConfig (its own epochs and learning rate; steps and lr stay 0);
+        # data: sentences = number of training sentences used (None = all of the train split)
+        "tiny": Preset(
+            model=dict(dim=32, window=3, epochs=2, min_count=2, max_vocab=5000, batch_size=256),
+            data=dict(sentences=2000),
+        ),
+        "default": Preset(
+            model=dict(
+                sg=True, dim=128, window=5, negative=5, sample=1e-3, min_count=5, epochs=5, max_vocab=50000, seed=0
+            ),
+            data=dict(sentences=None),
+        ),
+    }
+)
 
 
-def train(preset: Preset | str = "default", device: str = "auto", out=None, seed: int = 0, time_limit: float = 0.0,
-          callback: Callable[[dict], None] | None = None, paragraphs=None, corpus_path=None, **run_options) -> Path:
+def train(
+    preset: Preset | str = "default",
+    device: str = "auto",
+    out=None,
+    seed: int = 0,
+    time_limit: float = 0.0,
+    callback: Callable[[dict], None] | None = None,
+    paragraphs=None,
+    corpus_path=None,
+    **run_options,
+) -> Path:
     """Train on the train split of all sources (or on `paragraphs`, or a user's corpus at `corpus_path`, streamed
     through a segmented cache file) and save a checkpoint; returns its folder. `preset`: a Preset or the name of one
     of PRESETS. word2vec trains in one go: the resumable runs' options (run.RunOptions) are refused when set."""
@@ -367,16 +341,21 @@ def train(preset: Preset | str = "default", device: str = "auto", out=None, seed
     else:
         sents = corpus.sentences("all", "train")
     if n_sent is not None and len(sents) > n_sent:  # an even sample across both sources, plus the lecture's 苹果
-        sents = sents[::len(sents) // n_sent][:n_sent] + [x for x in sents if "苹果" in x]
+        sents = sents[:: len(sents) // n_sent][:n_sent] + [x for x in sents if "苹果" in x]
     log.info("word2vec preset %s: %d sentences, %d words; %s", preset, len(sents), sum(map(len, sents)), cfg)
     kv, summary = fit(sents, cfg, device=device, time_limit=time_limit, callback=callback)
     if paragraphs is None and corpus_path is None and preset != "tiny":
         summary.update(pos_agreement(kv.index_to_key, kv.vectors))
-    summary["most_similar"] = {w: [[x, round(s, 3)] for x, s in kv.most_similar(w, topn=5)] for w in EXAMPLE_WORDS if w in kv}
-    summary.update(preset=preset, sentences=len(sents), corpus=str(corpus_path) if corpus_path else "pd+reviews+supplement (train split)")
+    summary["most_similar"] = {
+        w: [[x, round(s, 3)] for x, s in kv.most_similar(w, topn=5)] for w in EXAMPLE_WORDS if w in kv
+    }
+    summary.update(
+        preset=preset,
+        sentences=len(sents),
+        corpus=str(corpus_path) if corpus_path else "pd+reviews+supplement (train split)",
+    )
     d = Path(out) if out is not None else checkpoint.CHECKPOINT_DIR / "word2vec"
     vocab = Vocab(kv.index_to_key, kv.counts)
     checkpoint.save(d, "word2vec", asdict(cfg), vocab.to_json(), {"in_vectors": torch.from_numpy(kv.vectors)}, summary)
     log.info("saved %s (%s)", d, {k: summary[k] for k in ("wall_s", "words_per_s", "vocab_size")})
     return d
-

@@ -4,7 +4,10 @@ Follows Peters et al. (2018), "Deep contextualized word representations": a
 char-CNN + highway token layer x_k, then L=2 biLSTM layers whose forward and
 backward states are concatenated, so a token has 2L+1 vectors; a task mixes
 them as ELMo_k = gamma * sum_j softmax(s)_j * h_{k,j}.
+
+The architecture drawing (and `split_states`, the 2L+1 vectors of every token) is in viz/elmo_flow.py.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,50 +17,21 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import expected_layer
-from ..vecmath import cosine_matrix, norms
-from .common import CJK_FONT, base_layout, escape, hbar_panels, with_true_bar
+from ..vecmath import cosine_matrix
+from .common import base_layout, escape, hbar_panels, with_true_bar
+
+# ARCH_LABELS and architecture_figure: re-exported for pages/ (3_ELMo_layers.py reads ve.<name>)
+from .elmo_flow import ARCH_LABELS, BWD, FWD, TOK, architecture_figure, split_states  # noqa: F401
 
 if TYPE_CHECKING:
     from ..records import EvalResult
 
-FWD, BWD, TOK, OFF = "#1f77b4", "#ff7f0e", "#2ca02c", "#d9d9d9"
 TASK_COLORS = {"pos": "#1f77b4", "ner": "#2ca02c", "sentiment": "#d62728"}
-
-
-def window(n_tokens: int, center: int, size: int = 16) -> tuple[int, int]:
-    """[a, b): at most `size` token positions around `center`, for drawing long sentences."""
-    if n_tokens <= size:
-        return 0, n_tokens
-    a = max(0, min(center - size // 2, n_tokens - size))
-    return a, a + size
-
-
-def split_states(layers: np.ndarray) -> dict[str, np.ndarray]:
-    """The 2L+1 vectors of every token from encode()'s (L+1, T, 2d) layers.
-
-    Layer 0 is the token layer duplicated (x || x), so x = its first half; layer j >= 1 is
-    forward || backward. Returns {"x": (T, d), "f1": (T, d), "b1": ..., "fL", "bL"} in that order.
-    """
-    layers = np.asarray(layers, dtype=np.float32)
-    n, T, D = layers.shape
-    d = D // 2
-    out = {"x": layers[0, :, :d]}
-    for j in range(1, n):
-        out[f"f{j}"] = layers[j, :, :d]
-        out[f"b{j}"] = layers[j, :, d:]
-    return out
 
 
 def word_vectors(layers: np.ndarray, index: int) -> np.ndarray:
     """The 2L+1 vectors (2L+1, d) of the token at `index`, in split_states' order."""
     return np.stack([v[index] for v in split_states(layers).values()])
-
-
-# The text the architecture drawing and the vector names need, as labels (already translated) the page passes in:
-# token_vector (name of x), words, char_cnn (row labels), forward, backward (the two directions), has_read (hover),
-# mix (the task-mix marker), fwd_lm, bwd_lm, off (the legend), window (a template with {first}, {last}, {n}).
-ARCH_LABELS = ("token_vector", "words", "char_cnn", "forward", "backward", "has_read", "mix", "fwd_lm", "bwd_lm",
-               "off", "window")
 
 
 def vector_names(n_lstm: int, labels: dict[str, str]) -> list[str]:
@@ -68,128 +42,15 @@ def vector_names(n_lstm: int, labels: dict[str, str]) -> list[str]:
     return names
 
 
-# -- architecture diagram -------------------------------------------------------------------
-def _cell(i: int, key: str, dx: float = 0.2, dy: float = 0.17) -> tuple[float, float]:
-    """Where the drawing puts the cell of row `key` at position i: forward cells up-left, backward ones down-right."""
-    if key == "cnn":
-        return i, 1
-    if key == "hw":
-        return i, 2
-    j = int(key[1:])
-    return (i - dx, 2 + j + dy) if key[0] == "f" else (i + dx, 2 + j - dy)
-
-
-def _arrow(notes: list[dict], p, q, color, width=1.2, standoff=9, opacity=1.0):
-    notes.append(dict(x=q[0], y=q[1], ax=p[0], ay=p[1], xref="x", yref="y", axref="x", ayref="y", text="",
-                      showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=width, arrowcolor=color,
-                      standoff=standoff, startstandoff=standoff, opacity=opacity))
-
-
-def _flow_arrows(notes: list[dict], xs: list[int], w: int, n_lstm: int):
-    """The upward flow at every position, then the recurrence along each biLSTM row (coloured where it feeds w)."""
-    for i in xs:  # upward flow
-        _arrow(notes, (i, 0.15), _cell(i, "cnn"), "#888")
-        _arrow(notes, _cell(i, "cnn"), _cell(i, "hw"), "#888")
-        _arrow(notes, _cell(i, "hw"), _cell(i, "f1"), "#999" if _feeds(i, "f1", w) else OFF)
-        _arrow(notes, _cell(i, "hw"), _cell(i, "b1"), "#999" if _feeds(i, "b1", w) else OFF)
-        for j in range(2, n_lstm + 1):
-            _arrow(notes, _cell(i, f"f{j - 1}"), _cell(i, f"f{j}"), FWD if _feeds(i, "f1", w) else OFF)
-            _arrow(notes, _cell(i, f"b{j - 1}"), _cell(i, f"b{j}"), BWD if _feeds(i, "b1", w) else OFF)
-    for j in range(1, n_lstm + 1):  # recurrence
-        for i in xs[:-1]:
-            _arrow(notes, _cell(i, f"f{j}"), _cell(i + 1, f"f{j}"), FWD if i + 1 <= w else OFF, 1.6)
-            _arrow(notes, _cell(i + 1, f"b{j}"), _cell(i, f"b{j}"), BWD if i >= w else OFF, 1.6)
-
-
-def _cell_traces(tokens: list[str], states: dict, xs: list[int], w: int, labels: dict[str, str],
-                 row_labels: list[str]) -> list[dict]:
-    """One row of square cells per state (the token layer twice, then each direction of each biLSTM layer); hover
-    shows the state's norm and the words it has read."""
-    n_lstm = (len(states) - 1) // 2
-    read = labels["has_read"]
-
-    def seen(i: int, key: str) -> str:
-        ctx = tokens[:i + 1] if key[0] == "f" else (tokens[i:] if key[0] == "b" else [tokens[i]])
-        s = " ".join(ctx)
-        return escape(s if len(s) <= 60 else (s[:57] + "…"))
-
-    traces = []
-    for key in ["cnn", "hw"] + [f"{d}{j}" for j in range(1, n_lstm + 1) for d in "fb"]:
-        lengths = norms(states["x"] if key in ("cnn", "hw") else states[key])
-        if key in ("cnn", "hw"):
-            base, label = TOK, (row_labels[1] if key == "cnn" else row_labels[2])
-        else:
-            base = FWD if key[0] == "f" else BWD
-            label = f"biLSTM {key[1:]} " + ("→ " + labels["forward"] if key[0] == "f" else "← " + labels["backward"])
-        pts = [_cell(i, key) for i in xs]
-        traces.append(dict(
-            type="scatter", x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", showlegend=False,
-            marker=dict(symbol="square", size=[24 if i == w else 18 for i in xs],
-                        color=[base if _feeds(i, key, w) else OFF for i in xs],
-                        line=dict(color="#333", width=[2.5 if i == w else 0.5 for i in xs])),
-            customdata=[[escape(tokens[i]), f"{lengths[i]:.2f}", seen(i, key)] for i in xs],
-            hovertemplate=f"{escape(label)} @ %{{customdata[0]}}<br>|h| = %{{customdata[1]}}<br>{read}: %{{customdata[2]}}<extra></extra>"))
-    return traces
-
-
-def architecture_figure(tokens: list[str], layers: np.ndarray, word_index: int, labels: dict[str, str],
-                        max_tokens: int = 14) -> go.Figure:
-    """ELMo drawn with the sentence flowing through it: words -> char-CNN -> highway -> biLSTM 1 -> biLSTM 2,
-    forward (left to right, upper cells) and backward (right to left, lower cells), then the task's mix
-    for the chosen word.
-
-    Cells that feed the chosen word's vectors are coloured (forward: the words up to it; backward: the
-    words from it to the end); the rest are grey. Hover shows each state's norm and the words it has read.
-    `labels`: the drawing's text (see ARCH_LABELS).
-    """
-    states = split_states(layers)
-    n_lstm = (len(states) - 1) // 2
-    T = len(tokens)
-    w = int(np.clip(word_index, 0, T - 1))
-    a, b = window(T, w, max_tokens)
-    xs = list(range(a, b))
-    row_labels = [labels["words"], labels["char_cnn"], "highway → x"]
-    row_labels += [f"biLSTM {j}" for j in range(1, n_lstm + 1)]
-    top_y = len(row_labels) - 1 + 0.9
-    notes: list[dict] = []  # the figure is built from dicts in one go (add_* calls re-validate ~50 ms in all)
-    _flow_arrows(notes, xs, w, n_lstm)
-    traces = _cell_traces(tokens, states, xs, w, labels, row_labels)
-    traces.append(dict(type="scatter", x=xs, y=[0] * len(xs), mode="text", text=[escape(tokens[i]) for i in xs],
-                       textfont=dict(size=[19 if i == w else 15 for i in xs],
-                                     color=["#d62728" if i == w else "#000" for i in xs], family=CJK_FONT),
-                       hoverinfo="skip", showlegend=False))
-    traces.append(dict(type="scatter", x=[w], y=[top_y], mode="markers+text", text=[labels["mix"]], textposition="top center",
-                       marker=dict(symbol="diamond", size=24, color="#9467bd"), hoverinfo="skip", showlegend=False))
-    for key in ("hw", f"f{n_lstm}", f"b{n_lstm}"):
-        _arrow(notes, _cell(w, key), (w, top_y), "#9467bd", 1.2, 10, 0.7)
-    notes.append(dict(x=a - 0.6, y=-0.45, xref="x", yref="y", xanchor="left", showarrow=False, font=dict(color="#555", size=12),
-                       text=("<span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s  <span style='color:%s'>■</span> %s"
-                             % (FWD, labels["fwd_lm"], BWD, labels["bwd_lm"], OFF, labels["off"]))))
-    if a > 0 or b < T:
-        note = labels["window"].format(first=a + 1, last=b, n=T)
-        notes.append(dict(x=b - 0.4, y=-0.45, xref="x", yref="y", xanchor="right", text=note, showarrow=False,
-                          font=dict(color="#888")))
-    layout = base_layout((90, 10, 10, 10), annotations=notes, xaxis=dict(visible=False, range=[a - 0.7, b - 0.3]),
-                  yaxis=dict(tickmode="array", tickvals=list(range(len(row_labels))),
-                             ticktext=[escape(s) for s in row_labels], range=[-0.7, top_y + 0.7], showgrid=False,
-                             zeroline=False),
-                  height=140 + 80 * len(row_labels), plot_bgcolor="white", dragmode=False)
-    return go.Figure(dict(data=traces, layout=layout))
-
-
-def _feeds(i: int, key: str, w: int) -> bool:
-    """Does the cell (position i, row key) reach the chosen word's vectors?"""
-    if key[0] == "f":
-        return i <= w
-    if key[0] == "b":
-        return i >= w
-    return True  # every word's token layer feeds one of the two LSTMs that reach the chosen word
-
-
 # -- the 2L+1 vectors of one word --------------------------------------------------------------
-def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims: int = 128,
-                         titles: tuple[str, str] = ("{word}: 2L+1 = {n} vectors (dims 1–{dims})",
-                                                    "cosine between them"), dim_label: str = "dim") -> go.Figure:
+def layer_vectors_figure(
+    vecs: np.ndarray,
+    names: list[str],
+    word: str,
+    max_dims: int = 128,
+    titles: tuple[str, str] = ("{word}: 2L+1 = {n} vectors (dims 1–{dims})", "cosine between them"),
+    dim_label: str = "dim",
+) -> go.Figure:
     """Left: the 2L+1 vectors as heatmap rows (first `max_dims` dimensions); right: their cosines. `titles`: the
     panels' titles, the first a template with {word}, {n} (vectors) and {dims} (dimensions shown); `dim_label`: the
     hover's word for a dimension."""
@@ -197,15 +58,46 @@ def layer_vectors_figure(vecs: np.ndarray, names: list[str], word: str, max_dims
     shown = vecs[:, :max_dims]
     cos = cosine_matrix(vecs).astype(np.float32)
     names_s = [escape(n) for n in names]
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.16,
-                        subplot_titles=[escape(titles[0]).format(word=escape(word), n=len(names), dims=shown.shape[1]),
-                                        escape(titles[1])])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.62, 0.38],
+        horizontal_spacing=0.16,
+        subplot_titles=[
+            escape(titles[0]).format(word=escape(word), n=len(names), dims=shown.shape[1]),
+            escape(titles[1]),
+        ],
+    )
     lim = float(np.abs(shown).max()) or 1.0
-    fig.add_trace(go.Heatmap(z=shown, y=names_s, colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim, showscale=False,
-                             hovertemplate=f"%{{y}}<br>{escape(dim_label)} %{{x}}: %{{z:.3f}}<extra></extra>"), 1, 1)
-    fig.add_trace(go.Heatmap(z=cos, x=names_s, y=names_s, colorscale="Viridis", zmin=-1, zmax=1,
-                             texttemplate="%{z:.2f}",
-                             hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=10)), 1, 2)
+    fig.add_trace(
+        go.Heatmap(
+            z=shown,
+            y=names_s,
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-lim,
+            zmax=lim,
+            showscale=False,
+            hovertemplate=f"%{{y}}<br>{escape(dim_label)} %{{x}}: %{{z:.3f}}<extra></extra>",
+        ),
+        1,
+        1,
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=cos,
+            x=names_s,
+            y=names_s,
+            colorscale="Viridis",
+            zmin=-1,
+            zmax=1,
+            texttemplate="%{z:.2f}",
+            hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>",
+            colorbar=dict(thickness=10),
+        ),
+        1,
+        2,
+    )
     fig.update_yaxes(autorange="reversed")
     fig.update_yaxes(showticklabels=False, row=1, col=2)  # same names as the left panel
     fig.update_layout(**base_layout(height=360))
@@ -239,13 +131,22 @@ def lm_panels(lm: dict, tokens: list[str], index: int, k: int = 10, n: int = 20,
     from ..tokens import is_punct
 
     keep = (lambda items: [(w, p) for w, p in items if not is_punct(w)]) if words_only else list
-    return (drop_specials(keep(lm["forward"]), k), drop_specials(keep(lm["backward"]), k),
-            context_label(tokens[:index], "left", n), context_label(tokens[index + 1:], "right", n))
+    return (
+        drop_specials(keep(lm["forward"]), k),
+        drop_specials(keep(lm["backward"]), k),
+        context_label(tokens[:index], "left", n),
+        context_label(tokens[index + 1 :], "right", n),
+    )
 
 
-def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, float]], actual: str,
-                   titles: tuple[str, str], truth: dict | None = None,
-                   fmt: tuple[str, str] = ("{token} #{rank}", "{token} ?")) -> go.Figure:
+def lm_bars_figure(
+    forward: list[tuple[str, float]],
+    backward: list[tuple[str, float]],
+    actual: str,
+    titles: tuple[str, str],
+    truth: dict | None = None,
+    fmt: tuple[str, str] = ("{token} #{rank}", "{token} ?"),
+) -> go.Figure:
     """Side by side: the forward LM's top words for the position (from the left context only) and the
     backward LM's (from the right context only); the real word is highlighted. With `truth` (lm_topk's "actual":
     {"word", "forward", "backward", "rank": {...}}), a real word outside a panel's list gets its own bar with its rank
@@ -256,8 +157,11 @@ def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, f
     for name, items, colour, title in (("forward", forward, FWD, titles[0]), ("backward", backward, BWD, titles[1])):
         if truth:
             known = truth.get("word") not in (None, "<unk>")
-            true = {"token": truth["word"] if known else actual, "prob": truth.get(name),
-                    "rank": (truth.get("rank") or {}).get(name) if known else None}
+            true = {
+                "token": truth["word"] if known else actual,
+                "prob": truth.get(name),
+                "rank": (truth.get("rank") or {}).get(name) if known else None,
+            }
         else:
             true = {"token": actual, "rank": 1}  # rank not known: marked only among the candidates
         items, red = with_true_bar(items, true, *fmt)
@@ -267,8 +171,9 @@ def lm_bars_figure(forward: list[tuple[str, float]], backward: list[tuple[str, f
 
 
 # -- mixing weights from the eval files --------------------------------------------------------
-def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], task_names: dict[str, str],
-                       uniform: str = "uniform") -> go.Figure:
+def mix_weights_figure(
+    evals: dict[str, EvalResult], layer_labels: list[str], task_names: dict[str, str], uniform: str = "uniform"
+) -> go.Figure:
     """Grouped bars of softmax(s_j) per task, with gamma and the expected layer in the legend; the 1/n line: `uniform`."""
     fig = go.Figure()
     for task, ev in evals.items():
@@ -277,13 +182,38 @@ def mix_weights_figure(evals: dict[str, EvalResult], layer_labels: list[str], ta
             continue
         g = ev.gamma
         e = ev.expected_layer if ev.expected_layer is not None else expected_layer(wts)
-        name = f"{task_names.get(task, task)} (γ={float(g):.2f}, E[j]={float(e):.2f})" if g is not None else task_names.get(task, task)
-        fig.add_trace(go.Bar(x=[escape(s) for s in layer_labels[:len(wts)]], y=wts, name=escape(name),
-                             marker_color=TASK_COLORS.get(task), text=[f"{x:.2f}" for x in wts], textposition="outside"))
-    fig.add_hline(y=1 / max(len(layer_labels), 1), line_dash="dot", line_color="#888",
-                  annotation_text=escape(uniform), annotation_position="top left")
-    fig.update_layout(**base_layout((10, 10, 30, 10), barmode="group", height=360, yaxis_title="softmax(s)_j",
-                                    yaxis_range=[0, 1.05], legend=dict(orientation="h", y=-0.15)))
+        name = (
+            f"{task_names.get(task, task)} (γ={float(g):.2f}, E[j]={float(e):.2f})"
+            if g is not None
+            else task_names.get(task, task)
+        )
+        fig.add_trace(
+            go.Bar(
+                x=[escape(s) for s in layer_labels[: len(wts)]],
+                y=wts,
+                name=escape(name),
+                marker_color=TASK_COLORS.get(task),
+                text=[f"{x:.2f}" for x in wts],
+                textposition="outside",
+            )
+        )
+    fig.add_hline(
+        y=1 / max(len(layer_labels), 1),
+        line_dash="dot",
+        line_color="#888",
+        annotation_text=escape(uniform),
+        annotation_position="top left",
+    )
+    fig.update_layout(
+        **base_layout(
+            (10, 10, 30, 10),
+            barmode="group",
+            height=360,
+            yaxis_title="softmax(s)_j",
+            yaxis_range=[0, 1.05],
+            legend=dict(orientation="h", y=-0.15),
+        )
+    )
     return fig
 
 
@@ -297,7 +227,7 @@ def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[st
         xs.append("word2vec")
         ys.append(float(w2v))
         colors.append("#bbbbbb")
-    xs += [escape(s) for s in layer_labels[:len(per)]]
+    xs += [escape(s) for s in layer_labels[: len(per)]]
     ys += per
     colors += ["#9ecae1"] * len(per)
     mix = ev.mix_probe_score
@@ -309,8 +239,14 @@ def probe_scores_figure(ev: EvalResult, layer_labels: list[str], labels: dict[st
     vals = ys
     lo = max(0.0, min(vals) - 0.1) if vals else 0.0
     hi = min(1.05, max(vals) + 0.08) if vals else 1.0
-    fig.update_layout(**base_layout(height=300, yaxis_title=escape(labels.get(ev.metric, ev.metric)), yaxis_range=[lo, hi],
-                                    title=escape(labels.get("title", ""))))
+    fig.update_layout(
+        **base_layout(
+            height=300,
+            yaxis_title=escape(labels.get(ev.metric, ev.metric)),
+            yaxis_range=[lo, hi],
+            title=escape(labels.get("title", "")),
+        )
+    )
     return fig
 
 
@@ -331,11 +267,21 @@ def usage_figure(evals: dict[str, EvalResult], task_names: dict[str, str], label
         ys = [getattr(evals[t], key) for t in tasks]
         if all(y is None for y in ys):
             continue
-        fig.add_trace(go.Bar(x=[escape(task_names.get(t, t)) for t in tasks], y=[float(y) if y is not None else None for y in ys],
-                             name=escape(labels.get(key, key)), marker_color=color,
-                             text=[f"{float(y):.3f}" if y is not None else "" for y in ys], textposition="outside"))
-    fig.update_layout(**base_layout((10, 10, 30, 10), barmode="group", height=340, yaxis_range=[0, 1.1],
-                                    legend=dict(orientation="h", y=-0.15)))
+        fig.add_trace(
+            go.Bar(
+                x=[escape(task_names.get(t, t)) for t in tasks],
+                y=[float(y) if y is not None else None for y in ys],
+                name=escape(labels.get(key, key)),
+                marker_color=color,
+                text=[f"{float(y):.3f}" if y is not None else "" for y in ys],
+                textposition="outside",
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            (10, 10, 30, 10), barmode="group", height=340, yaxis_range=[0, 1.1], legend=dict(orientation="h", y=-0.15)
+        )
+    )
     return fig
 
 
@@ -365,28 +311,57 @@ def mix_history_figure(history, layer_labels: list[str], title: str = "", x_titl
     colors = [TOK, "#17becf", "#9467bd", "#8c564b", "#e377c2"]
     for j in range(ws.shape[1] if ws.size else 0):
         lab = layer_labels[j] if j < len(layer_labels) else f"layer {j}"
-        fig.add_trace(go.Scatter(x=steps, y=ws[:, j], mode="lines", name=escape(lab), line=dict(color=colors[j % 5], width=3)))
+        fig.add_trace(
+            go.Scatter(x=steps, y=ws[:, j], mode="lines", name=escape(lab), line=dict(color=colors[j % 5], width=3))
+        )
     if ws.size:
         fig.add_hline(y=1 / ws.shape[1], line_dash="dot", line_color="#888")
-    fig.update_layout(**base_layout((10, 10, 30, 10), height=300, xaxis_title=escape(x_title), yaxis_title="softmax(s)_j",
-                                    yaxis_range=[0, 1], title=escape(title), legend=dict(orientation="h", y=-0.25)))
+    fig.update_layout(
+        **base_layout(
+            (10, 10, 30, 10),
+            height=300,
+            xaxis_title=escape(x_title),
+            yaxis_title="softmax(s)_j",
+            yaxis_range=[0, 1],
+            title=escape(title),
+            legend=dict(orientation="h", y=-0.25),
+        )
+    )
     return fig
 
 
 # -- data helpers the page uses (no streamlit) --------------------------------------------------
-def nearest_rows(encoder, layers: np.ndarray, layer_names: list[str], index: int, exclude=(), topn: int = 6,
-                 counts=None, min_count: int = 0) -> dict[str, str]:
+def nearest_rows(
+    encoder,
+    layers: np.ndarray,
+    layer_names: list[str],
+    index: int,
+    exclude=(),
+    topn: int = 6,
+    counts=None,
+    min_count: int = 0,
+) -> dict[str, str]:
     """{layer name: "word cos  word cos ..."}: the vocabulary words nearest to the token's vector in each layer; with
     `counts` (word -> training-text count) only words seen at least `min_count` times, each with its count."""
+
     def fmt(w: str, s: float) -> str:
         return f"{w} {s:.2f}" + ("" if counts is None else f" ({counts.get(w, 0):,})")
 
-    return {layer_names[j]: "  ".join(fmt(w, s) for w, s in encoder.nearest_words(
-        layers[j, index], j, topn=topn, exclude=tuple(exclude), counts=counts, min_count=min_count))
-            for j in range(np.asarray(layers).shape[0])}
+    return {
+        layer_names[j]: "  ".join(
+            fmt(w, s)
+            for w, s in encoder.nearest_words(
+                layers[j, index], j, topn=topn, exclude=tuple(exclude), counts=counts, min_count=min_count
+            )
+        )
+        for j in range(np.asarray(layers).shape[0])
+    }
 
 
 def live_summary(res: dict) -> dict:
     """The values of a train_mix result's summary line: weights ("0.600, 0.300, 0.100"), gamma and score (NaN if absent)."""
-    return {"weights": ", ".join(f"{x:.3f}" for x in res.get("mix_weights") or []),
-            "gamma": float(res.get("gamma", float("nan"))), "score": float(res.get("score", float("nan")))}
+    return {
+        "weights": ", ".join(f"{x:.3f}" for x in res.get("mix_weights") or []),
+        "gamma": float(res.get("gamma", float("nan"))),
+        "score": float(res.get("score", float("nan"))),
+    }

@@ -11,7 +11,7 @@ import html
 import plotly.graph_objects as go
 
 from ..tokens import mask_at_end  # noqa: F401  (the pages call it as vp.mask_at_end)
-from .attention import SPECIALS
+from .attention_stats import SPECIALS
 from .common import CJK_FONT, hbar_panels, with_true_bar
 
 KIND_COLORS = {"mask": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c"}
