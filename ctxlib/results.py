@@ -31,21 +31,24 @@ The BERT claims (bert_vs_elmo, pretraining, nsp_topic) are built in results_bert
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from . import kinds
+from .results_bert import bert_vs_elmo, nsp_topic, pretraining
 from .results_files import (
+    ORDER_SHARE,
+    ClaimResult,
     Fig,
     Reader,
     compare,
+    eval_command,
     num,
     outside_files,
     parse_extra,
-    read_at,
+    task_fig,
 )
-from .verdict import LAYER_MARGIN, MARGIN, Comparison, best_layers, counts, verdict
+from .verdict import LAYER_MARGIN, MARGIN, Comparison, best_layers, verdict
 
 __all__ = [
     "CLAIMS",
@@ -59,7 +62,6 @@ __all__ = [
     "verdict",
 ]
 
-ORDER_SHARE = 0.75  # nsp_topic: swapping keeps at least this share of the true-vs-random gap
 HELDOUT_SETS = ("supplement", "frozen")  # the sense sets never trained on; "examples" chooses the layer
 CONTEXTUAL = ("elmo", "bert", "gpt")
 TASKS = ("pos", "ner", "sentiment")
@@ -73,42 +75,6 @@ CLAIMS = (
     "nsp_topic",
 )
 EXTRA_ENV = "CTXLAB_EXTRA_EVALS"  # the page's outside models: "name=folder;name=folder"
-
-
-@dataclass
-class ClaimResult:
-    key: str
-    comparisons: list[Comparison] = field(default_factory=list)  # every measure of the claim, measured or not
-    figures: dict = field(default_factory=dict)  # named figures for the page's figure and why lines
-    files: list[str] = field(default_factory=list)  # the files read, relative to the checkpoint folder's parent
-    missing: list[tuple[str, str]] = field(default_factory=list)  # (file, the command that writes it)
-    notes: list[tuple[str, dict]] = field(default_factory=list)  # (message key, its values): what the figures rest on
-    outside: list[tuple[str, Comparison]] = field(default_factory=list)  # (outside model, its comparison): no verdict
-
-    @property
-    def verdict(self) -> str:
-        return verdict(self.comparisons)
-
-    @property
-    def held(self) -> int:
-        return sum(c.holds for c in self.comparisons)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return counts(self.comparisons)
-
-    @property
-    def measured(self) -> list[Comparison]:
-        return [c for c in self.comparisons if c.measured]
-
-    @property
-    def missing_figures(self) -> list[str]:
-        """file#/key of every figure a measure needed and could not read, in order, once each."""
-        return list(dict.fromkeys(s for c in self.comparisons for s in c.missing_sources()))
-
-
-def eval_command(model: str, task: str) -> str:
-    return f"python -m ctxlib eval {model} --task {task}"
 
 
 def _argmax(xs) -> int | None:
@@ -129,10 +95,6 @@ def _best_name(d: dict | None, scores) -> str | tuple | None:
     top, lo, hi = best
     tied = [j for j in range(lo, hi + 1) if scores[top] - scores[j] < MARGIN - 1e-9]
     return _layer_name(d, top) if len(tied) == 1 else tuple(_layer_name(d, j) or str(j) for j in tied)
-
-
-def task_fig(side: str, model: str, task: str, key: str) -> Fig:
-    return Fig(side, model, f"eval_{task}.json", f"/{key}", read_at(key), eval_command(model, task))
 
 
 def _senses_layer(d: dict) -> int | None:
@@ -312,7 +274,6 @@ def claims(root=None, extra_dirs: Mapping[str, Path] | None = None) -> list[Clai
     `extra_dirs` ({name: folder of eval files}) adds outside models' figures beside the measured models; a name
     of a shipped model raises ValueError (its figures would be mistaken for ours)."""
     from . import checkpoint
-    from .results_bert import bert_vs_elmo, nsp_topic, pretraining  # it imports this module
 
     clash = sorted(set(extra_dirs or {}) & set(kinds.names(shipped=True)))
     if clash:

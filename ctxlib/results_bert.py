@@ -6,8 +6,7 @@ keeps at least ORDER_SHARE of the true-vs-random gap). Every figure is read from
 
 from __future__ import annotations
 
-from .results import ORDER_SHARE, ClaimResult, eval_command, task_fig
-from .results_files import Fig, Reader, compare, fixed, num, read_at
+from .results_files import ORDER_SHARE, ClaimResult, Fig, Reader, compare, eval_command, fixed, num, read_at, task_fig
 
 
 def bert_vs_elmo(r: Reader) -> ClaimResult:

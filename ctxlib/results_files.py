@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from . import kinds
-from .verdict import MARGIN, Comparison
+from .verdict import MARGIN, Comparison, counts, verdict
+
+ORDER_SHARE = 0.75  # nsp_topic: swapping keeps at least this share of the true-vs-random gap
 
 
 @dataclass(frozen=True)
@@ -137,3 +139,43 @@ def outside_files(extra_dirs: Mapping[str, Path]) -> dict[str, list[str]]:
         k: sorted(p.name for p in Path(v).glob("eval_*.json")) if Path(v).is_dir() else []
         for k, v in extra_dirs.items()
     }
+
+
+@dataclass
+class ClaimResult:
+    key: str
+    comparisons: list[Comparison] = field(default_factory=list)  # every measure of the claim, measured or not
+    figures: dict = field(default_factory=dict)  # named figures for the page's figure and why lines
+    files: list[str] = field(default_factory=list)  # the files read, relative to the checkpoint folder's parent
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (file, the command that writes it)
+    notes: list[tuple[str, dict]] = field(default_factory=list)  # (message key, its values): what the figures rest on
+    outside: list[tuple[str, Comparison]] = field(default_factory=list)  # (outside model, its comparison): no verdict
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.comparisons)
+
+    @property
+    def held(self) -> int:
+        return sum(c.holds for c in self.comparisons)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return counts(self.comparisons)
+
+    @property
+    def measured(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.measured]
+
+    @property
+    def missing_figures(self) -> list[str]:
+        """file#/key of every figure a measure needed and could not read, in order, once each."""
+        return list(dict.fromkeys(s for c in self.comparisons for s in c.missing_sources()))
+
+
+def eval_command(model: str, task: str) -> str:
+    return f"python -m ctxlib eval {model} --task {task}"
+
+
+def task_fig(side: str, model: str, task: str, key: str) -> Fig:
+    return Fig(side, model, f"eval_{task}.json", f"/{key}", read_at(key), eval_command(model, task))
