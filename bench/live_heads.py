@@ -3,7 +3,7 @@
 One run of one recipe: the live preset (ctxlib.live.PRESETS["bert"]) with the changes given on the command line,
 trained on the page's built-in subset (ctxlib.live.subset, --words words, seed --seed). Every --every steps the
 strongest head's previous- and next-character share is measured on the timeline's two fixed attention sentences
-(viz.attention.head_summaries, mean over the two sentences, the head with the largest share; uniform attention over
+(viz.attention_stats.head_summaries, mean over the two sentences, the head with the largest share; uniform attention over
 a sentence of ~17 tokens gives ~0.06), outside the training clock.
 
 Two modes:
@@ -46,7 +46,7 @@ def strongest(model, tok) -> dict:
     """{"prev", "next"}: the largest share of any head (mean over the fixed attention sentences), with its head."""
     from ctxlib.models.bert_encoder import BertEncoder
     from ctxlib.training.timeline import ATTENTION_SENTENCES
-    from ctxlib.viz.attention import head_summaries
+    from ctxlib.viz.attention_stats import head_summaries
 
     was = model.training
     enc = BertEncoder("live", asdict(model.cfg), {}, None, model, tok)

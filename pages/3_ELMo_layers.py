@@ -8,6 +8,7 @@ from ctxlib.app import elmo_layers_views, elmo_views, loaders, state, widgets
 from ctxlib.app.i18n import msg, prose
 from ctxlib.encoder import MAX_CHARS
 from ctxlib.viz import elmo as ve
+from ctxlib.viz import elmo_flow
 
 _t0 = time.perf_counter()
 widgets.page_header("ELMo layers", "elmo.title")
@@ -54,10 +55,10 @@ pos = st.select_slider(
     format_func=lambda i: f"{i + 1}. {tokens[i]}",
     key=f"elmo_pos_{hash((text, word))}",
 )
-arch = {k: msg(f"elmo.arch.{k}") for k in ve.ARCH_LABELS}  # "window" stays a template: the figure fills it
+arch = {k: msg(f"elmo.arch.{k}") for k in elmo_flow.ARCH_LABELS}  # "window" stays a template: the figure fills it
 
 st.subheader(msg("elmo.head.flow"))
-st.plotly_chart(ve.architecture_figure(tokens, layers, pos, arch), width="stretch")
+st.plotly_chart(elmo_flow.architecture_figure(tokens, layers, pos, arch), width="stretch")
 
 st.subheader(msg("elmo.head.vectors", word=widgets.escape_md(tokens[pos])))
 names = ve.vector_names(layers.shape[0] - 1, arch)

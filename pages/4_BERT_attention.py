@@ -8,6 +8,7 @@ from ctxlib import checkpoint
 from ctxlib.app import attention_views, loaders, state, widgets
 from ctxlib.app.i18n import msg
 from ctxlib.viz import attention as va
+from ctxlib.viz import attention_stats as stats
 
 _t0 = time.perf_counter()
 choices = loaders.models_for("attention") or ["bert"]  # BERT, GPT and any registered Transformers model that loads
@@ -65,7 +66,7 @@ d = encode(model, text, text_b.strip(), stamp)
 if d["truncated"]:
     st.warning(tx("truncated", max_len=enc.max_len))
 tokens_all = d["tokens"]
-att, tokens, seg, keep = va.visible(d["att"], tokens_all, d["seg"], hide)  # att: (L, H, T, T)
+att, tokens, seg, keep = stats.visible(d["att"], tokens_all, d["seg"], hide)  # att: (L, H, T, T)
 n_layers, n_heads = att.shape[:2]
 ax = va.AxisLabels(*(msg(f"labels.attention.{k}") for k in va.AxisLabels._fields))  # ticks, axis titles, head kinds
 
@@ -75,7 +76,7 @@ with tab_model:
 with tab_head:
     attention_views.head_tab(att, tokens, seg, gpt, ax)
 with tab_sum:
-    rows = va.head_summaries(att, tokens, gpt) if hide else va.head_summaries(d["att"], tokens_all, gpt)
+    rows = stats.head_summaries(att, tokens, gpt) if hide else stats.head_summaries(d["att"], tokens_all, gpt)
     attention_views.summary_tab(rows, n_layers, n_heads, gpt, hide, ax)
 with tab_word:
     attention_views.word_tab(d, tokens, keep, text, word, hide, ax, tx)

@@ -6,6 +6,7 @@ import streamlit as st
 from ctxlib.app import widgets
 from ctxlib.app.i18n import msg
 from ctxlib.viz import attention as va
+from ctxlib.viz import attention_stats as stats
 from ctxlib.viz import head_view as hv
 
 
@@ -63,7 +64,7 @@ def head_tab(att, tokens, seg, gpt: bool, ax) -> None:
     )  # all escaped, all inline
     title = msg("attention.head.mean_title", layer=layer)
     fig = va.attention_heatmap(
-        va.mean_heads(att[layer - 1], heads), tokens, title, causal=gpt, masked_label=masked, labels=ax
+        stats.mean_heads(att[layer - 1], heads), tokens, title, causal=gpt, masked_label=masked, labels=ax
     )
     c_heat.plotly_chart(fig, width="stretch", key="att_hv_heat")
     if gpt:
@@ -72,7 +73,7 @@ def head_tab(att, tokens, seg, gpt: bool, ax) -> None:
 
 def summary_tab(rows, n_layers: int, n_heads: int, gpt: bool, hide: bool, ax) -> None:
     """One measure per head (entropy, attention to [CLS] / [SEP] / the next token, ...) as a grid and a table."""
-    metric_names = {k: msg(f"attention.summary.metrics.{k}") for k in va.metrics_for(gpt)}
+    metric_names = {k: msg(f"attention.summary.metrics.{k}") for k in stats.metrics_for(gpt)}
     metric = st.radio(
         msg("attention.summary.metric"),
         list(metric_names),
@@ -82,7 +83,7 @@ def summary_tab(rows, n_layers: int, n_heads: int, gpt: bool, hide: bool, ax) ->
     )
     st.plotly_chart(va.head_summary_figure(rows, n_layers, n_heads, metric, metric_names[metric], ax), width="stretch")
     columns = tuple(msg(f"attention.summary.{k}") for k in ("layer", "head", "kind"))
-    st.dataframe(va.summary_table(rows, metric_names, columns, ax), hide_index=True)
+    st.dataframe(stats.summary_table(rows, metric_names, columns, ax), hide_index=True)
     for note in (["attention.gpt.no_next"] if gpt else []) + (["attention.summary.hidden"] if hide else []):
         st.caption(msg(note))
 
@@ -90,18 +91,18 @@ def summary_tab(rows, n_layers: int, n_heads: int, gpt: bool, hide: bool, ax) ->
 def word_tab(d: dict, tokens, keep, text: str, word: str, hide: bool, ax, tx) -> None:
     """Where the followed word's tokens look in each layer, and how far its vector drifts from layer 0."""
     tokens_all = d["tokens"]
-    idx = va.word_token_indices(d["spans"], tokens_all, text, word)
+    idx = stats.word_token_indices(d["spans"], tokens_all, text, word)
     if not word:
         st.info(msg("attention.word.none"))
     elif not idx:
         st.info(tx("word.absent", word=widgets.escape_md(word)))
     else:
-        wa = va.word_attention(d["att"], idx)  # (L, T) over all tokens
+        wa = stats.word_attention(d["att"], idx)  # (L, T) over all tokens
         w1, w2 = st.columns([3, 2])
         title = msg("attention.word.attention_title", word=word)
-        fig = va.word_attention_figure(va.keep_columns(wa, keep) if hide else wa, tokens, word, title, ax)
+        fig = va.word_attention_figure(stats.keep_columns(wa, keep) if hide else wa, tokens, word, title, ax)
         w1.plotly_chart(fig, width="stretch")
-        cos, names = va.drift_from_layer0(d["layers"], idx), widgets.layer_labels(d["names"])
+        cos, names = stats.drift_from_layer0(d["layers"], idx), widgets.layer_labels(d["names"])
         w2.plotly_chart(va.drift_figure(cos, names, word, msg("attention.word.drift_title"), ax), width="stretch")
         chars = " ".join(widgets.escape_md(tokens_all[i]) for i in idx)
         st.caption(msg("attention.word.made_of", word=widgets.escape_md(word), chars=chars))

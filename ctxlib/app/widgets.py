@@ -17,7 +17,6 @@ from ctxlib import checkpoint, kinds
 
 from . import loaders, present, state, teachers, timing
 from .i18n import LANGS, bad_lang_param, escape_md, lang, language_switch, msg
-from .model_table import model_rows, training_rows  # noqa: F401 (re-exported for pages/: app.py calls widgets.<name>)
 from .teachers import command_line, eval_line, for_teachers  # noqa: F401 (pages call widgets.for_teachers)
 
 PAGES = (

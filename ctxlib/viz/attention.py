@@ -20,20 +20,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-# AxisLabels and kind_label are used here; the others are re-exported for pages/ (4_BERT_attention.py reads va.<name>)
-from .attention_stats import (  # noqa: F401
-    AxisLabels,
-    drift_from_layer0,
-    head_summaries,
-    keep_columns,
-    kind_label,
-    mean_heads,
-    metrics_for,
-    summary_table,
-    visible,
-    word_attention,
-    word_token_indices,
-)
+from .attention_stats import AxisLabels, kind_label
 from .common import base_layout, escape
 
 HEAD_COLORS = [

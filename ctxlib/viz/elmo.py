@@ -19,9 +19,7 @@ from plotly.subplots import make_subplots
 from ..analysis import expected_layer
 from ..vecmath import cosine_matrix
 from .common import base_layout, escape, hbar_panels, with_true_bar
-
-# ARCH_LABELS and architecture_figure: re-exported for pages/ (3_ELMo_layers.py reads ve.<name>)
-from .elmo_flow import ARCH_LABELS, BWD, FWD, TOK, architecture_figure, split_states  # noqa: F401
+from .elmo_flow import BWD, FWD, TOK, split_states
 
 if TYPE_CHECKING:
     from ..records import EvalResult
