@@ -18,7 +18,7 @@ from ctxlib.viz import transfer, transfer_runs
 from ctxlib.viz.common import PLOTLY_CONFIG, hbar_panels
 from ctxlib.viz.lesson import pair_cosines_figure
 
-from . import lesson_live, loaders, present, state, widgets
+from . import lesson_live, loaders, present, state, transformer_views, widgets
 from .i18n import escape_md, lang, msg
 
 UPLOAD = "lesson_upload"
@@ -364,17 +364,7 @@ class _Views:
     @staticmethod
     def positions(p, d):
         st.markdown(msg(f"mechanics.scheme.{d['scheme']}", model=d["model"].upper()))
-        st.markdown(
-            msg(
-                f"mechanics.positions.{'same' if d['layer0_max_diff'] == 0 else 'differs'}",
-                char=escape_md(d["char"]),
-                i=d["positions"][0],
-                j=d["positions"][1],
-                diff=d["layer0_max_diff"],
-                diff1=d["layer1_max_diff"],
-                text=escape_md(d["text"]),
-            )
-        )
+        st.markdown(transformer_views.repeated_char_note(d))
         rows = [f"{d['char']} @{i}" for i in d["positions"]]
         labels = vm.Labels(*(msg(f"mechanics.labels.{k}") for k in vm.Labels._fields))
         st.plotly_chart(

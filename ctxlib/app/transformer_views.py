@@ -14,21 +14,24 @@ def fig(title_id: str, build, *args, where: str, lab, col=st, tag=True, **kw) ->
     col.plotly_chart(build(*args, title=title, labels=lab, **kw), width="stretch", key=f"mx_{title_id}")
 
 
+def repeated_char_note(rep: dict) -> str:
+    """What the layer-0 vectors of a repeated character say (mechanics.repeated_char_check's record): the same vector or
+    not, with the measured differences. The Transformer page's positions tab and the lesson's positions step."""
+    return msg(
+        f"mechanics.positions.{'same' if rep['layer0_max_diff'] == 0 else 'differs'}",
+        char=escape_md(rep["char"]),
+        i=rep["positions"][0],
+        j=rep["positions"][1],
+        diff=rep["layer0_max_diff"],
+        diff1=rep["layer1_max_diff"],
+        text=escape_md(rep["text"]),
+    )
+
+
 def positions_tab(tr: mech.BlockTrace, rep: dict, enc, fig) -> None:
     """A repeated character's layer-0 vectors (same or not), then the model's position scheme and the sinusoids."""
     cfg, toks = enc.model.cfg, tr.tokens
-    same = rep["layer0_max_diff"] == 0
-    st.markdown(
-        msg(
-            f"mechanics.positions.{'same' if same else 'differs'}",
-            char=escape_md(rep["char"]),
-            i=rep["positions"][0],
-            j=rep["positions"][1],
-            diff=rep["layer0_max_diff"],
-            diff1=rep["layer1_max_diff"],
-            text=escape_md(rep["text"]),
-        )
-    )
+    st.markdown(repeated_char_note(rep))
     at = [f"{rep['char']} @{p}" for p in rep["positions"]]
     fig("layer0", vm.token_matrix, rep["layer0"], at, height=220, tag=False)
     if tr.rotary:
