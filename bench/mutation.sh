@@ -52,7 +52,7 @@ declare -A TESTS=(
   [results]="ctxlib/results.py ctxlib/results_files.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py"
   [lesson]="ctxlib/lesson.py ctxlib/lesson_compute.py ctxlib/lesson_facts.py | tests/test_lesson.py"
   # the URL state and the language: AppTests with stand-in models (~1 s each)
-  [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
+  [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_state_mutants.py tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
   # `serve` and the two modules it was split into. The proxy tests need haproxy (apt-get install haproxy); the
   # start/stop integration test is left out (~1 min a mutant), so the scope is "covered": the process supervisor
   # (serve_proc.Supervisor) and serve.main past the config check, which only that test runs, are not mutated
@@ -96,6 +96,10 @@ for name in "${ORDER[@]}"; do
       if [ "$a" = "-k__KEXPR__" ]; then echo "    -k"; echo "    $kexpr"; else echo "    $a"; fi
     done
     [ "$skip" = covered ] && echo "mutate_only_covered_lines = true"
+    # each mutant forks from a process that has only imported pytest and collected the tests, not from the one that
+    # ran them: a run leaves state behind (numba's threads after a UMAP projection hang a forked child; functools
+    # caches filled by the clean run would hide mutants of the cached functions)
+    echo "process_isolation = forkserver"
     echo "pytest_add_cli_args ="
     echo "    -q"
   } >"$dir/setup.cfg"
