@@ -58,7 +58,7 @@ declare -A TESTS=(
   # (serve_proc.Supervisor) and serve.main past the config check, which only that test runs, are not mutated
   [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve.py -k not two_workers | covered"
   [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py"
-  [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py"
+  [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py tests/test_triple_mutants.py"
   # (named test ids, not -k: a -k expression filters every listed file, and left out most of test_vocab_notes.py)
   [vocab_notes]="ctxlib/app/vocab_notes.py | tests/test_vocab_notes.py tests/test_app_type_token.py::test_unseen_word_flagged_per_model tests/test_app_type_token.py::test_known_word_is_not_flagged tests/test_app_type_token.py::test_heatmaps_share_one_colour_scale tests/test_app_type_token.py::test_nearest_words_come_with_their_scale"
 )
