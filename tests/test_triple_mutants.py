@@ -223,3 +223,48 @@ def test_null_margins_keep_each_sense_apart_and_handle_no_sentences():
     ]
     assert sorted(triple.null_margins(X, labels)) == pytest.approx(sorted(want))
     assert len(triple.null_margins(np.zeros((0, 5)), [])) == 0
+
+
+class _Encoded:
+    def __init__(self, tokens, known):
+        self.tokens, self.known = tokens, known
+
+    def word_indices(self, word):
+        return [j for j, t in enumerate(self.tokens) if t == word]
+
+
+class _WordEnc:
+    """A word model that keeps `target` whole (as Encoder.encode does) and otherwise reads characters."""
+
+    word_level = True
+
+    def __init__(self, vocab, flags=True):
+        self.vocab, self.flags = set(vocab), flags
+
+    def in_vocab(self, word):
+        return True
+
+    def encode(self, texts, target=None):
+        toks = [target] if target else list(texts[0])
+        return [_Encoded(toks, [t in self.vocab for t in toks] if self.flags else None)]
+
+
+def test_vocab_status_reads_the_word_kept_whole():
+    assert triple.vocab_status(_WordEnc({"元宇宙"}), "元宇宙") == triple.VocabStatus("known")
+    assert triple.vocab_status(_WordEnc({"元"}), "元宇宙") == triple.VocabStatus("chars")
+
+
+def test_vocab_status_without_known_flags_is_known():
+    assert triple.vocab_status(_WordEnc(set(), flags=False), "元宇宙") == triple.VocabStatus("known")
+
+
+def test_vocab_status_checks_every_token_when_the_word_is_no_token():
+    class CharEnc(_WordEnc):
+        word_level = False
+
+        def encode(self, texts, target=None):
+            toks = list(texts[0])  # a character model: the word is never one token
+            return [_Encoded(toks, [t in self.vocab for t in toks])]
+
+    assert triple.vocab_status(CharEnc({"元", "宙"}), "元宇宙") == triple.VocabStatus("unk_chars", ["宇"])
+    assert triple.vocab_status(CharEnc(set("元宇宙")), "元宇宙") == triple.VocabStatus("known")
