@@ -163,3 +163,19 @@ def test_outside_files_lists_the_eval_files_of_each_folder(tmp_path):
         "a": ["eval_pos.json", "eval_senses.json"],
         "b": [],
     }
+
+
+def test_each_missing_file_is_named_once_with_the_command_that_writes_it(tmp_path):
+    """No files at all: a claim lists each file it needs once, beside the exact command that writes it."""
+    for c in results.claims(tmp_path):
+        files = [f for f, _ in c.missing]
+        assert len(files) == len(set(files)), (c.key, c.missing)
+        for rel, command in c.missing:
+            _, model, name = rel.split("/")
+            if name.startswith("eval_"):
+                assert command == f"python -m ctxlib eval {model} --task {name[5:-5]}", (c.key, rel, command)
+            else:
+                assert command == f"python -m ctxlib train {model}", (c.key, rel, command)
+        for x in c.comparisons:
+            for src in (x.a_source, x.b_source):
+                assert src == "" or src.startswith(f"{tmp_path.name}/") and ".json#" in src, (c.key, src)
