@@ -179,3 +179,84 @@ def test_each_missing_file_is_named_once_with_the_command_that_writes_it(tmp_pat
         for x in c.comparisons:
             for src in (x.a_source, x.b_source):
                 assert src == "" or src.startswith(f"{tmp_path.name}/") and ".json#" in src, (c.key, src)
+
+
+def _pointer(data, src):
+    """The value at a plain JSON pointer source (file#/a/b), or None when the source is a derived one."""
+    ptr = src.split("#", 1)[1]
+    if not ptr.startswith("/") or " " in ptr or "[" in ptr:
+        return None
+    for k in ptr[1:].split("/"):
+        data = data[k]
+    return data
+
+
+def test_each_cited_source_holds_the_figure_shown(full):
+    checked = 0
+    for c in results.claims(full):
+        for x in c.comparisons:
+            for src, value in ((x.a_source, x.a_value), (x.b_source, x.b_value)):
+                if not src:
+                    continue
+                _, model, name = src.split("#")[0].split("/")
+                got = _pointer(json.loads((full / model / name).read_text()), src)
+                if got is not None and not isinstance(got, list):  # a list: a figure derived from it
+                    assert got == value, (c.key, src)
+                    checked += 1
+    assert checked >= 20
+
+
+def test_best_layer_comparisons_carry_their_tied_ranges(full):
+    _set(full, "elmo", "eval_sentiment.json", [0.6, 0.745, 0.75], "per_layer_score")  # layers 1 and 2 tied, 2 on top
+    _set(full, "elmo", "eval_pos.json", [0.88, 0.8701, 0.7], "per_layer_score")  # layers 0 and 1 tied, 0 on top
+    best = _claim(full, "layers").comparisons[1]
+    assert (best.a_value, best.a_range, best.b_value, best.b_range) == (2, (1, 2), 0, (0, 1))
+
+
+def test_tied_best_layers_are_named_and_a_full_point_between_them_is_not(full):
+    _set(full, "elmo", "eval_pos.json", [0.88, 0.87, 0.8799], "per_layer_score")
+    assert _claim(full, "layers").figures["pos_best"] == ("char-CNN token layer", "biLSTM layer 2")
+    _set(full, "elmo", "eval_pos.json", ["char-CNN token layer", "biLSTM layer 1"], "layer_names")  # one name short
+    _set(full, "elmo", "eval_pos.json", [0.7, 0.88, 0.8799], "per_layer_score")
+    assert _claim(full, "layers").figures["pos_best"] == ("biLSTM layer 1", "2")
+    _set(full, "elmo", "eval_pos.json", [0.7, 0.8, 0.88], "per_layer_score")  # the best layer has no name
+    assert _claim(full, "layers").figures["pos_best"] is None
+
+
+def test_sense_figures_are_pair_ranking_rounded_and_numbers_only(full):
+    for where in ("supplement", "frozen"):
+        _set(full, "elmo", "eval_senses.json", [0.1, 0.2, 0.3], "sets", where, "accuracy")
+    _set(full, "elmo", "eval_senses.json", [0.5, 0.6, 0.812345], "sets", "supplement", "pair_ranking")
+    _set(full, "bert", "eval_senses.json", [0.5, 0.6, "0.8"], "sets", "supplement", "pair_ranking")
+    f = _claim(full, "static_vs_contextual").figures
+    assert (f["elmo_supplement"], f["elmo_frozen"], f["bert_supplement"]) == (0.8123, 0.75, None)
+
+
+def test_a_boolean_is_no_number(full):
+    _set(full, "elmo", "eval_sentiment.json", True, "n_test")
+    assert _claim(full, "elmo_vs_word2vec").figures.get("sentiment_se") is None
+
+
+def test_a_claim_lists_each_file_it_read_once(full):
+    c = _claim(full, "elmo_vs_word2vec")
+    assert c.files == [f"checkpoints/elmo/eval_{t}.json" for t in ("pos", "ner", "sentiment")]
+
+
+def test_elmo_sense_tune_note_names_elmo(full):
+    cfg = {"kind": "elmo", "config": {}, "summary": {"sense_tune": {"config": {"steps": 7}, "words": 3}}}
+    (full / "elmo" / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    assert _claim(full, "static_vs_contextual").notes == [
+        ("results.sense_tuned", {"model": "ELMo", "steps": 7, "words": 3})
+    ]
+
+
+def test_outside_models_named_like_shipped_ones_are_refused_by_name(full, tmp_path):
+    with pytest.raises(ValueError, match="outside model named like a shipped one: bert, elmo$"):
+        results.claims(full, {"elmo": tmp_path, "bert": tmp_path, "mine": tmp_path})
+
+
+def test_parse_extra_splits_at_the_first_equals_and_needs_a_name(tmp_path):
+    d = tmp_path / "a=b"
+    d.mkdir()
+    assert parse_extra(f"mine={d}") == ({"mine": d}, [])
+    assert parse_extra(f"={d}") == ({}, [f"={d}"])
