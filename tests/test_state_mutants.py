@@ -240,3 +240,28 @@ def test_lang_from_the_link_else_the_locale_and_a_bad_link_told_once(qp, locale,
     at.run()
     assert not at.exception, at.exception
     assert at.session_state["out"] == (lang, bad, None)
+
+
+def test_a_fresh_catalogue_has_one_dotted_id_per_toml_entry():
+    """Read again, uncached (as a new server process does): [url] bad_choice in common.toml is common.url.bad_choice."""
+    import tomllib
+
+    fresh = i18n.catalogue.__wrapped__("en")
+    with (i18n.STRINGS_DIR / "en" / "common.toml").open("rb") as fh:
+        url = tomllib.load(fh)["url"]
+    assert {k: fresh[f"common.url.{k}"] for k in url} == {k: str(v) for k, v in url.items()}
+    assert fresh == i18n.catalogue("en")
+
+
+def test_prose_reads_the_lecture_text_in_the_session_language():
+    name = sorted(p.stem for p in (i18n.STRINGS_DIR / "en" / "lecture").glob("*.md"))[0]
+    at = _run("prose", name)
+    assert at.session_state["out"] == i18n._prose("en", name) != name
+
+
+def test_several_bad_models_are_listed_with_commas():
+    at = _run("model_list", qp={"models": "foo,bert,bar,live: x,live: y"})
+    assert _notes(at) == [
+        _en("live.url.elsewhere", param="models", value="live: x,live: y"),
+        _en("common.url.bad_models", param="models", value="foo,bar"),
+    ]
