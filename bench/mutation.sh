@@ -56,7 +56,7 @@ declare -A TESTS=(
   # `serve` and the two modules it was split into. The proxy tests need haproxy (apt-get install haproxy); the
   # start/stop integration test is left out (~1 min a mutant), so the scope is "covered": the process supervisor
   # (serve_proc.Supervisor) and serve.main past the config check, which only that test runs, are not mutated
-  [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve.py -k not two_workers | covered"
+  [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve_mutants.py tests/test_serve.py -k not two_workers | covered"
   [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py"
   [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py tests/test_triple_mutants.py"
   # (named test ids, not -k: a -k expression filters every listed file, and left out most of test_vocab_notes.py)
