@@ -169,9 +169,9 @@ def test_heldout_ranking_skips_a_word_the_model_cannot_read(monkeypatch):
     from ctxlib.encoder import WordNotFound
     from ctxlib.evaluation import heldout
 
-    sets = {
-        "苹果": [("我吃苹果", "fruit"), ("苹果很甜", "fruit"), ("苹果手机", "phone"), ("苹果公司", "phone")],
+    sets = {  # the unreadable word first: the words after it still count
         "长": [("很长", "long"), ("好长", "long"), ("校长", "head"), ("长大", "head")],
+        "苹果": [("我吃苹果", "fruit"), ("苹果很甜", "fruit"), ("苹果手机", "phone"), ("苹果公司", "phone")],
     }
     monkeypatch.setattr(heldout, "sense_sets", lambda name: sets if name == "frozen" else {})
 
