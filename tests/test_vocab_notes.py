@@ -52,3 +52,40 @@ def test_the_note_in_chinese_names_the_same_models(monkeypatch):
     _set_word(at, "元宇宙", ["元宇宙很火 | a", "大家都在谈元宇宙 | a", "元宇宙公司上市了 | b", "新的元宇宙 | b"])
     want = i18n.lookup("triple.unseen.known_chars", "zh", models="bert, gpt", word="元宇宙")
     assert [c.value.replace("\\", "") for c in at.caption if c.value.replace("\\", "") == want] == [want]
+
+
+def _scale_of(X):
+    """(mean, 95th percentile, typical nearest cos) of vocabulary rows X, as ctxlib.triple computes them."""
+    from ctxlib import triple
+    from ctxlib.vecmath import unit_rows
+
+    U = unit_rows(X)
+    return (*triple.random_pair_cosines(U), triple.nearest_top1(U))
+
+
+def test_nearest_scale_of_an_elmo_half_is_read_on_that_half(fakes):
+    """Type vs token with ?half=forward: the scale under ELMo's nearest words is the forward half's, not the whole
+    layer's (the two differ, so a table built on the wrong vectors would show other numbers)."""
+    from ctxlib.app import vocab_notes
+
+    _, M = fakes["elmo"].type_matrix(3000)
+    d = M.shape[-1] // 2
+    fwd = vocab_notes.nearest_scale("elmo", 2, "s", "forward")
+    assert fwd == pytest.approx(_scale_of(M[:, 2, :d]))
+    assert vocab_notes.nearest_scale("elmo", 2, "s", "backward") == pytest.approx(_scale_of(M[:, 2, d:]))
+    assert fwd != pytest.approx(_scale_of(M[:, 2]))
+
+
+def test_nearest_scale_follows_a_retrained_model(fakes, monkeypatch):
+    """A model replaced in the same session (a new stamp): its nearest-word scale is the new model's, not the cached
+    vocabulary of the old one."""
+    import app_fakes
+
+    from ctxlib.app import loaders, vocab_notes
+
+    old = vocab_notes.nearest_scale("bert", 1, "stamp-1")
+    new_enc = app_fakes.FakeEncoder("bert", 4, chars=True, vocab=list(reversed(app_fakes.VOCAB))[:12])
+    monkeypatch.setattr(loaders, "load_encoder", lambda name: new_enc)
+    _, M = new_enc.type_matrix(3000)
+    new = vocab_notes.nearest_scale("bert", 1, "stamp-2")
+    assert new == pytest.approx(_scale_of(M[:, 1])) and new != pytest.approx(old)
