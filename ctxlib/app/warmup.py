@@ -11,6 +11,9 @@ priority (one torch thread, `nice` +10), in this order:
 4. builds or reads from disk the atlas's opening map (ELMo, 地, 300 occurrences);
 5. builds or reads from disk the frozen ELMo features of the ELMo page's live mix (every task);
 6. moves what is alive then into Python's permanent generation (`gc.freeze`), out of the collector's full passes.
+Python's collector is off from 1 to 6 (for the whole process: ~15 s): with it on, the corpus's millions of objects
+set off full passes that held the GIL 0.3-1 s each, and loading the corpus from the disk cache took 6.4 s (0.5 s
+without them).
 Between 1 and 2 it makes one tiny optimizer step (`optimizer_warm`): torch imports torch._dynamo on the first one.
 A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests). With
 CTXLAB_TIMING_LOG set, each step's time is appended there as page "warmup:<step>".
@@ -123,11 +126,26 @@ def _step(name: str, fn) -> None:
 
 def warm(models=None) -> dict[str, float]:
     """Run the warm-up steps in this thread (see the module docstring); returns {step: seconds}."""
+    import gc
+
+    _lower_priority()
+    was_on = gc.isenabled()
+    gc.disable()  # no full passes while millions of objects are made (each one held the GIL 0.3-1 s); freeze at the end
+    try:
+        _warm_steps(models)
+    finally:
+        if was_on:
+            gc.enable()
+        _step("gc_freeze", gc_freeze)
+    log.info("warm-up done: %s", TIMES)
+    return dict(TIMES)
+
+
+def _warm_steps(models) -> None:
     from ctxlib import corpus, explore, explore_atlas
 
     from . import loaders
 
-    _lower_priority()
     _step("corpus", lambda: corpus.load("all"))
     _step("optimizer", optimizer_warm)
     _step("umap", umap_warm)
@@ -140,9 +158,6 @@ def warm(models=None) -> dict[str, float]:
             _step(f"atlas:{m}", lambda enc=enc: explore_atlas.atlas_sample(enc, explore.ATLAS_DEFAULT["word"], 300))
         if enc.kind == "elmo":
             _step(f"mix:{m}", lambda enc=enc: _mix_features(enc))
-    _step("gc_freeze", gc_freeze)
-    log.info("warm-up done: %s", TIMES)
-    return dict(TIMES)
 
 
 def gc_freeze() -> None:
