@@ -19,7 +19,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,15 +26,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_timing import ARGS, free_port  # noqa: E402  (the Chromium flags and a free loopback port, as app_timing's)
+
 # view name -> URL path and query (lang= and present= are added). Issue #34's fixes, one view each.
 VIEWS = {
     "home": "",  # the demo: full layers summarised, the noise band, one expander of notes
@@ -53,12 +46,6 @@ VIEWS = {
     "results": "Results",  # the verdicts
     "training": "Training",  # teacher-facing details behind one expander
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def chromium() -> str:
@@ -139,7 +126,7 @@ def main(argv=None) -> int:
     lines = [f"# Screenshots of {a.root.resolve()} at {w}×{h}" + ("" if a.no_present else ", presentation mode"), ""]
     try:
         with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+            browser = pw.chromium.launch(executable_path=chromium(), args=ARGS)
             for view in a.only or list(VIEWS):
                 for lang in a.lang:
                     out = a.out / f"{view}_{lang}.png"

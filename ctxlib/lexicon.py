@@ -81,6 +81,7 @@ def person_names(min_count: int = 2, min_len: int = 2) -> tuple[str, ...]:
 BYLINE_WORDS = ("新华社", "记者", "通讯员", "摄影")
 
 
+@functools.lru_cache(maxsize=1)
 def kept_out() -> tuple[str, ...]:
     """What a class-safe writer never completes: the corpus's person names and the byline words before them."""
     return person_names() + BYLINE_WORDS

@@ -354,8 +354,8 @@ class ElmoEncoder(Encoder):
         hf = f[-1][0, index]  # (D,) has read <S> w_0 .. w_{index-1}
         hb = bw[-1][0, index + 2]  # (D,) has read </S> w_n .. w_{index+1}
         skip = [self.featurizer.word_vocab[s] for s in ("<pad>",)]
-        itos = self.featurizer.word_vocab.itos
-        specials = [i for i, w in enumerate(itos) if w in ("<unk>", "<S>", "</S>", "<pad>", "<bos>", "<eos>")]
+        vocab = self.featurizer.word_vocab
+        specials = [vocab[s] for s in WORD_SPECIALS if s in vocab]  # the charts list words only
         punct = [i for i, w in enumerate(self.featurizer.word_vocab.itos) if is_punct(w)]
         res = {"tokens": words, "spans": [(a, e) for _, a, e in toks], "index": index, "punct": {}}
         actual = self.featurizer.word_vocab.get(nfkc(words[index]))
@@ -370,7 +370,7 @@ class ElmoEncoder(Encoder):
             ]
             res["actual"][name] = float(lp[actual].exp())
             words_only = lp.clone()
-            words_only[specials] = -float("inf")  # ranked among the words a chart lists (viz.elmo.LM_SPECIALS left out)
+            words_only[specials] = -float("inf")  # ranked among the words a chart lists
             res["actual"]["rank"][name] = rank_in(words_only, actual)[0] if actual not in specials else None
             res["punct"][name] = float(lp[punct].exp().sum()) if punct else 0.0
         return res
