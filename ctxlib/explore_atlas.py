@@ -10,9 +10,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-ATLAS_WINDOW = (
-    60  # characters of context kept around each occurrence (ELMo, 300 sentences: 60 -> ~10-20 s, 100 -> ~60 s)
-)
+# characters of context kept around each occurrence (ELMo, 300 sentences: 60 -> ~10-20 s, 100 -> ~60 s)
+ATLAS_WINDOW = 60
 
 
 @dataclass

@@ -12,9 +12,8 @@ from collections import Counter
 from collections.abc import Mapping
 
 NAME_TAG = "nr"  # PKU: person name; a Chinese name is split into surname and given name, both tagged nr
-BUILT_IN_SOURCES = (
-    "pd+reviews+supplement"  # what a model trained on the built-in corpus records in summary["run"]["sources"]
-)
+# what a model trained on the built-in corpus records in summary["run"]["sources"]
+BUILT_IN_SOURCES = "pd+reviews+supplement"
 
 
 @functools.lru_cache(maxsize=1)

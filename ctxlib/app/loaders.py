@@ -31,9 +31,8 @@ def model_order() -> tuple[str, ...]:
 NEAREST_VOCAB = 3000  # most frequent vocabulary words searched for nearest neighbours (contextual models)
 
 
-LIVE_KEY = (
-    "ctxlab_live_models"  # session: {"live: bert-3": its checkpoint folder} (the training page's "Use this model")
-)
+# session: {"live: bert-3": its checkpoint folder} (the training page's "Use this model")
+LIVE_KEY = "ctxlab_live_models"
 LIVE_PREFIX = "live: "  # how a live model's name begins (a link may name one of another session's)
 
 
@@ -45,14 +44,16 @@ def live_models() -> dict[str, str]:
 LOADED: set[str] = set()  # models load_encoder has loaded in this process (their spinners can be skipped)
 
 
-_MODELS: dict = {}  # name or source -> Encoder, for the process's life (what st.cache_resource held, minus the
-_MODELS_LOCK = threading.Lock()  # argument hashing it paid on each of a page run's ~17 calls)
+# name or source -> Encoder, for the process's life: what st.cache_resource held, minus the argument hashing it paid
+# on each of a page run's ~17 calls; the lock makes one load per model however many sessions ask at once
+_MODELS: dict = {}
+_MODELS_LOCK = threading.Lock()
 
 
 def _load(name_or_path: str):
     enc = _MODELS.get(name_or_path)
     if enc is None:
-        with _MODELS_LOCK:  # one load per model, however many sessions ask at once
+        with _MODELS_LOCK:
             enc = _MODELS.get(name_or_path)
             if enc is None:
                 enc = _MODELS[name_or_path] = ctxlib.load(name_or_path)
