@@ -59,7 +59,7 @@ def test_warm_up_runs_without_the_collector_and_freezes_at_the_end(monkeypatch):
     import gc
 
     seen, froze = [], []
-    monkeypatch.setattr(warmup, "_lower_priority", lambda: None)
+    monkeypatch.setattr(warmup, "_one_torch_thread", lambda: None)
     monkeypatch.setattr(warmup, "gc_freeze", lambda: froze.append(gc.isenabled()))
     monkeypatch.setattr(warmup, "_warm_steps", lambda models: seen.append(gc.isenabled()))
     assert gc.isenabled()
@@ -75,3 +75,29 @@ def test_warm_up_runs_without_the_collector_and_freezes_at_the_end(monkeypatch):
     except RuntimeError:
         pass
     assert gc.isenabled() and froze == [True, True]
+
+
+def test_the_warm_up_thread_keeps_the_servers_priority(monkeypatch):
+    """A niced warm-up thread holding the GIL on a busy machine stalls every page script (priority inversion): it runs
+    at the priority of the thread that started it, with one torch thread."""
+    import os
+    import threading
+
+    import torch
+
+    got = {}
+
+    def steps(models):
+        got["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        got["torch"] = torch.get_num_threads()
+
+    monkeypatch.setattr(warmup, "gc_freeze", lambda: None)
+    monkeypatch.setattr(warmup, "_warm_steps", steps)
+    before = torch.get_num_threads()
+    try:
+        t = threading.Thread(target=warmup.warm, kwargs={"models": []})
+        t.start()
+        t.join(60)
+    finally:
+        torch.set_num_threads(before)
+    assert got == {"nice": os.getpriority(os.PRIO_PROCESS, 0), "torch": 1}

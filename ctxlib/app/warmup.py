@@ -2,8 +2,8 @@
 
 `start()` (app.py calls it after each page run; a module-level guard makes it once per process) sets torch's thread
 count for the page scripts (CTXLAB_TORCH_THREADS, default half the cores, at most 4: many sessions encode small
-batches at once, and more threads per call only fight over the cores) and starts one daemon thread that, at low
-priority (one torch thread, `nice` +10), in this order:
+batches at once, and more threads per call only fight over the cores) and starts one daemon thread that, with one
+torch thread, in this order:
 1. loads the corpus (the atlas needs it; parsed once and kept in the disk cache, ctxlib.cache);
 2. compiles UMAP's numba code with a tiny fit (numba keeps compiled code under $NUMBA_CACHE_DIR, which this module
    points into the ctxlab cache folder when it is not set; pages import umap only later);
@@ -17,6 +17,11 @@ without them).
 Between 1 and 2 it makes one tiny optimizer step (`optimizer_warm`): torch imports torch._dynamo on the first one.
 A step that fails is logged and skipped; the warm-up never raises. Off when CTXLAB_NO_PREWARM is set (tests). With
 CTXLAB_TIMING_LOG set, each step's time is appended there as page "warmup:<step>".
+
+The thread is not `nice`d (it was, at +10, until session 17): its Python work holds the GIL, and a low-priority thread
+holding the GIL on a machine busy with other processes is descheduled while every page script waits for it (priority
+inversion). A class of 30 on Home while the warm-up ran, with two busy loops and other work on the 2 cores: p95 10.0
+and 11.9 s niced, 6.5 and 4.7 s not (runs alternated; docs/serving.md).
 """
 
 from __future__ import annotations
@@ -101,11 +106,7 @@ def optimizer_warm() -> None:
     opt.step()
 
 
-def _lower_priority() -> None:
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # Linux: this thread only
-    except (AttributeError, OSError):
-        pass
+def _one_torch_thread() -> None:
     try:
         from ctxlib.jobs import limit_torch_threads
 
@@ -128,7 +129,7 @@ def warm(models=None) -> dict[str, float]:
     """Run the warm-up steps in this thread (see the module docstring); returns {step: seconds}."""
     import gc
 
-    _lower_priority()
+    _one_torch_thread()
     was_on = gc.isenabled()
     gc.disable()  # no full passes while millions of objects are made (each one held the GIL 0.3-1 s); freeze at the end
     try:
