@@ -70,6 +70,17 @@ def start(root: Path, port: int) -> subprocess.Popen:
     raise SystemExit(f"streamlit in {root} did not answer on port {port}")
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Stop the server: SIGTERM, then SIGKILL after 15 s (a busy machine can take longer to shut Streamlit down; the
+    pictures are taken by then and must not be lost to a traceback)."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def url_of(base: str, view: str, lang: str, present: bool) -> str:
     q = VIEWS[view]
     path, _, query = q.partition("?")
@@ -139,8 +150,7 @@ def main(argv=None) -> int:
                     lines.append(f"- {line}")
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(15)
+        stop(proc)
     (a.out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
 
