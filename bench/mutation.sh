@@ -80,7 +80,7 @@ for name in "${ORDER[@]}"; do
   kexpr=$(echo "$tests" | sed -n 's/.*-k \(.*\)$/\1/p')
   dir=$WORK/$name
   rm -rf "$dir" && mkdir -p "$dir"
-  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pages bench app.py pyproject.toml) | tar -xf - -C "$dir"
+  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pages bench docs app.py pyproject.toml) | tar -xf - -C "$dir"
   ln -s "$ROOT/checkpoints" "$dir/checkpoints"
   {
     echo "[mutmut]"
@@ -90,6 +90,7 @@ for name in "${ORDER[@]}"; do
     echo "also_copy ="
     echo "    tests"
     echo "    pages"
+    echo "    docs"
     echo "    app.py"
     echo "    checkpoints"
     echo "    pyproject.toml"
