@@ -6,6 +6,7 @@ haproxy is a stand-in script here (it records its calls and accepts or rejects t
 Supervisor a stand-in class, so nothing is started and every test takes well under a second."""
 
 import argparse
+import contextlib
 import ipaddress
 import re
 import shlex
@@ -98,20 +99,14 @@ def test_clashing_ports_error_names_the_backends_range():
     assert re.search(r"\bports 8500-8502 include --port 8501; choose another --backend-port-base$", str(e.value))
 
 
-def test_a_remote_given_twice_is_refused_and_a_second_port_is_not():
+def test_a_remote_given_twice_is_refused_and_host_names_are_kept_whole():
     with pytest.raises(serve_config.ServeError, match=r"^--remote 10\.0\.0\.5:8502 is listed twice"):
         serve_config.make_plan(1, 8501, "127.0.0.1", remotes=[("10.0.0.5", 8502), ("10.0.0.5", 8502)])
     plan = serve_config.make_plan(1, 8501, "127.0.0.1", remotes=[("10.0.0.5", 8502), ("10.0.0.5", 8503)])
-    assert [(b.host, b.port, b.local) for b in plan.backends[1:]] == [
-        ("10.0.0.5", 8502, False),
-        ("10.0.0.5", 8503, False),
-    ]
-
-
-def test_remote_host_names_keep_every_letter():
-    assert serve_config.parse_remote("LAB-PC-X:8502") == ("LAB-PC-X", 8502)
-    assert serve_config.parse_remote("Xeon:8502") == ("Xeon", 8502)
-    assert serve_config.parse_remote("[fd00::5]:8502") == ("fd00::5", 8502)
+    assert [(b.port, b.local) for b in plan.backends[1:]] == [(8502, False), (8503, False)]
+    # a remote's host name keeps every letter; only an IPv6 address's brackets go
+    hosts = [serve_config.parse_remote(r)[0] for r in ("LAB-PC-X:8502", "Xeon:1", "[fd00::5]:8502")]
+    assert hosts == ["LAB-PC-X", "Xeon", "fd00::5"]
 
 
 # --- the proxy config and the commands -------------------------------------------------------------------------------
@@ -276,25 +271,23 @@ def test_dry_run_prints_the_documented_proxy_command_and_the_ports_asked_for(tmp
 
 def _listen(host, port):
     s = socket.socket()
-    try:
-        s.bind((host, port))
-    except OSError:
-        s.close()
-        pytest.skip(f"cannot bind {host} here")
+    s.bind((host, port))
     s.listen()
     return s
 
 
-@pytest.mark.parametrize("taken", ["proxy", "backend"])
+@pytest.mark.parametrize("taken", [["proxy"], ["s2"], ["proxy", "s2"]])
 def test_a_busy_port_is_named_before_anything_runs(tmp_path, monkeypatch, taken):
     """The proxy's port is checked on --host, the backends' on 127.0.0.1 (127.0.0.2 tells them apart)."""
     exe, calls = _fake_haproxy(tmp_path, rc=1, err="[ALERT] must not be asked\n")
     monkeypatch.setenv("CTXLAB_HAPROXY", exe)
     port = _free_port(3, "127.0.0.2")
-    busy = port if taken == "proxy" else port + 2
-    with _listen("127.0.0.2" if taken == "proxy" else "127.0.0.1", busy):
+    at = {"proxy": ("127.0.0.2", port), "s2": ("127.0.0.1", port + 2)}
+    with contextlib.ExitStack() as held:
+        busy = [held.enter_context(_listen(*at[t])).getsockname()[1] for t in taken]
         rc, say = _run(["--host", "127.0.0.2", "--port", str(port), "--run-dir", str(tmp_path / "run")])
-    assert rc == 2 and say.err() == [f"error: port(s) {busy} already in use; choose --port / --backend-port-base"]
+    listed = ", ".join(map(str, busy))
+    assert rc == 2 and say.err() == [f"error: port(s) {listed} already in use; choose --port / --backend-port-base"]
     assert not calls.exists() and not (tmp_path / "run").exists()
 
 
@@ -338,7 +331,7 @@ class _Sup:
 
     def __init__(self, plan, haproxy, say):
         _Sup.made = self
-        self.plan, self.haproxy, self.seen = plan, haproxy, {}
+        self.plan, self.haproxy, self.say, self.seen = plan, haproxy, say, {}
 
     def start(self, timeout):
         self.seen["start"] = (timeout, [signal.getsignal(s) for s in STOPS])
@@ -358,17 +351,22 @@ class _Sup:
     "remote, where", [([], "2 local Streamlit"), (["10.0.0.9:8502"], "2 local + 1 remote Streamlit")]
 )
 def test_serving_line_gives_the_students_url_and_where_things_are(tmp_path, monkeypatch, remote, where):
+    """With a --run-dir (a remote), and in a new temp dir (none)."""
     exe, calls = _fake_haproxy(tmp_path)
     monkeypatch.setenv("CTXLAB_HAPROXY", exe)
     monkeypatch.setattr(serve, "Supervisor", _Sup)
     monkeypatch.setattr(serve, "public_url", lambda host, port: f"http://{host}-seen-as-192.168.1.23:{port}")
     monkeypatch.setattr(_Sup, "then", 0)
     before = [signal.getsignal(s) for s in STOPS]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     port, run = _free_port(), tmp_path / "run"
-    argv = ["--host", "0.0.0.0", "--port", str(port), "--run-dir", str(run), "--start-timeout", "7"]
+    argv = ["--host", "0.0.0.0", "--port", str(port), "--start-timeout", "7"] + (
+        ["--run-dir", str(run)] if remote else []
+    )
     rc, say = _run(argv + [a for r in remote for a in ("--remote", r)])
+    run = run if remote else next(tmp_path.glob("ctxlab-serve-*"))
     sup, threads = _Sup.made, serve_config.threads_per_backend(2)
-    assert rc == 0 and sup.haproxy == exe and sup.plan.run_dir == run
+    assert rc == 0 and sup.haproxy == exe and sup.plan.run_dir == run and sup.say is say  # its warnings: serve's
     assert sup.plan.commands["proxy"] == [exe, "-f", str(run / "haproxy.cfg"), "-db"]  # the config haproxy -c checked
     assert calls.read_text().split() == ["-c", "-f", str(run / "haproxy.cfg")]
     assert sup.seen["start"] == (7.0, [serve_proc.raise_stop] * 3)  # Ctrl-C, kill, a closed terminal: a clean stop
