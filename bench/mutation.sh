@@ -56,8 +56,9 @@ declare -A TESTS=(
   [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_state_mutants.py tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
   # `serve` and the two modules it was split into. The proxy tests need haproxy (apt-get install haproxy); the
   # start/stop integration test is left out (~1 min a mutant), so the scope is "covered": the process supervisor
-  # (serve_proc.Supervisor) and serve.main past the config check, which only that test runs, are not mutated
-  [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve_mutants.py tests/test_serve.py -k not two_workers | covered"
+  # (serve_proc.Supervisor), which only that test runs, is not mutated; test_serve_text.py runs serve.main to the end
+  # with a stand-in Supervisor
+  [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve_mutants.py tests/test_serve_text.py tests/test_serve.py -k not two_workers | covered"
   [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py tests/test_sense_tune_trainer.py"
   [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py tests/test_triple_mutants.py"
   # (named test ids, not -k: a -k expression filters every listed file, and left out most of test_vocab_notes.py)
@@ -79,7 +80,7 @@ for name in "${ORDER[@]}"; do
   kexpr=$(echo "$tests" | sed -n 's/.*-k \(.*\)$/\1/p')
   dir=$WORK/$name
   rm -rf "$dir" && mkdir -p "$dir"
-  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pages bench app.py pyproject.toml) | tar -xf - -C "$dir"
+  (cd "$SRC" && tar --exclude=__pycache__ -cf - ctxlib tests pages bench docs app.py pyproject.toml) | tar -xf - -C "$dir"
   ln -s "$ROOT/checkpoints" "$dir/checkpoints"
   {
     echo "[mutmut]"
@@ -89,6 +90,7 @@ for name in "${ORDER[@]}"; do
     echo "also_copy ="
     echo "    tests"
     echo "    pages"
+    echo "    docs"
     echo "    app.py"
     echo "    checkpoints"
     echo "    pyproject.toml"

@@ -165,5 +165,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="also send students to a Streamlit started by hand on another machine (repeatable)",
     )
     s.add_argument("--run-dir", default=None, help="where the config and logs go (default: a new temp dir)")
-    s.add_argument("--start-timeout", type=float, default=180.0, help="seconds to wait for the backends' health")
+    s.add_argument(
+        "--start-timeout", type=float, default=180.0, help="seconds to wait for the backends' health (default 180)"
+    )
     s.add_argument("--dry-run", action="store_true", help="print the proxy config and the commands; start nothing")

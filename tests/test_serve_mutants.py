@@ -19,7 +19,7 @@ def test_each_stated_default_is_the_default_used():
     p = _parser()
     args = p.parse_args([])
     stated = {a.dest: re.search(r"default (\S+?)[);]", a.help or "") for a in p._actions if a.help}
-    assert {k: m.group(1) for k, m in stated.items() if m} == {"workers": "2", "port": "8501"}
+    assert {k: float(m.group(1)) for k, m in stated.items() if m} == {"workers": 2, "port": 8501, "start_timeout": 180}
     assert (args.workers, args.port, args.host, args.backend_port_base) == (2, 8501, "127.0.0.1", None)
     assert (args.remote, args.run_dir, args.start_timeout, args.dry_run) == (None, None, 180.0, False)
     assert "127.0.0.1" in p._option_string_actions["--host"].help
