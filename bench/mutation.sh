@@ -60,7 +60,7 @@ declare -A TESTS=(
   [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve_mutants.py tests/test_serve.py -k not two_workers | covered"
   # the tune's pieces on models built in the test (~1 s a mutant); test_sense_tune.py's tunes that learn to separate
   # senses and test_sense_tune_trainer.py's Trainer checks build or train larger fixtures (5-15 s a mutant) and stay out
-  [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune_units.py tests/test_sense_tune.py::test_supcon_loss_is_lower_when_same_labels_cluster"
+  [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune_units.py tests/test_sense_tune_record.py tests/test_sense_tune.py::test_supcon_loss_is_lower_when_same_labels_cluster"
   [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py tests/test_triple_mutants.py"
   # (named test ids, not -k: a -k expression filters every listed file, and left out most of test_vocab_notes.py)
   [vocab_notes]="ctxlib/app/vocab_notes.py | tests/test_vocab_notes.py tests/test_app_type_token.py::test_unseen_word_flagged_per_model tests/test_app_type_token.py::test_known_word_is_not_flagged tests/test_app_type_token.py::test_heatmaps_share_one_colour_scale tests/test_app_type_token.py::test_nearest_words_come_with_their_scale"

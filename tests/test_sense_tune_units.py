@@ -1,39 +1,18 @@
-"""Sense-tuning (ctxlib.training.sense_tune) piece by piece, on models built here in well under a second (a 2-layer
-BERT of width 16, a 2-layer ELMo of width 8): the loss on a constructed batch against a loop written out, the draws,
-which positions the loss reads, the LM batches, the summary the tune saves and the refusals. The mutation scope's
-runner (bench/mutation.sh sense_tune); the slower end-to-end tunes are in test_sense_tune*.py."""
+"""Sense-tuning (ctxlib.training.sense_tune) piece by piece, on the small models of sense_tune_models.py: the loss on
+a constructed batch against a loop written out, the draws, which positions the loss reads (the encoder's word_vectors
+at the layers counted from the top), the LM batches. With test_sense_tune_record.py (the tune's saved record and its
+refusals), the mutation scope's runner (bench/mutation.sh sense_tune); the tunes that learn are in test_sense_tune.py."""
 
 import math
-import shlex
+import random
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from sense_tune_models import PARS, bert, elmo, rows
 
-# paid once when the tests are collected, not in every test process (mutmut forks one per mutant after collection):
-# the optimizer's first use imports torch._dynamo (~3 s), the ELMo side's first segmentation loads jieba (~1.5 s)
-import torch._dynamo  # noqa: F401
-
-from ctxlib import checkpoint, corpus
-from ctxlib.tokens import segment
 from ctxlib.training import sense_tune as st
-
-segment("苹果")
-PARS = corpus.load("reviews", "train")[:12]
-
-# three words: two with two senses, one with one (not tuned on); written for this test
-_CTX = {
-    ("苹果", "fruit"): ["我买了红苹果", "这个苹果很甜", "苹果树结果了"],
-    ("苹果", "brand"): ["苹果公司发布手机", "我的苹果电脑坏了", "他买苹果手机"],
-    ("小米", "grain"): ["早上喝小米粥", "地里小米熟了", "小米和红枣一起煮"],
-    ("小米", "brand"): ["小米手机卖得好", "我用小米充电器", "小米公司在北京"],
-    ("意思", "meaning"): ["这是什么意思", "意思很清楚"],
-}
-
-
-def _rows(ctx=_CTX):
-    return [SimpleNamespace(sentence=t, word=w, sense=s, split="train") for (w, s), ts in ctx.items() for t in ts]
 
 
 @pytest.fixture(scope="module")
@@ -41,43 +20,14 @@ def pars():
     return PARS
 
 
-def _bert(tmp_path, pars, layers=2, summary=None, max_len=40):
-    from ctxlib.models.bert import BertConfig, BertModel, CharTokenizer
-
-    torch.manual_seed(0)
-    tok = CharTokenizer.build(list(pars) + [SimpleNamespace(text=r.sentence) for r in _rows()], min_count=1)
-    model = BertModel(BertConfig(vocab_size=len(tok), hidden=16, layers=layers, heads=2, ffn=32, max_len=max_len))
-    src = tmp_path / f"bert{layers}"
-    checkpoint.save(src, "bert", model.cfg.to_json(), tok.vocab.to_json(), model.state_dict(), summary or {"x": 1})
-    return src
-
-
-def _elmo(tmp_path, pars, summary=None):
-    from dataclasses import asdict
-
-    from ctxlib.models.elmo import ElmoConfig, ElmoLM
-    from ctxlib.training.elmo import build_vocabs, paragraph_sentences
-
-    torch.manual_seed(0)
-    sents = paragraph_sentences(pars, 50) + [[r.word] for r in _rows()]
-    cfg = ElmoConfig(filters=[[1, 4], [2, 4]], max_chars=6, dim=8, hidden=12, vocab_size=10**6, cutoffs=[])
-    wv, cv = build_vocabs(sents, cfg, char_min_count=1)
-    cfg.n_chars, cfg.vocab_size, cfg.softmax = len(cv), len(wv), "full"
-    model = ElmoLM(cfg)
-    src = tmp_path / "elmo"
-    vocab = {"words": wv.to_json(), "chars": cv.to_json()}
-    checkpoint.save(src, "elmo", asdict(cfg), vocab, model.state_dict(), summary or {"perplexity": {"forward": 9}})
-    return src
-
-
 @pytest.fixture(scope="module")
 def bert_src(tmp_path_factory, pars):
-    return _bert(tmp_path_factory.mktemp("b"), pars, summary={"steps": 7, "valid": {"mlm_acc": 0.5}})
+    return bert(tmp_path_factory.mktemp("b"), pars)
 
 
 @pytest.fixture(scope="module")
 def elmo_src(tmp_path_factory, pars):
-    return _elmo(tmp_path_factory.mktemp("e"), pars)
+    return elmo(tmp_path_factory.mktemp("e"), pars)
 
 
 def test_supcon_loss_equals_the_loop_written_out():
@@ -122,9 +72,7 @@ class _Side:
 
 
 def test_draw_takes_the_senses_in_turn_and_skips_what_the_side_refuses():
-    import random
-
-    data = st.train_senses(_rows())
+    data = st.train_senses(rows())
     assert sorted(data) == ["小米", "苹果"]
     cfg = st.SenseTuneConfig(words=2, per_word=5)
     skip = {"我的苹果电脑坏了"}
@@ -158,9 +106,9 @@ def test_contrastive_averages_the_words_with_two_senses_over_the_layers():
     cfg = st.SenseTuneConfig(layers=(2, 1), tau=0.3)
     got = st._contrastive(side, items, labels, cfg)
     want = 0.0
-    for rows in ([0, 1, 2], [3, 4, 5]):
-        z = torch.stack([vecs[texts[i]] for i in rows])
-        y = torch.tensor([labels[i][1] for i in rows])
+    for group in ([0, 1, 2], [3, 4, 5]):
+        z = torch.stack([vecs[texts[i]] for i in group])
+        y = torch.tensor([labels[i][1] for i in group])
         want += sum(float(st.supcon_loss(z * k, y, 0.3)) for k in (2, 1))
     assert float(got) == pytest.approx(want / (3 * 2), rel=1e-5)
     assert side.asked == [(2, 1)]
@@ -259,7 +207,7 @@ def test_bert_loss_vectors_are_the_word_vectors_at_the_layers(tmp_path, pars, la
     """For each layer counted from the top (1 = the last), the vector the loss pulls on is the one the app shows."""
     from ctxlib.models.bert_encoder import BertEncoder
 
-    src = _bert(tmp_path, pars, layers=layers)
+    src = bert(tmp_path, pars, layers=layers)
     from_top = tuple(range(1, layers + 1))
     zs = _loss_vectors("bert", src, from_top, _TEXTS, pars)
     wv = BertEncoder.from_checkpoint(src).word_vectors(_TEXTS, "苹果")  # (n, layers + 1, D): embeddings first
@@ -284,179 +232,3 @@ def test_elmo_loss_vectors_are_the_word_vectors_at_the_layers(elmo_src, pars):
 
 def test_default_layers_are_the_top_two():
     assert st.SenseTuneConfig().layers == (2, 1)
-
-
-def _fake_corpus(monkeypatch, pars):
-    """corpus.load for a tune on the built-in corpus: the train split to tune on, the corpora's valid split to
-    measure on; any other split is an error."""
-    asked = []
-
-    def load(source, split):
-        asked.append((source, split))
-        if (source, split) == ("all", "train"):
-            return pars[:8]
-        if (source, split) == ("corpora", "valid"):
-            return pars[8:]
-        raise AssertionError(f"the tune read {source}/{split}")
-
-    monkeypatch.setattr(corpus, "load", load)
-    return asked
-
-
-def _spy(monkeypatch, module, name, calls, **fewer):
-    """Records the calls of module.name and what they returned; `fewer`: keyword arguments to run it with (fewer
-    examples, a faster test), the call's own recorded as made."""
-    real = getattr(module, name)
-
-    def spy(*a, **kw):
-        calls.append((a, kw, real(*a, **{**kw, **fewer})))
-        return calls[-1][2]
-
-    monkeypatch.setattr(module, name, spy)
-
-
-def test_bert_tune_saves_its_record_and_the_held_out_figures_of_the_new_weights(bert_src, tmp_path, pars, monkeypatch):
-    from ctxlib.cli import build_parser
-    from ctxlib.models.bert_encoder import BertEncoder
-    from ctxlib.training import bert
-
-    (bert_src / "timeline.json").write_text("{}", encoding="utf-8")
-    asked, evals, seen = _fake_corpus(monkeypatch, pars), [], []
-    _spy(monkeypatch, bert, "evaluate_pretraining", evals, n=40)
-    cfg = st.SenseTuneConfig(steps=3, lr=1e-3, warmup=1, words=2, per_word=4, mlm_batch=2, layers=(1,))
-    out = st.sense_tune(
-        bert_src,
-        tmp_path / "o" / "t",
-        cfg,
-        seed=4,
-        rows=_rows(),
-        exclude=["意思", "意思"],
-        callback=lambda s, lv: seen.append((s, lv)),
-    )
-    assert out == tmp_path / "o" / "t" and (out / "timeline.json").is_file()
-    assert asked == [("all", "train"), ("corpora", "valid")]
-    enc = BertEncoder.from_checkpoint(out)
-    assert enc.kind == "bert" and enc.summary["steps"] == 7  # the pre-training record kept
-    (model, tok, held), kw, figures = evals[0]
-    assert held == pars[8:] and kw == {"n": 2000} and figures["n_examples"] == 40
-    assert enc.summary["valid"] == figures and figures != {"mlm_acc": 0.5}
-    sd = checkpoint.load(out)[2]
-    assert all(torch.equal(sd[k], v.detach().half().float()) for k, v in model.state_dict().items())  # the weights
-    t = enc.summary["sense_tune"]
-    assert t["before"] == {"valid": {"mlm_acc": 0.5}} and t["from"] == str(bert_src) and t["seed"] == 4
-    assert t["config"] == {**{k: getattr(cfg, k) for k in t["config"]}, "layers": [1]} and len(t["config"]) == 12
-    assert t["words"] == 2 and t["sentences"] == 12 and t["excluded"] == ["意思"]
-    assert "train split" in t["data"] and "written for this project" in t["data"] and "unseen" in t["data"]
-    assert 0 <= t["wall_s"] < 60 and t["history"] == [
-        [0, t["history"][0][1], t["history"][0][2]],
-        [2, *t["history"][1][1:]],
-    ]
-    assert (
-        t["final_contrastive"] == t["history"][-1][1] > 0
-        and t["final_loss"] == t["history"][-1][2] > t["final_contrastive"]
-    )
-    assert [s for s, _ in seen] == [0, 1, 2] and all(v > 0 for _, v in seen)
-    args = shlex.split(t["command"])
-    assert args[:4] == ["python", "-m", "ctxlib", "sense-tune"]
-    a = build_parser().parse_args(args[3:])
-    assert (a.model, a.out, a.steps, a.lr, a.seed) == (str(bert_src), str(out), 3, 1e-3, 4)
-    assert "sense_tune" not in checkpoint.read_config(bert_src)["summary"]  # the source is left as it was
-
-
-def test_elmo_tune_measures_the_new_weights_on_the_held_out_sentences(elmo_src, tmp_path, pars, monkeypatch):
-    from ctxlib.models.elmo import ElmoEncoder
-    from ctxlib.training import elmo
-
-    asked, ppl = _fake_corpus(monkeypatch, pars), []
-    _spy(monkeypatch, elmo, "perplexity", ppl)
-    cfg = st.SenseTuneConfig(steps=2, lr=1e-3, warmup=1, words=2, per_word=2, mlm_batch=2)
-    out = st.sense_tune(elmo_src, tmp_path / "t", cfg, rows=_rows())
-    assert asked == [("all", "train"), ("corpora", "valid")] and not (tmp_path / "t" / "timeline.json").exists()
-    enc = ElmoEncoder.from_checkpoint(out)
-    (model, feat, sents, device), _, figures = ppl[0]
-    assert sents == elmo.held_out_sentences(pars[8:], 50, 3000, 0) and device == torch.device("cpu")
-    assert enc.summary["perplexity"] == figures and figures["tokens"] > 0
-    assert enc.summary["sense_tune"]["before"] == {"perplexity": {"forward": 9}}
-    sd = checkpoint.load(out)[2]
-    assert all(torch.equal(sd[k], v.half().float()) for k, v in model.state_dict().items())  # measured = saved (fp16)
-    assert feat.word_vocab.itos == enc.featurizer.word_vocab.itos and len(enc.featurizer.char_vocab) > 10
-    assert enc.summary["sense_tune"]["config"]["lr"] == 1e-3 and enc.model.cfg == model.cfg
-
-
-@pytest.mark.parametrize("case", ["kind", "tuned", "layer0", "layer_past", "no_layers", "few_words"])
-def test_prepare_refuses_what_it_cannot_tune(case, bert_src, elmo_src, tmp_path, pars):
-    src = bert_src
-    cfg, rows, exclude = st.SenseTuneConfig(words=2, mlm_batch=2), _rows(), ()
-    if case == "kind":
-        src = tmp_path / "w2v"
-        src.mkdir()
-        (src / "config.json").write_text('{"kind": "word2vec", "config": {}}', encoding="utf-8")
-    elif case == "tuned":
-        src = _elmo(tmp_path, pars, summary={"sense_tune": {"words": 2}})
-    elif case in ("layer0", "layer_past", "no_layers"):
-        cfg.layers = {"layer0": (1, 0), "layer_past": (3, 1), "no_layers": ()}[case]
-    else:
-        exclude = ["小米"]
-    want = {
-        "kind": "holds a word2vec model; sense-tune is for BERT and ELMo checkpoints",
-        "tuned": "is already sense-tuned; start from the pre-trained run",
-        "layer0": r"layers are counted from the top, 1\.\.2; got \(1, 0\)",
-        "layer_past": r"layers are counted from the top, 1\.\.2; got \(3, 1\)",
-        "no_layers": r"1\.\.2; got \(\)",
-        "few_words": "^1 words with two senses in the supplement's train split; the tune needs 2$",
-    }[case]
-    with pytest.raises(ValueError, match=want):
-        st.sense_tune(src, tmp_path / "out", cfg, rows=rows, paragraphs=pars, exclude=exclude)
-    assert not (tmp_path / "out").exists()
-
-
-def test_top_and_bottom_layers_are_taken(bert_src, tmp_path, pars):
-    side, data = st._prepare(bert_src, st.SenseTuneConfig(layers=(2, 1), words=2, mlm_batch=2), 0, _rows(), pars, ())
-    assert side.n_layers == 2 and sorted(data) == ["小米", "苹果"] and data["小米"]["grain"][0] == "早上喝小米粥"
-    _, data = st._prepare(bert_src, st.SenseTuneConfig(words=1, mlm_batch=2), 0, _rows(), pars, ["苹果"])
-    assert list(data) == ["小米"]  # exactly as many words as a step draws
-
-
-def test_the_prepared_model_follows_the_seed(tmp_path, pars, monkeypatch):
-    """torch is seeded before the model's side is built (its dropout and masks draw from it)."""
-    made = []
-    monkeypatch.setitem(st.SIDES, "bert", lambda *a: made.append(torch.rand(2)) or (_ for _ in ()).throw(OSError))
-    src = _bert(tmp_path, pars)
-    for seed in (3, 3, 4):
-        with pytest.raises(OSError):
-            st._prepare(src, st.SenseTuneConfig(), seed, _rows(), pars, ())
-    assert torch.equal(made[0], made[1]) and not torch.equal(made[0], made[2])
-
-
-def test_a_signal_stops_the_tune_and_nothing_is_saved(bert_src, tmp_path, pars):
-    import os
-    import signal
-
-    def stop(step, loss):
-        if step == 1:
-            os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: the Trainer ends the run after this step
-
-    cfg = st.SenseTuneConfig(steps=6, lr=1e-3, warmup=1, words=2, per_word=2, mlm_batch=2)
-    with pytest.raises(KeyboardInterrupt, match=r"^sense-tune stopped at step [1-5] of 6; nothing was saved$"):
-        st.sense_tune(bert_src, tmp_path / "out", cfg, rows=_rows(), paragraphs=pars, callback=stop)
-    assert not (tmp_path / "out").exists()
-
-
-def test_save_copies_the_pretraining_timeline_beside_the_new_weights(tmp_path):
-    saved = []
-    side = SimpleNamespace(save=lambda out, summary: saved.append((out, summary)))
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "timeline.json").write_text('{"a": 1}', encoding="utf-8")
-    (src / "timeline.npz").write_bytes(b"npz")
-    (src / "other.txt").write_text("x", encoding="utf-8")
-    st._save(side, src, tmp_path / "a" / "b", {"k": 1})
-    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == ["timeline.json", "timeline.npz"]
-    assert (tmp_path / "a" / "b" / "timeline.npz").read_bytes() == b"npz" and saved == [
-        (tmp_path / "a" / "b", {"k": 1})
-    ]
-    (src / "timeline.npz").unlink()
-    st._save(side, src, tmp_path / "c", {})
-    assert [p.name for p in (tmp_path / "c").iterdir()] == ["timeline.json"]
-    st._save(side, src, src / ".." / "src", {})  # into its own folder: nothing to copy, no error
-    assert len(saved) == 3
