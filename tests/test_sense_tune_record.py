@@ -78,7 +78,8 @@ def test_bert_tune_saves_its_record_and_the_held_out_figures_of_the_new_weights(
     assert out == tmp_path / "o" / "t" and (out / "timeline.json").is_file()
     assert asked == [("all", "train"), ("corpora", "valid")]
     enc = BertEncoder.from_checkpoint(out)
-    assert enc.kind == "bert" and enc.summary["steps"] == 7  # the pre-training record kept
+    assert checkpoint.read_config(out)["kind"] == "bert"  # what the app picks the loader by
+    assert enc.summary["steps"] == 7  # the pre-training record kept
     (model, tok, held), kw, figures = evals[0]
     assert held == pars[8:] and kw == {"n": 2000} and figures["n_examples"] == 40
     assert enc.summary["valid"] == figures and figures != {"mlm_acc": 0.5}
@@ -115,6 +116,7 @@ def test_elmo_tune_measures_the_new_weights_on_the_held_out_sentences(elmo_src, 
     out = st.sense_tune(elmo_src, tmp_path / "t", cfg, rows=rows())
     assert asked == [("all", "train"), ("corpora", "valid")] and not (tmp_path / "t" / "timeline.json").exists()
     enc = ElmoEncoder.from_checkpoint(out)
+    assert checkpoint.read_config(out)["kind"] == "elmo"
     (model, feat, sents, device), _, figures = ppl[0]
     assert sents == elmo.held_out_sentences(pars[8:], 50, 3000, 0) and device == torch.device("cpu")
     assert enc.summary["perplexity"] == figures and figures["tokens"] > 0
@@ -202,3 +204,23 @@ def test_save_copies_the_pretraining_timeline_beside_the_new_weights(tmp_path):
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["timeline.json"]
     st._save(side, src, src / ".." / "src", {})  # into its own folder: nothing to copy, no error
     assert len(saved) == 3
+
+
+def test_the_tune_steps_adamw_on_every_parameter_on_the_cpu(bert_src, tmp_path, pars, monkeypatch):
+    """AdamW with torch's defaults and the config's weight decay on all the weights (not the pre-trainings' grouped,
+    fused optimizer), on the CPU whatever accelerator there is."""
+    from ctxlib.training import trainer
+
+    made, devices = [], []
+    adamw, resolve = torch.optim.AdamW, trainer.resolve_device
+    monkeypatch.setattr(torch.optim, "AdamW", lambda *a, **kw: made.append(adamw(*a, **kw)) or made[-1])
+    monkeypatch.setattr(trainer, "resolve_device", lambda d: devices.append(d) or resolve(d))
+    cfg = st.SenseTuneConfig(steps=1, lr=1e-3, warmup=1, words=2, per_word=2, mlm_batch=2, weight_decay=0.3)
+    st.sense_tune(bert_src, tmp_path / "out", cfg, rows=rows(), paragraphs=pars)
+    assert devices == ["cpu"] and len(made) == 1
+    (group,) = made[0].param_groups
+    from ctxlib.models.bert_encoder import BertEncoder
+
+    n_params = len(list(BertEncoder.from_checkpoint(tmp_path / "out").model.parameters()))
+    assert len(group["params"]) == n_params and group["weight_decay"] == 0.3
+    assert group["betas"] == (0.9, 0.999) and group["eps"] == 1e-8 and not group["fused"]
