@@ -207,7 +207,7 @@ def test_save_copies_the_pretraining_timeline_beside_the_new_weights(tmp_path):
 
 
 def test_the_tune_steps_adamw_on_every_parameter_on_the_cpu(bert_src, tmp_path, pars, monkeypatch):
-    """AdamW with torch's defaults and the config's weight decay on all the weights (not the pre-trainings' grouped,
+    """AdamW, stepped on the decay from step 0, with torch's defaults and the config's weight decay on all the weights (not the pre-trainings' grouped,
     fused optimizer), on the CPU whatever accelerator there is."""
     from ctxlib.training import trainer
 
@@ -215,9 +215,19 @@ def test_the_tune_steps_adamw_on_every_parameter_on_the_cpu(bert_src, tmp_path, 
     adamw, resolve = torch.optim.AdamW, trainer.resolve_device
     monkeypatch.setattr(torch.optim, "AdamW", lambda *a, **kw: made.append(adamw(*a, **kw)) or made[-1])
     monkeypatch.setattr(trainer, "resolve_device", lambda d: devices.append(d) or resolve(d))
-    cfg = st.SenseTuneConfig(steps=1, lr=1e-3, warmup=1, words=2, per_word=2, mlm_batch=2, weight_decay=0.3)
-    st.sense_tune(bert_src, tmp_path / "out", cfg, rows=rows(), paragraphs=pars)
+    cfg = st.SenseTuneConfig(steps=4, lr=1e-3, warmup=2, words=2, per_word=2, mlm_batch=2, weight_decay=0.3)
+    lrs = []
+    st.sense_tune(
+        bert_src,
+        tmp_path / "out",
+        cfg,
+        rows=rows(),
+        paragraphs=pars,
+        callback=lambda s, lv: lrs.append(made[0].param_groups[0]["lr"]),
+    )
     assert devices == ["cpu"] and len(made) == 1
+    # the schedule SenseTuneConfig.train_config states: lr * min(1, (step + 1) / warmup) * (1 - step / steps)
+    assert lrs == pytest.approx([1e-3 * min(1, (s + 1) / 2) * (1 - s / 4) for s in range(4)], rel=1e-9)
     (group,) = made[0].param_groups
     from ctxlib.models.bert_encoder import BertEncoder
 

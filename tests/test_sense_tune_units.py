@@ -3,8 +3,11 @@ a constructed batch against a loop written out, the draws, which positions the l
 at the layers counted from the top), the LM batches. With test_sense_tune_record.py (the tune's saved record and its
 refusals), the mutation scope's runner (bench/mutation.sh sense_tune); the tunes that learn are in test_sense_tune.py."""
 
+import logging
 import math
 import random
+import re
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -116,7 +119,7 @@ def test_contrastive_averages_the_words_with_two_senses_over_the_layers():
     assert float(st._contrastive(_Side(), [], [], cfg)) == 0.0  # nothing drawn: no loss, no model call
 
 
-def test_sense_loss_adds_the_weighted_lm_loss_and_keeps_the_history(monkeypatch):
+def test_sense_loss_adds_the_weighted_lm_loss_and_keeps_the_history(monkeypatch, caplog):
     side = SimpleNamespace(lm_loss=lambda: torch.tensor(2.0))
     monkeypatch.setattr(st, "_contrastive", lambda s, items, labels, cfg: torch.tensor(0.5))
     seen = []
@@ -126,12 +129,18 @@ def test_sense_loss_adds_the_weighted_lm_loss_and_keeps_the_history(monkeypatch)
     assert float(loss) == pytest.approx(0.5 + 0.25 * 2.0) and n == 3 and sl.last == (1.0, 0.5)
     off = st.SenseLoss(SimpleNamespace(lm_loss=None), st.SenseTuneConfig(mlm_weight=0.0))
     assert float(off(([1], [("a", 0)]))[0]) == 0.5  # weight 0: the LM loss is not computed
+    caplog.set_level(logging.INFO, logger=st.log.name)
+    sl.t0 = time.time() - 1000  # the line tells the seconds since the tune began
     sl.after_step(1, 3.0, {})
     assert sl.ema_c == 0.5 and sl.history == [(0, 0.5, 3.0)] and seen == [(0, 1.0)]
+    (line,) = caplog.messages
+    secs = re.fullmatch(r"sense-tune step 1/101 contrastive 0\.500 total 3\.000 \((\d+) s\)", line)
+    assert secs and 1000 <= int(secs[1]) < 1100, line
     sl.last = (2.0, 1.5)
     for step in range(2, 102):
         sl.after_step(step, 1.23456, {})
     assert [h[0] for h in sl.history] == [0, 50, 100]  # steps counted from 0: every 50th and the last
+    assert [m.split(" contrastive")[0] for m in caplog.messages] == [f"sense-tune step {s}/101" for s in (1, 51, 101)]
     assert sl.history[1] == (50, round(1.5 + (0.5 - 1.5) * 0.98**50, 4), 1.2346)
     assert seen[1:] == [(s, 2.0) for s in range(1, 101)]
     last = st.SenseLoss(side, st.SenseTuneConfig(steps=3))
