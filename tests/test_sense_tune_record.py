@@ -234,3 +234,18 @@ def test_the_tune_steps_adamw_on_every_parameter_on_the_cpu(bert_src, tmp_path, 
     n_params = len(list(BertEncoder.from_checkpoint(tmp_path / "out").model.parameters()))
     assert len(group["params"]) == n_params and group["weight_decay"] == 0.3
     assert group["betas"] == (0.9, 0.999) and group["eps"] == 1e-8 and not group["fused"]
+
+
+def test_the_draws_follow_the_seed_and_the_wall_time_is_recorded(bert_src, tmp_path, pars, monkeypatch):
+    clock = iter(100 + 0.4321 * i for i in range(10**6))  # the module's clock only: each reading 0.4321 s on
+    seen = []
+    monkeypatch.setattr(st, "time", SimpleNamespace(time=lambda: seen.append(next(clock)) or seen[-1]))
+    cfg = st.SenseTuneConfig(steps=2, lr=1e-2, warmup=1, words=2, per_word=4, mlm_batch=2, mlm_weight=0.0)
+    outs = []
+    for i, seed in enumerate((5, 3, 3)):
+        seen.clear()
+        outs.append(st.sense_tune(bert_src, tmp_path / f"o{i}", cfg, seed=seed, rows=rows(), paragraphs=pars))
+    c, a, b = (checkpoint.load(o)[2] for o in outs)
+    assert all(torch.equal(a[k], b[k]) for k in a) and not all(torch.equal(a[k], c[k]) for k in a)
+    wall = checkpoint.read_config(outs[-1])["summary"]["sense_tune"]["wall_s"]
+    assert wall == round(seen[-1] - seen[0], 1) and wall != round(wall) and wall != round(seen[-1] - seen[0], 2)

@@ -16,7 +16,9 @@ import torch
 from sense_tune_models import PARS, bert, elmo, rows
 
 from ctxlib import corpus
+from ctxlib.training import bert_batches
 from ctxlib.training import sense_tune as st
+from ctxlib.training.bert import PRESETS
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +108,11 @@ def test_contrastive_averages_the_words_with_two_senses_over_the_layers():
     vecs = {t: torch.randn(4, generator=g) for t in texts}
     side = _Side(vecs)
     items = [(t, "w") for t in texts]
-    labels = [("a", 0), ("a", 1), ("a", 0), ("b", 1), ("b", 0), ("b", 1), ("c", 0)]  # c: one sense, left out
+    labels = [("c", 0), ("a", 0), ("a", 1), ("a", 0), ("b", 1), ("b", 0), ("b", 1)]  # c: one sense, left out
     cfg = st.SenseTuneConfig(layers=(2, 1), tau=0.3)
     got = st._contrastive(side, items, labels, cfg)
     want = 0.0
-    for group in ([0, 1, 2], [3, 4, 5]):
+    for group in ([1, 2, 3], [4, 5, 6]):
         z = torch.stack([vecs[texts[i]] for i in group])
         y = torch.tensor([labels[i][1] for i in group])
         want += sum(float(st.supcon_loss(z * k, y, 0.3)) for k in (2, 1))
@@ -180,6 +182,9 @@ def test_lm_batches_have_the_configured_size_and_follow_the_seed(bert_src, elmo_
         raise AssertionError("the given paragraphs replace the corpus")
 
     monkeypatch.setattr(corpus, "load", no_corpus)
+    made = []
+    real = bert_batches.PretrainBatches
+    monkeypatch.setattr(bert_batches, "PretrainBatches", lambda *a, **kw: made.append(kw) or real(*a, **kw))
     sizes = {}
     for kind, src in (("bert", bert_src), ("elmo", elmo_src)):
         for seed in (0, 0, 5):
@@ -190,6 +195,8 @@ def test_lm_batches_have_the_configured_size_and_follow_the_seed(bert_src, elmo_
             v = float(side.lm_loss().detach())
             assert v > 0 and math.isfinite(v) and len(seen) == 1
             sizes.setdefault(kind, []).append((seed, _batch_key(seen[0]), v))
+    # BERT's masks as its long pre-training made them (whole words half of the time), so the LM stays what it was
+    assert [kw["whole_word"] for kw in made] == [PRESETS["long"].data["whole_word"]] * 3 == [0.5] * 3
     b = sizes["bert"]
     assert b[0][1][0] == 3 and b[0][1:] == b[1][1:] and b[0][1] != b[2][1]  # 3 pairs; same seed, same batch
     e = sizes["elmo"]
