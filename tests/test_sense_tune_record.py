@@ -249,3 +249,11 @@ def test_the_draws_follow_the_seed_and_the_wall_time_is_recorded(bert_src, tmp_p
     assert all(torch.equal(a[k], b[k]) for k in a) and not all(torch.equal(a[k], c[k]) for k in a)
     wall = checkpoint.read_config(outs[-1])["summary"]["sense_tune"]["wall_s"]
     assert wall == round(seen[-1] - seen[0], 1) and wall != round(wall) and wall != round(seen[-1] - seen[0], 2)
+
+
+def test_one_sentence_per_sense_records_a_contrastive_loss_of_zero(bert_src, tmp_path, pars):
+    """per_word 2 draws one sentence of each sense: no pair shares a sense, so there is nothing to pull together."""
+    cfg = st.SenseTuneConfig(steps=2, lr=1e-3, warmup=1, words=2, per_word=2, mlm_batch=2, mlm_weight=0.0)
+    out = st.sense_tune(bert_src, tmp_path / "out", cfg, rows=rows(), paragraphs=pars)
+    t = checkpoint.read_config(out)["summary"]["sense_tune"]
+    assert t["final_contrastive"] == 0.0 and t["final_loss"] == 0.0 and t["history"][-1][1:] == [0.0, 0.0]
