@@ -56,18 +56,12 @@ declare -A TESTS=(
   [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_state_mutants.py tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
   # `serve` and the two modules it was split into. The proxy tests need haproxy (apt-get install haproxy); the
   # start/stop integration test is left out (~1 min a mutant), so the scope is "covered": the process supervisor
-<<<<<<< HEAD
   # (serve_proc.Supervisor), which only that test runs, is not mutated; test_serve_text.py runs serve.main to the end
   # with a stand-in Supervisor
   [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve_mutants.py tests/test_serve_text.py tests/test_serve.py -k not two_workers | covered"
-  [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune.py tests/test_sense_tune_layers.py tests/test_sense_tune_trainer.py"
-=======
-  # (serve_proc.Supervisor) and serve.main past the config check, which only that test runs, are not mutated
-  [serve]="ctxlib/serve.py ctxlib/serve_config.py ctxlib/serve_proc.py | tests/test_serve_mutants.py tests/test_serve.py -k not two_workers | covered"
   # the tune's pieces on models built in the test (~1 s a mutant); test_sense_tune.py's tunes that learn to separate
   # senses and test_sense_tune_trainer.py's Trainer checks build or train larger fixtures (5-15 s a mutant) and stay out
   [sense_tune]="ctxlib/training/sense_tune.py | tests/test_sense_tune_units.py tests/test_sense_tune_record.py tests/test_sense_tune.py::test_supcon_loss_is_lower_when_same_labels_cluster"
->>>>>>> mut-sense
   [triple]="ctxlib/triple.py | tests/test_triple.py tests/test_triple_honesty.py tests/test_triple_mutants.py"
   # (named test ids, not -k: a -k expression filters every listed file, and left out most of test_vocab_notes.py)
   [vocab_notes]="ctxlib/app/vocab_notes.py | tests/test_vocab_notes.py tests/test_app_type_token.py::test_unseen_word_flagged_per_model tests/test_app_type_token.py::test_known_word_is_not_flagged tests/test_app_type_token.py::test_heatmaps_share_one_colour_scale tests/test_app_type_token.py::test_nearest_words_come_with_their_scale"
@@ -98,11 +92,8 @@ for name in "${ORDER[@]}"; do
     echo "also_copy ="
     echo "    tests"
     echo "    pages"
-<<<<<<< HEAD
     echo "    docs"
-=======
     echo "    bench"
->>>>>>> mut-sense
     echo "    app.py"
     echo "    checkpoints"
     echo "    pyproject.toml"
