@@ -313,11 +313,12 @@ def _first(enc, seed0, want_next, max_len=64):
 @pytest.mark.parametrize("p, want_next", [(0.5, True), (0.25, False)])
 def test_the_example_is_the_first_clean_pair_classified_right(p, want_next):
     enc = _NspHead(p)
-    seed, ex = _first(enc, 3, want_next)
-    d = lesson_compute.compute(_step("mlm_example", seed=3), {"bert": enc}.__getitem__, lambda: PARAGRAPHS)
+    seed, ex = _first(enc, 7, want_next)  # not the first from seed 0
+    assert seed > 7 and _first(enc, 0, want_next)[0] < 7
+    d = lesson_compute.compute(_step("mlm_example", seed=7), {"bert": enc}.__getitem__, lambda: PARAGRAPHS)
     assert _shown(d) == _shown({"example": ex, "p_next": p, "seed": seed, "found": True})
     assert enc.calls[-1] == (ex["a_text"], ex["b_text"])
-    f = lesson_facts.facts(_step("mlm_example", seed=3), d)
+    f = lesson_facts.facts(_step("mlm_example", seed=7), d)
     assert set(f) == set(lesson_facts.names("mlm_example", {}))
     kinds_ = [m["kind"] for m in ex["masked"]]
     assert (f["seed"], f["chosen"], f["n_mask"], f["n_random"], f["n_kept"]) == (
@@ -335,10 +336,17 @@ def test_the_example_is_the_first_clean_pair_classified_right(p, want_next):
 
 
 def test_the_default_seed_is_0_and_the_example_fits_a_short_model():
+    short = [  # one clause per sentence: seed 0's pair is already clean
+        Paragraph("reviews", i, list(t))
+        for i, t in enumerate(
+            ["今天天气很好我们去公园。路上的行人都很高兴啊。", "这家酒店的服务很好房间。早餐种类很多价格合理。"]
+        )
+    ]
     enc = _NspHead(0.5, max_len=40)
-    seed, ex = _first(enc, 0, True, max_len=40)
-    d = lesson_compute.compute(_step("mlm_example"), {"bert": enc}.__getitem__, lambda: PARAGRAPHS)
-    assert _shown(d) == _shown({"example": ex, "p_next": 0.5, "seed": seed, "found": True}) and len(ex["ids"]) <= 40
+    ex = make_example(0, enc.tokenizer, short, max_len=40)
+    assert ex["is_next"] and lesson_compute.clean_pair(ex["a_text"], ex["b_text"])
+    d = lesson_compute.compute(_step("mlm_example"), {"bert": enc}.__getitem__, lambda: short)
+    assert _shown(d) == _shown({"example": ex, "p_next": 0.5, "seed": 0, "found": True}) and len(ex["ids"]) <= 40
 
 
 def test_no_clean_pair_found_gives_the_first_seeds_example_marked_so():
@@ -350,6 +358,26 @@ def test_no_clean_pair_found_gives_the_first_seeds_example_marked_so():
     assert enc.calls == [(ex["a_text"], ex["b_text"])]  # only the example shown is classified
     f = lesson_facts.facts(_step("mlm_example", seed=7), d)
     assert f["verdict"] == lesson_facts.WORDS["right" if ex["is_next"] else "wrong"]
+
+
+def test_the_search_tries_exactly_search_more_seeds():
+    enc = _NspHead(0.5)  # the first clean IsNext pair from seed 0 is seed 5's
+    assert _first(enc, 0, True)[0] == 5
+    assert lesson_compute.clean_example(enc, PARAGRAPHS, seed0=0, search=5)["seed"] == 5
+    miss = lesson_compute.clean_example(enc, PARAGRAPHS, seed0=0, search=4)
+    assert (miss["found"], miss["seed"]) == (False, 0)
+
+
+def test_a_long_paragraphs_example_is_cut_at_64_tokens():
+    long = [Paragraph("reviews", p.doc_id, p.words * 3) for p in PARAGRAPHS]
+    enc = _NspHead(0.5)
+    d = lesson_compute.clean_example(enc, long, seed0=0, search=20)
+    ex = make_example(d["seed"], enc.tokenizer, long, max_len=64)
+    assert _shown(d) == _shown({**d, "example": ex}) and len(ex["ids"]) <= 64
+    latin = [Paragraph("reviews", p.doc_id, list(f"abc{p.doc_id}，") + p.words * 4) for p in PARAGRAPHS]
+    d = lesson_compute.clean_example(enc, latin, seed0=0, search=3)  # none clean: seed 0's example, cut at 64
+    assert not d["found"] and len(d["example"]["ids"]) == 64
+    assert _shown(d) == _shown({**d, "example": make_example(0, enc.tokenizer, latin, max_len=64)})
 
 
 def test_clean_pair_needs_eight_chinese_characters_each():
@@ -376,3 +404,12 @@ def test_positions_measures_the_models_own_scheme():
 def test_a_schematic_step_computes_nothing():
     assert lesson_compute.compute(_step("cove"), fakes().__getitem__) == {}
     assert json.dumps(lesson_facts.facts(_step("cove"), {})) == "{}"
+
+
+def test_fill_mask_on_a_tiny_bert_ranks_the_answer_in_the_whole_vocabulary():
+    bert = _tiny("rope")
+    d = lesson_compute.compute(_step("fill_mask", text="今天天气很[MASK]。", answer="好"), {"bert": bert}.__getitem__)
+    full = bert.fill_mask("今天天气很[MASK]。", topk=len(bert.tokenizer))[0]["candidates"]
+    assert d["masks"][0]["candidates"] == full[: lesson.TOPK]
+    rank = [c for c, _ in full].index("好") + 1
+    assert d["answer"] == [{"char": "好", "rank": rank, "prob": full[rank - 1][1]}]
