@@ -75,6 +75,12 @@ def test_elmo_lm_reads_both_lms_at_the_word():
     }
 
 
+def test_elmo_lm_keeps_the_word_whole_where_the_segmenter_would_not():
+    elmo = _LmElmo()
+    d = lesson_compute.compute(_step("elmo_lm", text="他昨天去北京开会了", word="京开"), {"elmo": elmo}.__getitem__)
+    assert d["tokens"][d["index"]] == "京开" and elmo.calls[0][1] == d["index"] == 3
+
+
 def test_elmo_lm_when_the_word_is_not_one_token_reads_the_first():
     elmo = _LmElmo(word_level=False)
     d = lesson_compute.compute(_step("elmo_lm", text="他去北京", word="北京"), {"elmo": elmo}.__getitem__)
@@ -283,3 +289,45 @@ def test_the_eval_file_steps_answer_from_the_shipped_files_and_the_question_does
                 continue
             for code in lesson.LANGS:
                 assert facts[name] not in _before(step, code), (step.kind, name, facts[name])
+
+
+# -- edge figures: the nearest-word rows, the spread, the live lead ----------------------------------------------------
+def test_unseen_word_reads_the_token_layer_and_the_top_layer():
+    p = {"word": "元宇宙", "sentence": "谈论元宇宙"}
+    base = {"w2v_known": False, "elmo_known": False, "dim": 8}
+    rows = [[("甲", 0.9)], [("乙", 0.8)], [("丙", 0.7)]]
+    text = "{token_near} {token_cos} / {top_near} {top_cos}"
+    assert _fill("unseen_word", p, {**base, "nearest": rows}, text) == "甲 0.90 / 丙 0.70"
+    assert _fill("unseen_word", p, {**base, "nearest": [[], *rows[1:]]}, text) == "? ? / 丙 0.70"
+    assert _fill("unseen_word", p, {**base, "nearest": [*rows[:2], []]}, text) == "甲 0.90 / ? ?"
+
+
+def test_the_spread_is_in_points_over_the_main_figures():
+    full = [("bert_finetuned", 0.9, ""), ("bert_input", 0.8, ""), ("elmo_input", 0.85, ""), ("w2v_input", 0.5, "")]
+    assert _fill("finetune", {}, {"full": full, "recipe": None}, "{spread}") == "10.0"  # w2v not among them
+    two = [("bert_finetuned", 0.9, ""), ("elmo_input", 0.85, "")]
+    assert _fill("finetune", {}, {"full": two, "recipe": None}, "{spread}") == "5.0"
+
+
+def test_the_mlm_verdict_says_wrong_when_the_head_is_wrong():
+    ex = {"is_next": True, "original_tokens": ["[CLS]", "甲", "[SEP]"], "masked": [{"kind": "mask"}]}
+    d = {"example": ex, "p_next": 0.2, "seed": 3, "found": False}
+    assert _fill("mlm_example", {}, d, "{label} {p_next}: {verdict}") == "IsNext 0.20: which is wrong"
+
+
+def test_live_lead_and_verdict_at_a_tie():
+    res = {"accuracy": 0.7, "baselines": {"elmo": 0.6}, "n_train": 300, "n_test": 200, "seconds": 5.0}
+    f = lesson_facts.live_facts("finetune", res)
+    assert (f["lead"], f["verdict"], f["n_train"]) == ("+10.0", lesson_facts.LIVE_WORDS["ahead"], "300")
+    tie = lesson_facts.live_facts("finetune", {**res, "accuracy": 0.6})
+    assert (tie["lead"], tie["verdict"]) == ("+0.0", lesson_facts.LIVE_WORDS["behind"])  # not ahead at a tie
+    step = Step("finetune", {}, {}, {}, None, {}, None)
+    assert lesson.live_answer(step, res, "en") == ""  # no live answer and no default: nothing claimed
+    zh = Step("finetune", {}, {}, {}, None, {}, {"zh": "{verdict}", "en": "{verdict}"})
+    assert lesson.live_answer(zh, res, "zh", {"ahead": "领先"}) == "领先"
+
+
+def test_an_lm_whose_top_words_are_all_symbols_names_no_top_word():
+    d = {"tokens": ["他", "去", "北京"], "index": 2, "forward": [("<S>", 0.9)], "backward": [("</S>", 0.8)]}
+    text = _fill("elmo_lm", {"word": "北京"}, d, "{fwd_top} ({fwd_top_p}) {bwd_top}")
+    assert text == "? (?) ?"

@@ -122,6 +122,13 @@ def _error(raw) -> LessonError:
             'step 1: the field "sentences" is longer than 300 characters',
         ),
         (
+            _file(_s(params={"word": "苹果", "sentences": ["苹果好吃", "香蕉"]})),
+            "word_missing",
+            1,
+            {"word": "苹果", "sentence": "香蕉"},
+            'step 1: the word "苹果" is not in the sentence "香蕉"',
+        ),
+        (
             _file(_s("elmo_lm", {"text": "他去北京", "word": "上海"})),
             "word_missing",
             1,
