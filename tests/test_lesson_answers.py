@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from app_fakes import FakeEncoder
+from app_fakes import FakeEncoder, fakes
 
 from ctxlib import checkpoint, lesson, lesson_compute, lesson_facts
 from ctxlib.lesson import Step
@@ -331,3 +331,35 @@ def test_an_lm_whose_top_words_are_all_symbols_names_no_top_word():
     d = {"tokens": ["他", "去", "北京"], "index": 2, "forward": [("<S>", 0.9)], "backward": [("</S>", 0.8)]}
     text = _fill("elmo_lm", {"word": "北京"}, d, "{fwd_top} ({fwd_top_p}) {bwd_top}")
     assert text == "? (?) ?"
+
+
+# -- the registered English models (lesson.ENGLISH) -------------------------------------------------------------
+class _En(FakeEncoder):
+    def __init__(self, language):
+        super().__init__("hf", 2)
+        self.language = language
+
+
+def test_english_models_are_the_registered_ones_that_load_and_read_english(monkeypatch):
+    from types import SimpleNamespace
+
+    from ctxlib import registered
+
+    names = ["broken", "en-a", "zh-b", "en-c"]
+    monkeypatch.setattr(registered, "extra_models", lambda: [SimpleNamespace(name=n) for n in names])
+    encs = {"en-a": _En("en"), "zh-b": _En("zh"), "en-c": _En("en"), "word2vec": fakes()["word2vec"]}
+
+    def load(name):
+        if name not in encs:
+            raise FileNotFoundError(name)
+        return encs[name]
+
+    assert lesson_compute.english_models(load) == ["en-a", "en-c"]
+    assert lesson_compute.expand_models(["word2vec", lesson.ENGLISH], load) == ["word2vec", "en-a", "en-c"]
+    d = lesson_compute.compute(
+        _step("cosine", word="bank", sentences=["the bank of the river", "a bank loan"], models=[lesson.ENGLISH]), load
+    )
+    assert [m for m, _, _ in d["rows"]] == ["en-a", "en-c"]
+    encs["zh-b"].language = None
+    del encs["zh-b"].language  # a model that does not say its language is not an English one
+    assert lesson_compute.english_models(load) == ["en-a", "en-c"]

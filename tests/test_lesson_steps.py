@@ -185,37 +185,6 @@ def test_a_model_that_fails_to_load_leaves_the_others_with_its_reason():
     assert [m for m, _, _ in d["rows"]] == ["elmo", "bert", "gpt"]
 
 
-class _En(FakeEncoder):
-    def __init__(self, language):
-        super().__init__("hf", 2)
-        self.language = language
-
-
-def test_english_models_are_the_registered_ones_that_load_and_read_english(monkeypatch):
-    from types import SimpleNamespace
-
-    from ctxlib import registered
-
-    names = ["broken", "en-a", "zh-b", "en-c"]
-    monkeypatch.setattr(registered, "extra_models", lambda: [SimpleNamespace(name=n) for n in names])
-    encs = {"en-a": _En("en"), "zh-b": _En("zh"), "en-c": _En("en"), "word2vec": fakes()["word2vec"]}
-
-    def load(name):
-        if name not in encs:
-            raise FileNotFoundError(name)
-        return encs[name]
-
-    assert lesson_compute.english_models(load) == ["en-a", "en-c"]
-    assert lesson_compute.expand_models(["word2vec", lesson.ENGLISH], load) == ["word2vec", "en-a", "en-c"]
-    d = lesson_compute.compute(
-        _step("cosine", word="bank", sentences=["the bank of the river", "a bank loan"], models=[lesson.ENGLISH]), load
-    )
-    assert [m for m, _, _ in d["rows"]] == ["en-a", "en-c"]
-    encs["zh-b"].language = None
-    del encs["zh-b"].language  # a model that does not say its language is not an English one
-    assert lesson_compute.english_models(load) == ["en-a", "en-c"]
-
-
 # -- unseen_word: word2vec's OutOfVocabulary, ELMo's vector from characters and its nearest words ----------------
 class _Elmo(FakeEncoder):
     def __init__(self, known=()):
