@@ -34,6 +34,16 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-
 # at import: the `def` line of a function outside the scope, whose default arguments mutmut mutates (before the split
 # into word2vec_sgd.py: word2vec.py's fit, train, pos_agreement). Those are shown in the "no tests" column, marked
 # "(out)", and left out of the score.
+# tests/test_lesson.py's tests by name (see [lesson] below)
+LESSON_UNIT=""
+for t in the_shipped_lesson_is_valid_and_follows_the_lecture answer_placeholders_are_checked_and_filled \
+  fact_words_match_the_english_catalogue clean_pair a_utf8_bom_and_a_str_are_read bad_json \
+  gb18030_and_binary_files_are_refused_with_a_message malformed_lessons_name_the_problem the_second_step_is_named \
+  every_message_is_in_both_catalogues cosine_view_word2vec_gives_one_vector_the_others_do_not \
+  cosine_view_unknown_word_and_missing_model fill_mask_view_gives_the_answer_rank_beyond_the_top5 \
+  attention_view_checks_the_layer_and_head_against_the_model next_char_view; do
+  LESSON_UNIT+=" tests/test_lesson.py::test_$t"
+done
 declare -A TESTS=(
   [scalar_mix]="ctxlib/models/scalar_mix.py | tests/test_scalar_mix.py"
   [sgns]="ctxlib/training/sgns.py | tests/test_sgns.py tests/test_word2vec.py::test_skipgram_step_matches_a_numpy_loop"
@@ -51,7 +61,11 @@ declare -A TESTS=(
   # scopes of several modules (space-separated): mutated together, against the tests of all of them
   [verdict]="ctxlib/verdict.py | tests/test_results_rules.py tests/test_verdict_edges.py"  # the Results verdict rules alone: the smallest scope
   [results]="ctxlib/results.py ctxlib/results_bert.py ctxlib/results_files.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py tests/test_results_mutants.py"
-  [lesson]="ctxlib/lesson.py ctxlib/lesson_compute.py ctxlib/lesson_facts.py | tests/test_lesson.py"
+  # every step's view and answer on stand-in models (test_lesson_steps/answers), file checks (test_lesson_parse),
+  # the live answer, and test_lesson.py by name less test_positions_step_measures_layer0: it loads the shipped BERT
+  # and GPT (~5 s) and reads the shipped lesson, so every parser mutant would run it (test_lesson_steps.py measures
+  # the positions step on tiny BERTs); the walk of the shipped lesson (test_app_lesson.py) takes minutes
+  [lesson]="ctxlib/lesson.py ctxlib/lesson_compute.py ctxlib/lesson_facts.py | tests/test_lesson_steps.py tests/test_lesson_answers.py tests/test_lesson_parse.py tests/test_lesson_live.py $LESSON_UNIT"
   # the URL state and the language: AppTests with stand-in models (~1 s each)
   [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_state_mutants.py tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
   # `serve` and the two modules it was split into. The proxy tests need haproxy (apt-get install haproxy); the
