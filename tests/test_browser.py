@@ -121,7 +121,7 @@ def browser():
         b.close()
 
 
-def wait_rendered(page, timeout_ms: int = 90_000) -> None:
+def wait_rendered(page, timeout_ms: int = 300_000) -> None:
     """Until the page has a title and its script run has finished."""
     page.wait_for_selector("h1", timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
