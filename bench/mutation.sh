@@ -50,7 +50,7 @@ declare -A TESTS=(
   [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
   # scopes of several modules (space-separated): mutated together, against the tests of all of them
   [verdict]="ctxlib/verdict.py | tests/test_results_rules.py tests/test_verdict_edges.py"  # the Results verdict rules alone: the smallest scope
-  [results]="ctxlib/results.py ctxlib/results_bert.py ctxlib/results_files.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py tests/test_results_mutants.py"
+  [results]="ctxlib/results.py ctxlib/results_bert.py ctxlib/results_files.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py tests/test_results_mutants.py tests/test_results_edges.py"
   [lesson]="ctxlib/lesson.py ctxlib/lesson_compute.py ctxlib/lesson_facts.py | tests/test_lesson.py"
   # the URL state and the language: AppTests with stand-in models (~1 s each)
   [state]="ctxlib/app/state.py ctxlib/app/i18n.py | tests/test_state_mutants.py tests/test_url_params.py tests/test_url_edges.py tests/test_locale.py tests/test_strings.py"
