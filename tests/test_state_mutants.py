@@ -265,3 +265,19 @@ def test_several_bad_models_are_listed_with_commas():
         _en("live.url.elsewhere", param="models", value="live: x,live: y"),
         _en("common.url.bad_models", param="models", value="foo,bar"),
     ]
+
+
+def test_the_language_switch_is_one_labelled_row_in_the_sidebar_and_kept_in_the_link():
+    at = _run("language_switch")
+    (switch,) = at.sidebar.radio
+    assert (switch.label, switch.options, switch.value, switch.horizontal) == (
+        "语言 / Language",
+        ["中文", "English"],
+        "English",
+        True,
+    )
+    for choice, code in (("中文", "zh"), ("English", "en"), ("中文", "zh")):
+        at.sidebar.radio[0].set_value(choice).run()
+        assert not at.exception, at.exception
+        assert (at.session_state["ctxlab_lang"], at.query_params["lang"]) == (code, code)
+        assert at.sidebar.radio[0].value == choice
