@@ -3,6 +3,8 @@ one-line Streamlit script: what a link's parameter gives, the notice a bad one g
 (The page tests, test_url_params.py and test_url_edges.py, reach the same code through whole pages; these are the
 cases bench/mutation.sh's `state` scope found no page test telling apart.)"""
 
+import string
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -204,6 +206,8 @@ def test_escape_md_escapes_every_markdown_special():
     specials = "\\`*_{}[]()#+-.!|<>$~"
     assert i18n.escape_md(specials) == "".join("\\" + c for c in specials)
     assert i18n.escape_md("苹果 a1") == "苹果 a1" and i18n.escape_md(3) == "3"
+    plain = string.ascii_letters + string.digits + " ,:;'\"?@%&=/"  # no Markdown special: shown as typed
+    assert i18n.escape_md(plain) == plain
 
 
 def test_prose_falls_back_to_english_then_the_name(tmp_path, monkeypatch):
