@@ -60,7 +60,7 @@ declare -A TESTS=(
   [masking]="ctxlib/training/bert_data.py | tests/test_masking.py tests/test_bert_data.py -k structure or proportions or nsp_pairs or random_replacement or collate_labels or collate_pads or mask_tokens | covered"
   # scopes of several modules (space-separated): mutated together, against the tests of all of them
   [verdict]="ctxlib/verdict.py | tests/test_results_rules.py tests/test_verdict_edges.py"  # the Results verdict rules alone: the smallest scope
-  [results]="ctxlib/results.py ctxlib/results_bert.py ctxlib/results_files.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py tests/test_results_mutants.py"
+  [results]="ctxlib/results.py ctxlib/results_bert.py ctxlib/results_files.py ctxlib/verdict.py | tests/test_results.py tests/test_results_rules.py tests/test_verdict_edges.py tests/test_results_mutants.py tests/test_results_edges.py"
   # every step's view and answer on stand-in models (test_lesson_steps/answers), file checks (test_lesson_parse),
   # the live answer, and test_lesson.py by name less test_positions_step_measures_layer0: it loads the shipped BERT
   # and GPT (~5 s) and reads the shipped lesson, so every parser mutant would run it (test_lesson_steps.py measures

@@ -3,6 +3,8 @@ one-line Streamlit script: what a link's parameter gives, the notice a bad one g
 (The page tests, test_url_params.py and test_url_edges.py, reach the same code through whole pages; these are the
 cases bench/mutation.sh's `state` scope found no page test telling apart.)"""
 
+import string
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -204,6 +206,8 @@ def test_escape_md_escapes_every_markdown_special():
     specials = "\\`*_{}[]()#+-.!|<>$~"
     assert i18n.escape_md(specials) == "".join("\\" + c for c in specials)
     assert i18n.escape_md("苹果 a1") == "苹果 a1" and i18n.escape_md(3) == "3"
+    plain = string.ascii_letters + string.digits + " ,:;'\"?@%&=/"  # no Markdown special: shown as typed
+    assert i18n.escape_md(plain) == plain
 
 
 def test_prose_falls_back_to_english_then_the_name(tmp_path, monkeypatch):
@@ -265,3 +269,19 @@ def test_several_bad_models_are_listed_with_commas():
         _en("live.url.elsewhere", param="models", value="live: x,live: y"),
         _en("common.url.bad_models", param="models", value="foo,bar"),
     ]
+
+
+def test_the_language_switch_is_one_labelled_row_in_the_sidebar_and_kept_in_the_link():
+    at = _run("language_switch")
+    (switch,) = at.sidebar.radio
+    assert (switch.label, switch.options, switch.value, switch.horizontal) == (
+        "语言 / Language",
+        ["中文", "English"],
+        "English",
+        True,
+    )
+    for choice, code in (("中文", "zh"), ("English", "en"), ("中文", "zh")):
+        at.sidebar.radio[0].set_value(choice).run()
+        assert not at.exception, at.exception
+        assert (at.session_state["ctxlab_lang"], at.query_params["lang"]) == (code, code)
+        assert at.sidebar.radio[0].value == choice
