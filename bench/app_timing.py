@@ -27,6 +27,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from classroom_load import stop_server  # noqa: E402  (SIGTERM, then SIGKILL past the wait)
+
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = [
     "--headless",
@@ -196,12 +199,7 @@ def main() -> int:
                 shoot(page, f"{a.screens}/Polysemy_atlas_kmeans_{a.lang}.png")
             res["errors_seen"] = page.eval_on_selector_all('[data-testid="stException"]', "e => e.length")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:  # a busy machine: the figures are measured, do not lose them
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
             browser.close()
     print(json.dumps(res, ensure_ascii=False, indent=1))
     return 0

@@ -363,11 +363,13 @@ def start_server(app: str, port: int, wait_s: float, env: dict | None = None) ->
     raise RuntimeError(f"streamlit did not answer on port {port} within {wait_s:.0f} s")
 
 
-def stop_server(proc: subprocess.Popen) -> None:
+def stop_server(proc: subprocess.Popen, wait_s: float = 10) -> None:
+    """SIGTERM, then SIGKILL when the server has not stopped within `wait_s` (a busy machine can take longer to shut
+    Streamlit down; what was measured must not be lost to a traceback)."""
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(10)
+            proc.wait(wait_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_timing import ARGS, free_port  # noqa: E402  (the Chromium flags and a free loopback port, as app_timing's)
+from classroom_load import stop_server  # noqa: E402
 
 # view name -> URL path and query (lang= and present= are added). Issue #34's fixes, one view each.
 VIEWS = {
@@ -68,17 +69,6 @@ def start(root: Path, port: int) -> subprocess.Popen:
             time.sleep(0.5)
     proc.terminate()
     raise SystemExit(f"streamlit in {root} did not answer on port {port}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """Stop the server: SIGTERM, then SIGKILL after 15 s (a busy machine can take longer to shut Streamlit down; the
-    pictures are taken by then and must not be lost to a traceback)."""
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def url_of(base: str, view: str, lang: str, present: bool) -> str:
@@ -150,7 +140,7 @@ def main(argv=None) -> int:
                     lines.append(f"- {line}")
             browser.close()
     finally:
-        stop(proc)
+        stop_server(proc, 15)
     (a.out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
 
