@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from ctxlib import checkpoint, registered
-from ctxlib.app import loaders, model_table, triple_demo, warmup, widgets
+from ctxlib.app import gate, loaders, model_table, triple_demo, warmup, widgets
 from ctxlib.app.i18n import msg, prose
 
 
@@ -58,11 +58,13 @@ def home() -> None:
 
 
 def navigation() -> None:
-    """The sidebar's page list in the session's language; the selected page runs, its tab titled "<name> · ctxlab"."""
-    page = st.navigation(widgets.app_pages(home))
-    st.session_state[widgets.TAB_TITLE] = "ctxlab" if page.url_path == "" else f"{page.title} · ctxlab"
+    """The sidebar's page list in the session's language; the selected page runs, its tab titled "<name> · ctxlab".
+    The run holds a slot of the server's page gate (ctxlib/app/gate.py: a class's runs take turns)."""
     try:
-        page.run()
+        with gate.GATE.slot():
+            page = st.navigation(widgets.app_pages(home))
+            st.session_state[widgets.TAB_TITLE] = "ctxlab" if page.url_path == "" else f"{page.title} · ctxlab"
+            page.run()
     finally:  # after the first page is drawn: corpus, UMAP's compiled code, nearest words, the atlas (once a process)
         warmup.start()
 

@@ -8,7 +8,7 @@ reruns it `--reps - 1` times unchanged (everything cached), as a class does. Mod
 (one untimed warm-up run per page). Server time is the page script's own wall time (widgets.record_time, kept in
 session state), so AppTest's polling does not count; cpu_* is the script thread's CPU time over the same span (with
 OMP_NUM_THREADS=1 torch computes in that thread), which waiting for a core on a loaded machine does not inflate. `--profile P` prints cProfile's top costs of page P's timed
-runs. Prints one JSON object: per page, the first run's and the reruns' median/max ms.
+runs (`--which first|rerun`: only the first runs or only the reruns). Prints one JSON object: per page, the first run's and the reruns' median/max ms.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--profile", choices=["home", "tt"], default=None)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--which", choices=["all", "first", "rerun"], default="all", help="which runs --profile profiles")
     ap.add_argument("--pages", nargs="+", choices=["home", "tt"], default=["home", "tt"])
     a = ap.parse_args()
     from streamlit.testing.v1 import AppTest
@@ -106,9 +107,10 @@ def main() -> int:
             at = AppTest.from_file(str(path), default_timeout=300)
             for k, v in student_params(i)[page].items():
                 at.query_params[k] = v
-            profiling[0] = a.profile == page
+            profiling[0] = a.profile == page and a.which in ("all", "first")
             first.append(run_once(at, key))
             cpu_first.append(cpu[-1])
+            profiling[0] = a.profile == page and a.which in ("all", "rerun")
             for _ in range(a.reps - 1):
                 again.append(run_once(at, key))
                 cpu_again.append(cpu[-1])

@@ -91,7 +91,7 @@ with tab_seg:
         explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True
     )
 with tab_acc:
-    type_token_views.accuracy_tab(data, labels, word)
+    type_token_views.accuracy_tab(data, stamps, texts, labels, word)
 with tab_csv:
     # deferred: the CSV (~0.1 s of formatting) is written when the button is clicked, not on every first run
     st.download_button(

@@ -141,7 +141,7 @@ def install(monkeypatch, names=("word2vec", "elmo", "bert", "gpt")):
     """Serve fakes for `names` from ctxlib.app.loaders.load_encoder; other models look missing."""
     import streamlit as st
 
-    from ctxlib.app import loaders
+    from ctxlib.app import loaders, memo
 
     encs = fakes()
 
@@ -154,4 +154,5 @@ def install(monkeypatch, names=("word2vec", "elmo", "bert", "gpt")):
 
     monkeypatch.setattr(loaders, "load_encoder", load)
     st.cache_data.clear()
+    memo.clear_all()
     return encs

@@ -20,6 +20,7 @@ from ctxlib import checkpoint, explore, explore_atlas, kinds, registered
 from ctxlib.viz.common import freeze
 
 from .i18n import lang, msg
+from .memo import memo
 
 
 def model_order() -> tuple[str, ...]:
@@ -198,10 +199,10 @@ def text_rows(model: str, stamp: str) -> TextRows:
     return TextRows()
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@memo(256)
 def word_tokens(model: str, word: str, texts: tuple[str, ...], stamp: str) -> explore.WordProfile:
-    """Cached `explore.word_profile` for a loaded model (`stamp` = model_stamp(model)); texts already encoded for this
-    word by any session (`text_rows`) are not encoded again."""
+    """Cached `explore.word_profile` for a loaded model (`stamp` = model_stamp(model)), shared by every session (read
+    only, ctxlib.app.memo); texts already encoded for this word by any session (`text_rows`) are not encoded again."""
     return explore.word_profile(load_encoder(model), list(texts), word, cache=text_rows(model, stamp))
 
 
@@ -232,7 +233,7 @@ def atlas_vectors(model: str, word: str, cap: int, stamp: str) -> explore_atlas.
     return explore_atlas.atlas_sample(load_encoder(model), word, cap)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo(64, key=lambda key, _X, method: (key, method))
 def _projected(key: str, _X: np.ndarray, method: str) -> np.ndarray:
     from ctxlib.projection import project
 
@@ -261,7 +262,7 @@ def vectors_csv(data: dict, texts: tuple, labels: list, word: str) -> bytes:
     return _csv_bytes(key, data, tuple(texts), tuple(labels), word)
 
 
-@st.cache_resource(show_spinner=False, max_entries=512)
+@memo(512, key=lambda key, _build: key)
 def _figure_cache(key: str, _build):
     return freeze(_build())
 

@@ -5,9 +5,20 @@ import streamlit as st
 from ctxlib import explore
 from ctxlib.app import explain, loaders, widgets
 from ctxlib.app.i18n import msg
+from ctxlib.app.memo import memo
 from ctxlib.vecmath import cosine_matrix
 from ctxlib.viz import explorer
 from ctxlib.viz.common import PLOTLY_CONFIG, escape
+
+
+@memo(512, key=lambda key, d, layer: key)
+def _mean_type_cosine(key, d, layer: int) -> float:
+    return explore.mean_type_cosine(d, layer)
+
+
+@memo(128, key=lambda key, data, labels: key)
+def _sense_accuracy(key, data, labels):
+    return explore.sense_accuracy(data, labels)
 
 
 def model_maps(data, stamps, layers, half, word, pairs, hover, method):
@@ -36,7 +47,7 @@ def model_maps(data, stamps, layers, half, word, pairs, hover, method):
             config=PLOTLY_CONFIG,
             key=f"map_{m}",
         )
-        col.caption(msg("type_token.maps.mean_cosine", cos=explore.mean_type_cosine(d, j)))
+        col.caption(msg("type_token.maps.mean_cosine", cos=_mean_type_cosine((m, stamps[m], word, texts, j), d, j)))
         col.plotly_chart(
             loaders.cached_figure(
                 f"heat|{fkey}|{zmin}",
@@ -51,9 +62,10 @@ def model_maps(data, stamps, layers, half, word, pairs, hover, method):
         st.caption(msg("type_token.maps.shared_scale", lo=zmin))
 
 
-def accuracy_tab(data, labels, word):
+def accuracy_tab(data, stamps, texts, labels, word):
     """Per-layer sense accuracy (chart and table) against the majority-sense baseline, or why there is none."""
-    if (acc := explore.sense_accuracy(data, labels)) is None:
+    key = (tuple((m, stamps[m]) for m in data), word, tuple(texts), tuple(labels))
+    if (acc := _sense_accuracy(key, data, list(labels))) is None:
         st.info(msg("type_token.accuracy.need_labels"))
         return
     res, chance = {m: (widgets.layer_labels(ns), a) for m, (ns, a) in acc[0].items()}, acc[1]

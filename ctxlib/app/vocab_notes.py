@@ -11,9 +11,10 @@ from ctxlib.vecmath import unit_rows
 
 from . import loaders, state, text_fit, widgets
 from .i18n import escape_md, msg
+from .memo import memo
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo(256)
 def status(model: str, word: str, stamp: str) -> triple.VocabStatus:
     """`triple.vocab_status` of a loaded model (`stamp` = loaders.model_stamp(model))."""
     return triple.vocab_status(loaders.load_encoder(model), word)

@@ -115,7 +115,21 @@ def _one_torch_thread() -> None:
         pass
 
 
+def yield_s() -> float:
+    """Seconds the warm-up waits before each step while pages are queued or running: $CTXLAB_WARMUP_YIELD_S (0: no
+    waiting), default 3."""
+    try:
+        v = float(os.environ.get("CTXLAB_WARMUP_YIELD_S", "3"))
+    except ValueError:
+        return 3.0
+    return v if 0 <= v <= 600 else 3.0
+
+
 def _step(name: str, fn) -> None:
+    if (wait := yield_s()) > 0:
+        from . import gate
+
+        gate.GATE.wait_quiet(wait)  # a class that arrives now goes first (its pages build what they need themselves)
     t0 = time.perf_counter()
     try:
         fn()
