@@ -32,7 +32,7 @@ def home() -> None:
     st.caption(msg("home.models.caption"))
     if registered.extra_models():
         st.caption(msg("registry.registered_caption"))
-    st.dataframe(model_table.model_rows(status), hide_index=True)
+    st.dataframe(widgets.arrow_table(model_table.model_rows(status)), hide_index=True)
     for m, err in status.items():  # a broken checkpoint or registered model (one not built yet: the table says so)
         if err is not None and (loaders.is_registered(m) or checkpoint.resolve(m).exists()):
             st.caption(widgets.escape_md(msg("common.model_unavailable", model=m)) + msg("teachers.see"))
@@ -45,7 +45,7 @@ def home() -> None:
         + [widgets.command_line("teachers.build", checkpoint.rebuild_command(m), model=m) for m in missing]
     ):
         st.markdown(f"**{msg('teachers.training')}**")
-        st.dataframe(model_table.training_rows(loaded), hide_index=True)
+        st.dataframe(widgets.arrow_table(model_table.training_rows(loaded)), hide_index=True)
         st.markdown(f"**{msg('teachers.full_record')}**")  # one element for all models (each element is a message)
         st.json({m: loaders.model_record(m) for m in loaded}, expanded=1)
 

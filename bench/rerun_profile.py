@@ -8,7 +8,8 @@ reruns it `--reps - 1` times unchanged (everything cached), as a class does. Mod
 (one untimed warm-up run per page). Server time is the page script's own wall time (widgets.record_time, kept in
 session state), so AppTest's polling does not count; cpu_* is the script thread's CPU time over the same span (with
 OMP_NUM_THREADS=1 torch computes in that thread), which waiting for a core on a loaded machine does not inflate. `--profile P` prints cProfile's top costs of page P's timed
-runs (`--which first|rerun`: only the first runs or only the reruns). Prints one JSON object: per page, the first run's and the reruns' median/max ms.
+runs (`--which first|rerun|reload`: only those runs). `--reloads K`: each student then opens the same link K times
+in a new session, as a class reloading a page does (everything cached, nothing in the session's state). Prints one JSON object: per page, the first run's and the reruns' median/max ms.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--profile", choices=["home", "tt"], default=None)
     ap.add_argument("--top", type=int, default=25)
-    ap.add_argument("--which", choices=["all", "first", "rerun"], default="all", help="which runs --profile profiles")
+    ap.add_argument("--reloads", type=int, default=0, help="per student: the same link opened again in a new session")
+    ap.add_argument(
+        "--which", choices=["all", "first", "rerun", "reload"], default="all", help="which runs --profile profiles"
+    )
     ap.add_argument("--pages", nargs="+", choices=["home", "tt"], default=["home", "tt"])
     a = ap.parse_args()
     from streamlit.testing.v1 import AppTest
@@ -102,7 +106,7 @@ def main() -> int:
         t0 = time.perf_counter()
         run_once(warm, key)
         out[f"{page}_warmup_s"] = round(time.perf_counter() - t0, 1)
-        first, again, cpu_first, cpu_again = [], [], [], []
+        first, again, cpu_first, cpu_again, reload, cpu_reload = [], [], [], [], [], []
         for i in range(a.students):
             at = AppTest.from_file(str(path), default_timeout=300)
             for k, v in student_params(i)[page].items():
@@ -114,6 +118,13 @@ def main() -> int:
             for _ in range(a.reps - 1):
                 again.append(run_once(at, key))
                 cpu_again.append(cpu[-1])
+            profiling[0] = a.profile == page and a.which in ("all", "reload")
+            for _ in range(a.reloads):  # the same link in a new session (a reload): everything cached, nothing in state
+                at2 = AppTest.from_file(str(path), default_timeout=300)
+                for k, v in student_params(i)[page].items():
+                    at2.query_params[k] = v
+                reload.append(run_once(at2, key))
+                cpu_reload.append(cpu[-1])
             profiling[0] = False
         out[page] = {
             "first_ms": [round(x) for x in first],
@@ -122,6 +133,8 @@ def main() -> int:
             "rerun_max_ms": round(max(again)) if again else None,
             "cpu_first_median_ms": round(statistics.median(cpu_first)),
             "cpu_rerun_median_ms": round(statistics.median(cpu_again)) if cpu_again else None,
+            "reload_median_ms": round(statistics.median(reload)) if reload else None,
+            "cpu_reload_median_ms": round(statistics.median(cpu_reload)) if cpu_reload else None,
         }
     if a.profile:
         s = io.StringIO()

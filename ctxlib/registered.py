@@ -145,5 +145,9 @@ def eval_dir(name: str) -> Path:
 
 
 def source_of(name: str) -> str | None:
-    """The source of a registered model's name, or None."""
+    """The source of a registered model's name, or None. A shipped kind's name and a name with a colon ("live: ...")
+    are never a registered model's (`_extra_models` skips the kinds' names; `_clean` drops colons): answered without
+    looking at models.toml (a page run asks ~30 times)."""
+    if ":" in name or name in kinds.REGISTRY:
+        return None
     return next((e.source for e in extra_models() if e.name == name), None)

@@ -88,7 +88,10 @@ with tab_near:
 with tab_seg:
     st.caption(msg("type_token.segmentation.caption"))
     st.dataframe(
-        explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled")), hide_index=True
+        widgets.arrow_table(
+            explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled"))
+        ),
+        hide_index=True,
     )
 with tab_acc:
     type_token_views.accuracy_tab(data, stamps, texts, labels, word)

@@ -30,7 +30,23 @@ def _duration(seconds: float) -> str:
 
 
 def n_params(enc) -> int | None:
-    """The model's number of parameters (a Transformers model says it; a ctxlab model counts its network's)."""
+    """The model's number of parameters (a Transformers model says it; a ctxlab model counts its network's, once: the
+    count is kept on the encoder, as training changes the weights but not their number)."""
+    n = getattr(enc, "n_params", None)
+    if isinstance(n, int):
+        return n
+    n = getattr(enc, "_ctxlab_n_params", None)
+    if isinstance(n, int):
+        return n
+    n = _count_params(enc)
+    try:
+        enc._ctxlab_n_params = n
+    except AttributeError:
+        pass
+    return n
+
+
+def _count_params(enc) -> int | None:
     n = getattr(enc, "n_params", None)
     if isinstance(n, int):
         return n

@@ -87,5 +87,6 @@ def accuracy_tab(data, stamps, texts, labels, word):
         key="acc",
     )
     st.dataframe(
-        [{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)], hide_index=True
+        widgets.arrow_table([{msg(f"labels.table.{k}"): v for k, v in r.items()} for r in explore.accuracy_rows(res)]),
+        hide_index=True,
     )

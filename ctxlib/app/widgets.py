@@ -128,6 +128,18 @@ _LAYER_IDS = {
 _NUMBERED_LAYER = re.compile(r"(biLSTM layer|layer) (\d+)")
 
 
+def arrow_table(data):
+    """Rows (a list of dicts) or columns (a dict of lists) as a pyarrow Table for st.dataframe, which takes one as it
+    is: ~0.1 ms against ~0.8 ms for the pandas conversion it makes of anything else (each page run, each table).
+    Data pyarrow cannot type (a column mixing numbers and text) is returned unchanged."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pylist(data) if isinstance(data, list) else pa.Table.from_pydict(data)
+    except (pa.ArrowException, TypeError, ValueError):
+        return data
+
+
 def layer_label(name: str) -> str:
     """A library layer name ("embeddings", "layer 3", "biLSTM layer 2", "char-CNN token layer", "type vector (word2vec)")
     in the session's language; any other name is returned as it is."""
