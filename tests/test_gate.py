@@ -170,7 +170,7 @@ def test_settings_from_the_environment(monkeypatch, caplog, slots, lease, want, 
 
 def test_the_warm_up_waits_for_queued_pages_before_each_step(monkeypatch):
     waits, ran = [], []
-    monkeypatch.setattr(gate.GATE, "wait_quiet", lambda s: waits.append(s) or True)
+    monkeypatch.setattr(gate.GATE, "wait_quiet", lambda s, settle_s=0.0: waits.append(s) or True)
     monkeypatch.setenv("CTXLAB_WARMUP_YIELD_S", "2.5")
     warmup._step("demo", lambda: ran.append(len(waits)))
     assert waits == [2.5] and ran == [1]  # the wait came before the step
@@ -200,6 +200,7 @@ def test_every_page_run_holds_a_slot(monkeypatch):
     import app_fakes
     from streamlit.testing.v1 import AppTest
 
+    monkeypatch.setenv("CTXLAB_NO_PREWARM", "1")  # no warm-up thread in the tests
     app_fakes.install(monkeypatch)
 
     seen = []
@@ -217,3 +218,23 @@ def test_every_page_run_holds_a_slot(monkeypatch):
     assert seen == ["enter", "enter"]
     assert gate.GATE.admitted - before == (2 if gate.GATE.slots else 0)
     assert gate.GATE.busy() == 0  # given back after each run
+
+
+def test_wait_quiet_waits_for_the_class_to_end_not_for_a_gap():
+    g = gate.Gate(2, lease_s=HANG_S * 10)
+    t = g.enter()
+    done = threading.Event()
+    th = threading.Thread(target=lambda: g.wait_quiet(HANG_S, settle_s=0.05) and done.set(), daemon=True)
+    th.start()
+    assert not done.wait(0.2)  # a page holds a slot: never quiet, however long
+    g.leave(t)
+    assert done.wait(HANG_S)
+    th.join(HANG_S)
+
+
+def test_only_the_first_warm_up_step_waits_for_a_quiet_second(monkeypatch):
+    steps = []
+    monkeypatch.setattr(warmup, "_step", lambda name, fn, settle_s=0.0: steps.append((name, settle_s)))
+    warmup._warm_steps(models=[])
+    assert steps[0] == ("corpus", warmup.FIRST_SETTLE_S) and warmup.FIRST_SETTLE_S > 0
+    assert all(s == 0.0 for _, s in steps[1:]) and len(steps) > 1

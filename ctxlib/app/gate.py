@@ -120,14 +120,22 @@ class Gate:
         with self._lock:
             return self._counted(self._clock())
 
-    def wait_quiet(self, max_s: float, poll_s: float = 0.05) -> bool:
-        """Wait until no run waits for a slot and none is counted, at most `max_s` seconds (True: quiet)."""
-        end = time.monotonic() + max_s
-        while self.waiting() or self.busy():
-            if time.monotonic() >= end:
+    def wait_quiet(self, max_s: float, settle_s: float = 0.0, poll_s: float = 0.05) -> bool:
+        """Wait until no run waits for a slot and none is counted, and that for `settle_s` seconds on end (the gap
+        between two students' runs is not the end of a class), at most `max_s` seconds (True: quiet)."""
+        now = time.monotonic()
+        end, quiet_since = now + max_s, now
+        while True:
+            if self.waiting() or self.busy():
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            now = time.monotonic()
+            if quiet_since is not None and now - quiet_since >= settle_s:
+                return True
+            if now >= end:
                 return False
             time.sleep(poll_s)
-        return True
 
 
 GATE = Gate(

@@ -43,6 +43,7 @@ if not os.environ.get("NUMBA_CACHE_DIR"):  # before anything imports numba (umap
 _LOCK = threading.Lock()
 _THREAD: threading.Thread | None = None
 TIMES: dict[str, float] = {}  # step -> seconds taken (read by tests and the bench)
+FIRST_SETTLE_S = 1.0  # seconds of no page runs before the first step
 
 
 def serving_threads() -> int:
@@ -125,11 +126,12 @@ def yield_s() -> float:
     return v if 0 <= v <= 600 else 3.0
 
 
-def _step(name: str, fn) -> None:
+def _step(name: str, fn, settle_s: float = 0.0) -> None:
     if (wait := yield_s()) > 0:
         from . import gate
 
-        gate.GATE.wait_quiet(wait)  # a class that arrives now goes first (its pages build what they need themselves)
+        # a class that arrives now goes first (its pages build what they need themselves)
+        gate.GATE.wait_quiet(wait, settle_s=min(settle_s, wait))
     t0 = time.perf_counter()
     try:
         fn()
@@ -161,7 +163,9 @@ def _warm_steps(models) -> None:
 
     from . import loaders
 
-    _step("corpus", lambda: corpus.load("all"))
+    # the first page of a class is often the teacher's, with the students a moment behind: the first step waits for
+    # one quiet second
+    _step("corpus", lambda: corpus.load("all"), settle_s=FIRST_SETTLE_S)
     _step("optimizer", optimizer_warm)
     _step("umap", umap_warm)
     for m in models if models is not None else loaders.model_order():
