@@ -3,10 +3,10 @@ served.
 
 Every page run (app.py) holds a slot of the process's `GATE` while its script runs. Why: Python runs one thread at
 a time (the GIL), so 30 students' page scripts started together do not finish sooner for running together. They
-take turns every few milliseconds, and each turn costs: a class of 30 × 3 on Type vs token used 9.4-10.0 s of the
-server's CPU with every script running at once and 4.9-6.9 s with one at a time (`bench/classroom_load.py`, the
-same server and sentences; docs/serving.md). Two slots keep both cores busy (one script's torch code runs without
-the GIL while the other's Python holds it).
+take turns every few milliseconds, all of them finish near the end, and each turn costs: a class of 30 × 3 on Type
+vs token used 7.3-8.5 s of the server's CPU with every script running at once and 4.5-5.5 s with two at a time, p95
+4.1-4.7 s before and 2.0-2.4 s after (`bench/classroom_load.py`, the same sentences; docs/serving.md). Two slots
+keep both cores busy (one script's torch code runs without the GIL while the other's Python holds it).
 
 A run that holds its slot longer than the lease (`CTXLAB_PAGE_LEASE_S`, default 1 s: a training replay, a live job's
 page, the atlas on a new word) stops counting against the slots, so one long page never makes the class wait more
