@@ -79,29 +79,35 @@ half = elmo_halves.picker(data, texts, word)
 
 type_token_views.model_maps(data, stamps, layers, half, word, pairs, hover, method)
 
-sentence_col, tabs = msg("type_token.tabs.sentence_col"), ("accuracy", "nearest", "segmentation", "export")
-tab_acc, tab_near, tab_seg, tab_csv = st.tabs([msg(f"type_token.tabs.{k}") for k in tabs])
-
-
-with tab_near:
-    vocab_notes.nearest_tab(data, stamps, layers, half, word, texts, sentence_col)
-with tab_seg:
-    st.caption(msg("type_token.segmentation.caption"))
+# only the open tab runs (a class reloading the page draws one tab, not four); a link with ?near= opens the nearest
+# words (its switch and any notice about the value are in that tab)
+sentence_col, names = msg("type_token.tabs.sentence_col"), [msg(f"type_token.tabs.{k}") for k in type_token_views.TABS]
+tab_acc, tab_near, tab_seg, tab_csv = st.tabs(
+    names, key="tt_tab", on_change="rerun", default=names[1] if "near" in st.query_params else None
+)
+if tab_near.open:
+    with tab_near:
+        vocab_notes.nearest_tab(data, stamps, layers, half, word, texts, sentence_col)
+if tab_seg.open:
+    with tab_seg:
+        st.caption(msg("type_token.segmentation.caption"))
     st.dataframe(
         widgets.arrow_table(
             explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled"))
         ),
         hide_index=True,
     )
-with tab_acc:
-    type_token_views.accuracy_tab(data, stamps, texts, labels, word)
-with tab_csv:
-    # deferred: the CSV (~0.1 s of formatting) is written when the button is clicked, not on every first run
-    st.download_button(
-        msg("type_token.export.download"),
-        functools.partial(explore.vectors_csv, full, texts, labels, word),
-        file_name=f"ctxlab_{word}_vectors.csv",
-        mime="text/csv",
-    )
-    st.caption(msg("type_token.export.caption"))
+if tab_acc.open:
+    with tab_acc:
+        type_token_views.accuracy_tab(data, stamps, texts, labels, word)
+if tab_csv.open:
+    with tab_csv:
+        # deferred: the CSV (~0.1 s of formatting) is written when the button is clicked, not on every first run
+        st.download_button(
+            msg("type_token.export.download"),
+            functools.partial(explore.vectors_csv, full, texts, labels, word),
+            file_name=f"ctxlab_{word}_vectors.csv",
+            mime="text/csv",
+        )
+        st.caption(msg("type_token.export.caption"))
 widgets.record_time("type_token", _t0)

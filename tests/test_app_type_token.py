@@ -41,6 +41,16 @@ def _texts(at, kind):
     return " ".join(e.value for e in getattr(at, kind))
 
 
+def _open_tab(at, name: str):
+    """Click one of the page's tabs (only the open one runs): "accuracy", "nearest", "segmentation", "export"."""
+    from ctxlib.app.i18n import lookup
+
+    at.session_state["tt_tab"] = lookup(f"type_token.tabs.{name}", "en")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 @pytest.fixture
 def fakes(monkeypatch):
     return app_fakes.install(monkeypatch)
@@ -108,7 +118,7 @@ def test_script_tag_is_shown_as_text(fakes):
     for chart in at.get("plotly_chart"):
         assert "<script>" not in chart.proto.spec and "<b>手机" not in chart.proto.spec
     assert "&lt;script&gt;" in at.get("plotly_chart")[0].proto.spec
-    seg = [d for d in at.dataframe]
+    seg = [d for d in _open_tab(at, "segmentation").dataframe]
     assert any("<script>" in str(d.value.to_dict()) for d in seg)  # shown literally in the table
 
 
@@ -141,16 +151,16 @@ def test_tsne_projection(fakes):
 
 
 def test_nearest_words_and_segmentation(fakes):
-    at = _run(lang="en")
+    at = _open_tab(_run(lang="en"), "nearest")
     at.toggle(key="tt_near_w").set_value(True).run()
     assert not at.exception and at.query_params["near"] in ("1", ["1"])
-    tables = [d.value for d in at.dataframe]
     near = [tb.value for tb in at.table]  # st.table (issue #13.8: the dataframe cut off the last model's column)
     near = [tb for tb in near if any(c.startswith("elmo (random pairs ≈ ") for c in tb.columns)]
     assert near and sum(c.split(" ")[0] in ("word2vec", "elmo", "bert", "gpt") for c in near[0].columns) == 4
     col = [c for c in near[0].columns if c.startswith("elmo")][0]
     assert near[0][col].str.contains(r"\d\.\d\d").all()
     assert not near[0][col].str.contains("苹果 ").any()  # the word itself is excluded
+    tables = [d.value for d in _open_tab(at, "segmentation").dataframe]
     seg = [tb for tb in tables if "bert: pooled characters" in tb.columns][0]
     assert set(seg["bert: pooled characters"]) == {"苹 + 果"}
     assert any("【苹果】" in v for v in seg["word2vec / elmo"])  # word models share one jieba segmentation
@@ -194,10 +204,11 @@ def test_gpt_selected(fakes):
     acc = specs[2]
     assert [tr["name"] for tr in acc["data"]] == ["gpt"] and len(_xs(acc["data"][0])) == 5
     tables = [d.value for d in at.dataframe]
+    assert any(tb.columns.tolist() == ["model", "layer", "accuracy"] and set(tb["model"]) == {"gpt"} for tb in tables)
+    tables = [d.value for d in _open_tab(at, "segmentation").dataframe]
     seg = [tb for tb in tables if "gpt: pooled characters" in tb.columns][0]
     assert set(seg["gpt: pooled characters"]) == {"苹 + 果"}
-    assert any(tb.columns.tolist() == ["model", "layer", "accuracy"] and set(tb["model"]) == {"gpt"} for tb in tables)
-    assert len(at.get("download_button")) == 1  # the CSV (its rows: test_gpt_csv_and_left_context)
+    assert len(_open_tab(at, "export").get("download_button")) == 1  # the CSV (rows: test_gpt_csv_and_left_context)
 
 
 def test_gpt_csv_and_left_context(fakes):
@@ -351,7 +362,7 @@ def test_nearest_words_come_with_their_scale(fakes):
     its numbers are ctxlib.triple's over the words the nearest-word search uses."""
     from ctxlib import triple
 
-    at = _run(lang="en", models="elmo,bert", layers="elmo:1,bert:3")
+    at = _open_tab(_run(lang="en", models="elmo,bert", layers="elmo:1,bert:3"), "nearest")
     at.toggle(key="tt_near_w").set_value(True).run()
     assert not at.exception
     scale = [tb for tb in (d.value for d in at.dataframe) if "random pairs: mean cos" in tb.columns][0]
@@ -541,3 +552,31 @@ def test_switching_the_language_keeps_the_example_set_shown(monkeypatch):
     box = at.selectbox(key="tt_set")
     assert not at.exception and box.value == third
     assert box.proto.set_value and box.proto.raw_value in box.proto.options and "：" in box.proto.raw_value
+
+
+def test_only_the_open_tab_runs(fakes):
+    """A class reloading the page draws one tab: the sense accuracy (the first), not the nearest words, the
+    segmentation or the CSV; each of those appears when its tab is opened, and the accuracy goes."""
+    at = _run(lang="en")
+    acc = lambda at: [d for d in at.dataframe if d.value.columns.tolist() == ["model", "layer", "accuracy"]]  # noqa: E731
+    assert acc(at) and not at.get("download_button") and not [t for t in at.toggle if t.key == "tt_near_w"]
+    assert not [d for d in at.dataframe if "bert: pooled characters" in d.value.columns]
+    _open_tab(at, "segmentation")
+    assert [d for d in at.dataframe if "bert: pooled characters" in d.value.columns] and not acc(at)
+    _open_tab(at, "export")
+    assert len(at.get("download_button")) == 1 and not at.dataframe
+    _open_tab(at, "nearest")
+    assert at.toggle(key="tt_near_w").value is False and not at.get("download_button")
+    _open_tab(at, "accuracy")
+    assert acc(at)
+
+
+@pytest.mark.parametrize("near", ["1", "0", "nosuch"])
+def test_a_link_with_near_opens_the_nearest_words(fakes, near):
+    at = _run(lang="en", near=near)
+    from ctxlib.app.i18n import lookup
+
+    assert at.session_state["tt_tab"] == lookup("type_token.tabs.nearest", "en")
+    assert at.toggle(key="tt_near_w").value is (near == "1")
+    said = " ".join(e.value for kind in ("caption", "info", "warning") for e in getattr(at, kind)).replace("\\", "")
+    assert ("The link's near=nosuch is not" in said) == (near == "nosuch"), said

@@ -171,8 +171,8 @@ COLLECT_JS = """() => {
       for (const h of [].concat(tr.hovertemplate || [])) svg.push(String(h).replace(/%\\{[^}]*\\}/g, ' ').replace(/<[^>]*>/g, ' '));
     }
   }
-  // icons are ligatures (upload, expand_more), not words
-  const skip = [...document.querySelectorAll('code, pre, textarea, input, [data-testid="stCode"], [data-testid="stIconMaterial"]')].map(e => e.innerText || e.value || '');
+  // icons are ligatures (upload, expand_more), not words; KaTeX is a formula (MultiHead(X), head_i, PE, sin)
+  const skip = [...document.querySelectorAll('code, pre, textarea, input, .katex, [data-testid="stCode"], [data-testid="stIconMaterial"]')].map(e => e.innerText || e.value || '');
   return {text: root.innerText + '\\n' + (side ? side.innerText : ''), svg: svg, skip: skip};
 }"""
 
@@ -214,11 +214,13 @@ def page_english(page, user_text: str = "") -> dict[str, list[str]]:
     """{where: [English words]} on a rendered page: its visible text and Plotly text, after clicking every tab;
     code blocks and input boxes (the user's own text and commands) and `user_text` are left out."""
     found: dict[str, list[str]] = {}
-    tabs = page.query_selector_all('[data-baseweb="tab"]')
+    tabs = page.query_selector_all('[role="tab"]')  # Streamlit 1.67: data-testid=stTab; no baseweb tabs any more
     for i in range(max(1, len(tabs))):
         if tabs:
-            tabs[i].click()
+            page.query_selector_all('[role="tab"]')[i].click()  # again each time: a tab that reruns redraws them
             page.wait_for_timeout(800)
+            # a tab that runs when opened (st.tabs on_change="rerun": Type vs token) draws after its rerun
+            page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=300_000)
         got = page.evaluate(COLLECT_JS)
         typed = (
             ALLOWED | MODEL_TOKENS | set(WORD.findall(" ".join(got["skip"] + [user_text])))

@@ -10,6 +10,8 @@ from ctxlib.vecmath import cosine_matrix
 from ctxlib.viz import explorer
 from ctxlib.viz.common import PLOTLY_CONFIG, escape
 
+TABS = ("accuracy", "nearest", "segmentation", "export")  # the page's tabs, in order (type_token.tabs.<name>)
+
 
 @memo(512, key=lambda key, d, layer: key)
 def _mean_type_cosine(key, d, layer: int) -> float:
