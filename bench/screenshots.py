@@ -41,6 +41,7 @@ VIEWS = {
     "lesson_13": "Lesson?step=13",  # positions
     "lesson_14": "Lesson?step=14",  # fine-tuning: the live job
     "lesson_15": "Lesson?step=15",  # GPT's next character: the answer from the model's own top guess
+    "type_token": "Type_vs_token",  # the maps, heatmaps and the sense-accuracy tab (only the open tab runs)
     "transformer": "Transformer",  # Q, K, V, scores, softmax, heads, positions
     "gpt_writing": "GPT_writing",  # the note above the output, repetition controls, names kept out
     "pretraining": "BERT_pretraining",  # fill-mask with its note; the NSP sample
