@@ -91,12 +91,12 @@ if tab_near.open:
 if tab_seg.open:
     with tab_seg:
         st.caption(msg("type_token.segmentation.caption"))
-    st.dataframe(
-        widgets.arrow_table(
-            explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled"))
-        ),
-        hide_index=True,
-    )
+        st.dataframe(
+            widgets.arrow_table(
+                explore.segmentation_table(data, texts, sentence_col, msg("type_token.segmentation.pooled"))
+            ),
+            hide_index=True,
+        )
 if tab_acc.open:
     with tab_acc:
         type_token_views.accuracy_tab(data, stamps, texts, labels, word)

@@ -563,6 +563,8 @@ def test_only_the_open_tab_runs(fakes):
     assert not [d for d in at.dataframe if "bert: pooled characters" in d.value.columns]
     _open_tab(at, "segmentation")
     assert [d for d in at.dataframe if "bert: pooled characters" in d.value.columns] and not acc(at)
+    seg_tab = at.tabs[2]  # the table is drawn inside its tab, under the tab's caption
+    assert [d for d in seg_tab.dataframe if "bert: pooled characters" in d.value.columns] and seg_tab.caption
     _open_tab(at, "export")
     assert len(at.get("download_button")) == 1 and not at.dataframe
     _open_tab(at, "nearest")
