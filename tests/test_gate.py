@@ -158,8 +158,8 @@ def test_settings_from_the_environment(monkeypatch, caplog, slots, lease, want, 
     monkeypatch.setenv(gate.LEASE_ENV, lease)
     with caplog.at_level(logging.WARNING):
         got = (
-            gate._env_number(gate.SLOTS_ENV, gate.DEFAULT_SLOTS, int, 0, gate.MAX_SLOTS),
-            gate._env_number(gate.LEASE_ENV, gate.DEFAULT_LEASE_S, float, 0.01, gate.MAX_LEASE_S),
+            gate.env_number(gate.SLOTS_ENV, gate.DEFAULT_SLOTS, int, 0, gate.MAX_SLOTS),
+            gate.env_number(gate.LEASE_ENV, gate.DEFAULT_LEASE_S, float, 0.01, gate.MAX_LEASE_S),
         )
     assert got == want
     messages = [r.getMessage() for r in caplog.records]

@@ -32,7 +32,7 @@ MAX_SLOTS, MAX_LEASE_S = 64, 600.0
 POLL_S = 0.25  # a waiter looks at the clock at least this often (a lease can run out without anyone leaving)
 
 
-def _env_number(name: str, default, cast, lo, hi):
+def env_number(name: str, default, cast, lo, hi):
     """$name as `cast` within [lo, hi]; unset: `default`; anything else: `default`, with a warning naming it."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -139,6 +139,6 @@ class Gate:
 
 
 GATE = Gate(
-    _env_number(SLOTS_ENV, DEFAULT_SLOTS, int, 0, MAX_SLOTS),
-    _env_number(LEASE_ENV, DEFAULT_LEASE_S, float, 0.01, MAX_LEASE_S),
+    env_number(SLOTS_ENV, DEFAULT_SLOTS, int, 0, MAX_SLOTS),
+    env_number(LEASE_ENV, DEFAULT_LEASE_S, float, 0.01, MAX_LEASE_S),
 )

@@ -32,9 +32,6 @@ def _duration(seconds: float) -> str:
 def n_params(enc) -> int | None:
     """The model's number of parameters (a Transformers model says it; a ctxlab model counts its network's, once: the
     count is kept on the encoder, as training changes the weights but not their number)."""
-    n = getattr(enc, "n_params", None)
-    if isinstance(n, int):
-        return n
     n = getattr(enc, "_ctxlab_n_params", None)
     if isinstance(n, int):
         return n

@@ -33,7 +33,7 @@ import time
 
 from ctxlib import cache
 
-from . import timing
+from . import gate, timing
 
 log = logging.getLogger(__name__)
 
@@ -118,18 +118,12 @@ def _one_torch_thread() -> None:
 
 def yield_s() -> float:
     """Seconds the warm-up waits before each step while pages are queued or running: $CTXLAB_WARMUP_YIELD_S (0: no
-    waiting), default 3."""
-    try:
-        v = float(os.environ.get("CTXLAB_WARMUP_YIELD_S", "3"))
-    except ValueError:
-        return 3.0
-    return v if 0 <= v <= 600 else 3.0
+    waiting, at most 600), default 3; another value is named in a warning."""
+    return gate.env_number("CTXLAB_WARMUP_YIELD_S", 3.0, float, 0.0, 600.0)
 
 
 def _step(name: str, fn, settle_s: float = 0.0) -> None:
     if (wait := yield_s()) > 0:
-        from . import gate
-
         # a class that arrives now goes first (its pages build what they need themselves)
         gate.GATE.wait_quiet(wait, settle_s=min(settle_s, wait))
     t0 = time.perf_counter()
